@@ -1,0 +1,33 @@
+# Two entry points on a fresh machine: `make demo` and `make test`.
+# Both create or reuse .venv in the repo root.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.robodata-installed
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: venv demo test bench-quick clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# CPU build from local disk; never let a resolver pull a CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[platform,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+$(DAGSTER_HOME)/dagster.yaml: resources/dagster.local.yaml
+	mkdir -p $(DAGSTER_HOME)
+	cp resources/dagster.local.yaml $@
+
+demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m robodata.demo --root .demo
+
+test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf .demo .bench .dagster_home
