@@ -1,0 +1,60 @@
+"""Shared column contracts: the catalog row (one per episode) and the manifest row.
+
+The ingestion layer writes catalog rows; curation reads them and writes manifests;
+the dataset reads manifests. Changing a column here is a format change.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+CATALOG_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("uri", pa.string()),              # container object (local path or s3://...)
+        ("site", pa.string()),
+        ("robot", pa.string()),
+        ("task", pa.string()),
+        ("vendor", pa.string()),
+        ("start_time", pa.timestamp("us", tz="UTC")),
+        ("day", pa.string()),              # YYYY-MM-DD of start_time (partition column)
+        ("duration_s", pa.float64()),
+        ("num_frames", pa.int32()),        # frames per camera (min over cameras)
+        ("num_state_steps", pa.int32()),   # samples of the main proprio stream
+        ("cameras", pa.list_(pa.string())),
+        ("stream_rates_json", pa.string()),  # {"cam_left": 30.0, "joint_pos": 100.0, ...}
+        ("success", pa.bool_()),
+        ("quality_score", pa.float32()),
+        ("qc_status", pa.string()),        # "pass" | "quarantined"
+        ("layout_version", pa.string()),   # container layout id (format version + layout hash)
+        ("ingest_batch", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("footer_offset", pa.int64()),     # lets a loader fetch the index in one range read
+        ("footer_length", pa.int64()),
+    ]
+)
+
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()),
+        ("uri", pa.string()),
+        ("site", pa.string()),
+        ("task", pa.string()),
+        ("duration_s", pa.float64()),
+        ("num_frames", pa.int32()),
+        ("num_state_steps", pa.int32()),
+        ("cameras", pa.list_(pa.string())),
+        ("stream_rates_json", pa.string()),
+        ("layout_version", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("footer_offset", pa.int64()),
+        ("footer_length", pa.int64()),
+        ("split", pa.string()),            # "train" | "val"
+        ("weight", pa.float64()),          # sampling weight from the spec's mixing weights
+    ]
+)
+
+# Parquet key-value metadata keys on every manifest file.
+MANIFEST_META_CATALOG_VERSION = b"robodata.catalog_version"
+MANIFEST_META_SPEC_HASH = b"robodata.spec_hash"
+MANIFEST_META_CONTENT_HASH = b"robodata.manifest_hash"
