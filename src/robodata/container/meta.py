@@ -136,3 +136,14 @@ class EpisodeMeta:
         d = dict(d)
         d["streams"] = {k: StreamSpec(**v) for k, v in d["streams"].items()}
         return cls(**d)
+
+
+def default_layout(cameras: tuple[str, ...] | list[str], proprio: tuple[str, ...] | list[str] = ("joint_pos", "joint_cur", "cmd"),
+                   events: tuple[str, ...] | list[str] = ("events",), video: VideoSettings | None = None,
+                   camera_span_s: float = 2.0, proprio_span_s: float = 10.0) -> Layout:
+    """cameras / proprio / events groups: the layout ingestion uses unless a plan says otherwise."""
+    groups = [TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()),
+              TopicGroup("proprio", tuple(proprio), proprio_span_s)]
+    if events:
+        groups.append(TopicGroup("events", tuple(events), 60.0))
+    return Layout(groups=tuple(groups))
