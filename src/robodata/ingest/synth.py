@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -148,8 +149,11 @@ def _sync_samples(rng: np.random.Generator, offset_ns: int, duration_ns: int) ->
 
 
 def write_jpeg_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
-    d = root / ep.episode_id
-    d.mkdir(parents=True, exist_ok=True)
+    """Write into `<id>.partial/` and rename when complete, like a robot's uploader would."""
+    final = root / ep.episode_id
+    d = root / f"{ep.episode_id}.partial"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
     rng = np.random.default_rng(zlib.crc32(ep.episode_id.encode()))
     for cam in ep.frame_t:
         cd = d / cam
@@ -174,7 +178,9 @@ def write_jpeg_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
     (d / "synth_truth.json").write_text(json.dumps({"offsets_ns": ep.offsets_ns}))
     (d / "meta.json").write_text(json.dumps(ep.meta, indent=1))
     (d / "_COMPLETE").write_text("")
-    return d
+    shutil.rmtree(final, ignore_errors=True)
+    d.rename(final)
+    return final
 
 
 def synthesize(cfg: SynthConfig, root: str | os.PathLike[str]) -> list[Path]:
