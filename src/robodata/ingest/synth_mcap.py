@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime
 from pathlib import Path
 
 from mcap.writer import Writer
@@ -38,7 +39,9 @@ def _stamp(t_ns: int) -> dict[str, int]:
 
 
 def write_mcap_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
+    """Timestamps are device-clock times on the episode's epoch (start_time + t)."""
     path = root / f"{ep.episode_id}.mcap"
+    base = int(datetime.fromisoformat(ep.meta["start_time"]).timestamp() * 1e9)
     tmp = path.with_suffix(".mcap.partial")
     with open(tmp, "wb") as f:
         w = Writer(f)
@@ -52,15 +55,17 @@ def write_mcap_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
         events = w.register_channel("/events", "json", ev)
         for cam, ch in chans.items():
             for i, (t, rgb) in enumerate(ep.frames(cam)):
+                t += base
                 msg = {"timestamp": _stamp(t), "frame_id": cam, "format": "jpeg",
                        "data": base64.b64encode(jpeg_bytes(rgb, quality)).decode()}
                 w.add_message(ch, log_time=t, publish_time=t, data=json.dumps(msg).encode(), sequence=i)
         names = ep.meta["state"]["joint_names"]
-        for i, t in enumerate(ep.state_t):
+        for i, t in enumerate(ep.state_t + base):
             msg = {"timestamp": _stamp(int(t)), "name": names, "position": ep.joint_pos[i].tolist(),
                    "effort": ep.joint_cur[i].tolist(), "command": ep.cmd[i].tolist()}
             w.add_message(joint, log_time=int(t), publish_time=int(t), data=json.dumps(msg).encode(), sequence=i)
         for i, (t, e) in enumerate(ep.events):
+            t += base
             w.add_message(events, log_time=t, publish_time=t, data=json.dumps({"timestamp": _stamp(t), "event": e}).encode(), sequence=i)
         w.finish()
     tmp.rename(path)
