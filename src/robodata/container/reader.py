@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +54,8 @@ class EpisodeReader:
         self.stats = ReaderStats()
         self._extradata = {k: base64.b64decode(v) for k, v in doc.get("codec_data", {}).items()}
         self._decode_threads = decode_threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
         self._t0 = 0  # stream timestamps are ns since meta.start_time_ns
         size = source.size()
         for c in self.chunks:
@@ -96,11 +100,33 @@ class EpisodeReader:
         lo, hi = self._t0 + int(round(t0 * 1e9)), self._t0 + int(round(t1 * 1e9))
         wanted = self._plan(set(streams), lo, hi)
         blobs = self._fetch(wanted)
-        out: dict[str, Window] = {}
-        for s in streams:
+
+        def decode(s: str) -> Window:
             pieces = [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in wanted for p in w.parts if p.stream == s]
-            out[s] = self._decode_stream(s, pieces, lo, hi, every)
-        return out
+            return self._decode_stream(s, pieces, lo, hi, every)
+
+        cams = [s for s in streams if self.meta.streams[s].kind == "video"]
+        if len(cams) > 1:  # one decode thread per camera (PyAV releases the GIL while decoding)
+            decoded = dict(zip(cams, self._decode_pool().map(decode, cams)))
+        else:
+            decoded = {}
+        return {s: decoded[s] if s in decoded else decode(s) for s in streams}
+
+    def _decode_pool(self) -> ThreadPoolExecutor:
+        # A pool inherited through fork has no threads behind it: make a fresh one per process.
+        if self._pool is None or self._pool_pid != os.getpid():
+            n = sum(1 for s in self.meta.streams.values() if s.kind == "video")
+            self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="rd-decode")
+            self._pool_pid = os.getpid()
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None and self._pool_pid == os.getpid():
+            self._pool.shutdown(wait=False)
+        self._pool = None
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
 
     def _plan(self, streams: set[str], lo: int, hi: int) -> list[_Wanted]:
         plan = []
