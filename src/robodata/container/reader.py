@@ -212,7 +212,7 @@ class EpisodeReader:
             start = int(np.nonzero(key[: first + 1])[0][-1]) if key[: first + 1].any() else 0
             dts = table.column("dts").to_numpy()
             data = table.column("data")
-            packets = [(int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts))]
+            packets = ((int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts)))  # lazy: decode stops early
             try:
                 got = decoder.decode(packets, set(wanted))
             except Exception as exc:
