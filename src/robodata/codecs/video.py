@@ -31,6 +31,37 @@ class Packet:
     dts: int
     key: bool
     data: bytes
+    ref: bool = True     # other frames may reference this one (False: droppable, skip_frame=NONREF)
+
+
+def _annexb_nal_headers(data: bytes):
+    i, n = 0, len(data)
+    while True:
+        j = data.find(b"\x00\x00\x01", i)
+        if j < 0 or j + 3 >= n:
+            return
+        yield data[j + 3: j + 5]
+        i = j + 3
+
+
+def is_reference(codec: str, data: bytes) -> bool:
+    """Whether a packet's picture is a reference picture, from its first slice NAL header.
+
+    H.264: nal_ref_idc != 0. HEVC: VCL types 0-14 that are even are sub-layer non-reference.
+    Unknown codecs (AV1) are treated as reference (never skipped).
+    """
+    for head in _annexb_nal_headers(data):
+        if codec == "h264":
+            nal_type = head[0] & 0x1F
+            if 1 <= nal_type <= 5:
+                return (head[0] >> 5) & 0x3 != 0
+        elif codec == "hevc":
+            nal_type = (head[0] >> 1) & 0x3F
+            if nal_type < 32:
+                return not (nal_type <= 14 and nal_type % 2 == 0)
+        else:
+            return True
+    return True
 
 
 class VideoEncoder:
@@ -40,6 +71,7 @@ class VideoEncoder:
                  preset: str = "veryfast", bframes: int = 0, threads: int = 0):
         spec = video_codec(codec)
         self.gop = gop
+        self.codec = codec
         ctx = av.CodecContext.create(spec.encoder, "w")
         ctx.width, ctx.height = width, height
         ctx.pix_fmt = "yuv420p"
@@ -76,9 +108,13 @@ class VideoEncoder:
         self._closed = True
         return self._packets(self._ctx.encode(None))
 
-    @staticmethod
-    def _packets(pkts: list[av.Packet]) -> list[Packet]:
-        return [Packet(int(p.pts), int(p.dts if p.dts is not None else p.pts), bool(p.is_keyframe), bytes(p)) for p in pkts]
+    def _packets(self, pkts: list[av.Packet]) -> list[Packet]:
+        out = []
+        for p in pkts:
+            data = bytes(p)
+            out.append(Packet(int(p.pts), int(p.dts if p.dts is not None else p.pts), bool(p.is_keyframe), data,
+                              is_reference(self.codec, data)))
+        return out
 
 
 class VideoDecoder:
@@ -90,6 +126,7 @@ class VideoDecoder:
         self._extradata = extradata
         self._threads = threads
         self._skip_nonref = skip_nonref
+        self.decoded = 0   # frames that came out of the decoder (work done), wanted or not
 
     def _context(self) -> av.CodecContext:
         ctx = av.CodecContext.create(self._codec, "r")
@@ -112,11 +149,13 @@ class VideoDecoder:
             pkt = av.Packet(data)
             pkt.pts, pkt.dts = pts, dts
             for frame in ctx.decode(pkt):
+                self.decoded += 1
                 if frame.pts in wanted:
                     out[frame.pts] = to_rgb(frame)
             if len(out) == len(wanted):
                 return out
         for frame in ctx.decode(None):
+            self.decoded += 1
             if frame.pts in wanted:
                 out[frame.pts] = to_rgb(frame)
         return out
