@@ -246,3 +246,10 @@ class EpisodeReader:
     @property
     def duration_s(self) -> float:
         return self.meta.duration_s
+
+
+def read_window(episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1,
+                **storage_options: Any) -> dict[str, Window]:
+    """One-shot form of EpisodeReader.read_window: `episode` is a path, URL, file-like or reader."""
+    reader = episode if isinstance(episode, EpisodeReader) else EpisodeReader.open(episode, **storage_options)
+    return reader.read_window(t0, t1, streams, every)
