@@ -67,3 +67,29 @@ def test_ingestion_graph_end_to_end_on_postgres_and_s3(prod_instance, tmp_path, 
         assert {"synthetic_landing", "demo_containers"} <= keys
         latest = prod_instance.get_latest_materialization_event(dg.AssetKey("demo_containers"))
         assert latest.asset_materialization.metadata["converted"].value == 2
+
+
+def _sql_statements(path):
+    lines = [ln for ln in path.read_text().splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def test_postgres_index_setup_applies_to_the_dagster_schema(prod_instance):
+    import psycopg2
+
+    from tests.platform.deploy_support import ROOT
+
+    url = prod_instance.run_storage.postgres_url.replace("postgresql+psycopg2://", "postgresql://", 1)
+    conn = psycopg2.connect(url)
+    conn.autocommit = True  # CREATE INDEX CONCURRENTLY cannot run in a transaction
+    try:
+        with conn.cursor() as cur:
+            for _ in range(2):  # idempotent
+                for stmt in _sql_statements(ROOT / "deploy" / "postgres-indexes.sql"):
+                    cur.execute(stmt)
+            cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'robodata_runs_by_create_timestamp'")
+            assert "(create_timestamp)" in cur.fetchone()[0]
+            cur.execute("SELECT reloptions FROM pg_class WHERE relname = 'event_logs'")
+            assert "autovacuum_vacuum_scale_factor=0.02" in cur.fetchone()[0]
+    finally:
+        conn.close()
