@@ -65,7 +65,7 @@ def webserver():
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # dagster dev and the webserver/daemon/code server it started
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
