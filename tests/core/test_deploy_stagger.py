@@ -42,3 +42,21 @@ def test_bad_policy_is_a_config_error(kw):
 def test_negative_count_rejected():
     with pytest.raises(ConfigError):
         launch_offsets(-1, StaggerPolicy())
+
+
+def test_staggered_launch_resumes_from_its_state():
+    from robodata.ingest.stagger import StaggeredLaunch
+    from robodata.stateful import Stateful
+
+    p = StaggerPolicy(max_concurrent=4, run_s=2.0, jitter=0.0)  # one launch per 0.5 s
+    wave = StaggeredLaunch(10, p, started_at=100.0)
+    assert isinstance(wave, Stateful)
+    assert wave.take(100.0) == 1 and wave.take(100.0) == 0 and wave.take(101.1) == 2
+    state = wave.state_dict()
+    resumed = StaggeredLaunch(0, StaggerPolicy(), started_at=0.0)
+    resumed.load_state_dict(state)
+    assert resumed.launched == 3 and not resumed.done
+    assert resumed.take(1000.0) == 7 and resumed.done and resumed.take(2000.0) == 0
+    bad = dict(state, launched=11)
+    with pytest.raises(ConfigError):
+        resumed.load_state_dict(bad)

@@ -68,3 +68,41 @@ def max_in_window(offsets: list[float], window_s: float) -> int:
             lo += 1
         best = max(best, hi - lo + 1)
     return best
+
+
+class StaggeredLaunch:
+    """Resumable launch schedule for one wave of n runs (Stateful: keep state_dict() in the sensor cursor).
+
+        wave = StaggeredLaunch(n=len(batches), policy=policy, started_at=now)
+        k = wave.take(now)                 # runs to submit this tick
+        submit(batches[wave.launched - k : wave.launched])
+        cursor = json.dumps(wave.state_dict())
+    """
+
+    def __init__(self, n: int, policy: StaggerPolicy, started_at: float):
+        require(n >= 0, f"launch count must be >= 0, got {n}")
+        self.n, self.policy, self.started_at = n, policy, float(started_at)
+        self.launched = 0
+        self._offsets = launch_offsets(n, policy)
+
+    @property
+    def done(self) -> bool:
+        return self.launched >= self.n
+
+    def take(self, now: float) -> int:
+        """Number of further runs due at time `now` (seconds, same clock as started_at); marks them launched."""
+        k = max(due_count(self._offsets, now - self.started_at) - self.launched, 0)
+        self.launched += k
+        return k
+
+    def state_dict(self) -> dict:
+        p = self.policy
+        return {"n": self.n, "started_at": self.started_at, "launched": self.launched,
+                "policy": {"max_concurrent": p.max_concurrent, "run_s": p.run_s, "jitter": p.jitter, "seed": p.seed}}
+
+    def load_state_dict(self, state: dict) -> None:
+        policy = StaggerPolicy(**state["policy"])
+        n, launched = int(state["n"]), int(state["launched"])
+        require(0 <= launched <= n, f"StaggeredLaunch state: launched={launched} outside [0, {n}]")
+        self.__init__(n, policy, float(state["started_at"]))  # type: ignore[misc]
+        self.launched = launched
