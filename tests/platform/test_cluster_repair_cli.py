@@ -1,0 +1,27 @@
+"""`robodata health repair` against the loopback API server: dry-run default, --apply, state file."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from robodata.cli import app
+from robodata.cluster.audit import read_audit
+from robodata.cluster.fake_apiserver import FakeApiServer
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+
+
+def test_repair_cli_dry_run_then_apply(tmp_path):
+    audit, state = str(tmp_path / "audit"), tmp_path / "state.json"
+    with FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json", FIX / "leaselist.json") as srv:
+        runner = CliRunner()
+        dry = runner.invoke(app, ["health", "repair", "--host", srv.url, "--audit", audit, "--state", str(state)])
+        assert dry.exit_code == 0, dry.output
+        assert "(dry-run)" in dry.output and srv.mutations() == []
+        assert json.loads(state.read_text())["reported"]
+        applied = runner.invoke(app, ["health", "repair", "--host", srv.url, "--audit", audit, "--apply"])
+        assert applied.exit_code == 0, applied.output
+        assert any(r.method == "DELETE" for r in srv.mutations())
+    outcomes = {r["outcome"] for r in read_audit(audit)}
+    assert {"dry_run", "applied", "alerted"} <= outcomes
