@@ -1,1 +1,56 @@
+"""Codec registry. Video codecs map a stable name to PyAV encoder/decoder names and options."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from robodata.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class VideoCodec:
+    name: str
+    encoder: str
+    decoder: str
+    options: Callable[[int, int, str, int], dict[str, str]]   # (gop, crf, preset, bframes) -> encoder options
+
+
+def _x264(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+    return {
+        "crf": str(crf),
+        "preset": preset,
+        "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0:forced-idr=1",
+    }
+
+
+def _x265(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+    return {
+        "crf": str(crf),
+        "preset": preset,
+        "x265-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=0:open-gop=0:log-level=error",
+    }
+
+
+def _svtav1(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+    # SVT-AV1 presets are numbers (0 slowest .. 13 fastest); map x264 names onto them.
+    speed = {"ultrafast": "12", "superfast": "12", "veryfast": "10", "faster": "9", "fast": "8", "medium": "6"}.get(preset, preset)
+    return {"crf": str(crf), "preset": speed, "svtav1-params": f"keyint={gop}:scd=0:irefresh-type=2"}
+
+
+_REGISTRY: dict[str, VideoCodec] = {
+    "h264": VideoCodec("h264", "libx264", "h264", _x264),
+    "hevc": VideoCodec("hevc", "libx265", "hevc", _x265),
+    "av1": VideoCodec("av1", "libsvtav1", "libdav1d", _svtav1),
+}
+
+
+def video_codec(name: str) -> VideoCodec:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown video codec {name!r}; known: {sorted(_REGISTRY)}") from None
+
+
+def register_video_codec(codec: VideoCodec) -> None:
+    _REGISTRY[codec.name] = codec

@@ -1,9 +1,46 @@
-"""CLI commands for this domain (filled in by the foundation work)."""
+"""`robodata synth` and `robodata import-legacy`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from robodata.errors import ConfigError
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("synth")(synth)
+    app.command("import-legacy")(import_legacy_cmd)
+
+
+def synth(root: Path = typer.Argument(..., help="landing directory to write raw episodes into"),
+          episodes: int = typer.Option(4), duration: float = typer.Option(10.0, help="seconds per episode"),
+          cameras: str = typer.Option("cam_left,cam_right,wrist"), height: int = typer.Option(480),
+          width: int = typer.Option(640), fps: float = typer.Option(30.0), state_hz: float = typer.Option(100.0),
+          fmt: str = typer.Option("jpeg", "--format", help="jpeg (legacy folders) or mcap"),
+          site: str = typer.Option("site-a"), seed: int = typer.Option(0),
+          drop_prob: float = typer.Option(0.0, help="fraction of frames dropped")) -> None:
+    """Generate synthetic raw recordings (legacy JPEG folders or MCAP)."""
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    try:
+        cfg = SynthConfig(episodes=episodes, duration_s=duration, cameras=tuple(c for c in cameras.split(",") if c),
+                          height=height, width=width, fps=fps, state_hz=state_hz, format=fmt, site=site, seed=seed,
+                          drop_prob=drop_prob)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    for p in synthesize(cfg, root):
+        typer.echo(str(p))
+
+
+def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="container path to write")) -> None:
+    """Convert one legacy JPEG-folder episode into a container."""
+    from robodata.ingest.legacy import RawEpisodeError, import_legacy
+
+    try:
+        res = import_legacy(episode_dir, out)
+    except RawEpisodeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{res.episode_id} -> {res.path} ({res.bytes_written} bytes, {res.duration_s:.1f}s)")

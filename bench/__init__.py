@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m bench.<name> [--quick]`, last stdout line is one JSON object."""

@@ -1,0 +1,149 @@
+"""Typed descriptions of an episode: its streams, topic groups and layout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from robodata.config import require
+
+STREAM_KINDS = ("video", "array", "events")
+
+
+@dataclass(frozen=True)
+class VideoSettings:
+    """Encoding of one camera group. gop = frames between keyframes (closed GOPs)."""
+
+    codec: str = "h264"        # registry name in robodata.codecs: h264 | hevc | av1
+    gop: int = 30
+    crf: int = 23
+    preset: str = "veryfast"
+    bframes: int = 0
+    threads: int = 0           # encoder threads per camera; 0 = codec default
+
+    def __post_init__(self) -> None:
+        from robodata.codecs import video_codec
+
+        video_codec(self.codec)  # raises ConfigError for unknown codecs
+        require(1 <= self.gop <= 1000, f"gop must be in [1, 1000], got {self.gop}")
+        require(0 <= self.crf <= 63, f"crf must be in [0, 63], got {self.crf}")
+        require(0 <= self.bframes <= 8, f"bframes must be in [0, 8], got {self.bframes}")
+
+
+@dataclass(frozen=True)
+class TopicGroup:
+    """Streams stored together. A chunk holds one group over one time span, never two groups."""
+
+    name: str
+    streams: tuple[str, ...]
+    chunk_span_s: float = 2.0
+    video: VideoSettings | None = None   # set for camera groups
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "streams", tuple(self.streams))
+        require(bool(self.name), "topic group needs a name")
+        require(len(self.streams) > 0, f"topic group {self.name!r} has no streams")
+        require(len(set(self.streams)) == len(self.streams), f"topic group {self.name!r} lists a stream twice")
+        require(self.chunk_span_s > 0, f"topic group {self.name!r}: chunk_span_s must be > 0")
+
+
+@dataclass(frozen=True)
+class Layout:
+    groups: tuple[TopicGroup, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", tuple(self.groups))
+        names = [g.name for g in self.groups]
+        require(len(set(names)) == len(names), f"duplicate topic group names in {names}")
+        seen: dict[str, str] = {}
+        for g in self.groups:
+            for s in g.streams:
+                require(s not in seen, f"stream {s!r} is in groups {seen.get(s)!r} and {g.name!r}; one group per stream")
+                seen[s] = g.name
+
+    def group_of(self, stream: str) -> TopicGroup:
+        for g in self.groups:
+            if stream in g.streams:
+                return g
+        raise KeyError(stream)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groups": [asdict(g) for g in self.groups]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Layout":
+        groups = []
+        for g in d["groups"]:
+            g = dict(g)
+            video = g.pop("video", None)
+            groups.append(TopicGroup(**g, video=VideoSettings(**video) if video else None))
+        return cls(groups=tuple(groups))
+
+    @property
+    def version(self) -> str:
+        """Stable id of this layout: format version + hash of the settings."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return f"v1-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    name: str
+    kind: str                       # video | array | events
+    rate_hz: float = 0.0            # nominal rate (0 for irregular event streams)
+    shape: tuple[int, ...] = ()     # video: (H, W, 3); array: per-sample shape, e.g. (7,)
+    dtype: str = "float32"
+    units: str = ""
+    names: tuple[str, ...] = ()     # e.g. joint names
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
+        object.__setattr__(self, "names", tuple(self.names))
+        require(self.kind in STREAM_KINDS, f"stream {self.name!r}: kind must be one of {STREAM_KINDS}, got {self.kind!r}")
+        require(self.rate_hz >= 0, f"stream {self.name!r}: rate_hz must be >= 0")
+        if self.kind == "video":
+            require(len(self.shape) == 3 and self.shape[2] == 3, f"video stream {self.name!r}: shape must be (H, W, 3)")
+            require(self.shape[0] % 2 == 0 and self.shape[1] % 2 == 0, f"video stream {self.name!r}: H and W must be even")
+            require(self.rate_hz > 0, f"video stream {self.name!r} needs rate_hz")
+
+
+@dataclass
+class EpisodeMeta:
+    episode_id: str
+    robot: str
+    site: str
+    task: str
+    start_time_ns: int
+    streams: dict[str, StreamSpec]
+    vendor: str = ""
+    duration_s: float = 0.0         # filled in by the writer from the data
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        require(bool(self.episode_id), "episode_id must not be empty")
+        for k, s in self.streams.items():
+            require(k == s.name, f"stream key {k!r} != spec name {s.name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["streams"] = {k: asdict(v) for k, v in self.streams.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EpisodeMeta":
+        d = dict(d)
+        d["streams"] = {k: StreamSpec(**v) for k, v in d["streams"].items()}
+        return cls(**d)
+
+
+def default_layout(cameras: tuple[str, ...] | list[str], proprio: tuple[str, ...] | list[str] = ("joint_pos", "joint_cur", "cmd"),
+                   events: tuple[str, ...] | list[str] = ("events",), video: VideoSettings | None = None,
+                   camera_span_s: float = 2.0, proprio_span_s: float = 10.0) -> Layout:
+    """cameras / proprio / events groups: the layout ingestion uses unless a plan says otherwise."""
+    groups = [TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()),
+              TopicGroup("proprio", tuple(proprio), proprio_span_s)]
+    if events:
+        groups.append(TopicGroup("events", tuple(events), 60.0))
+    return Layout(groups=tuple(groups))

@@ -1,0 +1,205 @@
+"""Synthetic raw recordings in the legacy form robots upload today.
+
+Per episode directory (`<root>/<episode_id>/`):
+    meta.json              robot, site, task, vendor, start time, cameras, rates, outcome
+    <camera>/NNNNNN.jpg    one JPEG per frame (quality configurable)
+    <camera>/timestamps.csv  device-clock time of each frame, ns
+    state.parquet          t_ns (robot clock), joint_pos, joint_cur, cmd (float32 lists)
+    events.jsonl           application events {"t_ns", "event"}
+    clock_sync.json        per stream [[device_ns, host_ns], ...] sync samples (noisy)
+    synth_truth.json       the true clock offsets (for tests; importers ignore it)
+    _COMPLETE              written last: the episode is fully on disk
+
+Streams carry rate jitter, per-device clock offsets and optional dropped frames.
+With `format="mcap"` the same content goes into one `<episode_id>.mcap` with
+foxglove.CompressedImage and a JointState-like JSON schema.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+from robodata.config import require
+from robodata.ingest.scene import SceneRenderer
+
+JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3", "gripper")
+TASKS = ("fold_napkin", "pick_place", "wipe_table", "stack_cups")
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    episodes: int = 4
+    duration_s: float = 10.0
+    cameras: tuple[str, ...] = ("cam_left", "cam_right", "wrist")
+    height: int = 480
+    width: int = 640
+    fps: float = 30.0
+    state_hz: float = 100.0
+    jitter_frac: float = 0.05        # timestamp jitter, fraction of the sample period
+    clock_offset_max_s: float = 0.05  # per-device clock offset vs the robot clock
+    drop_prob: float = 0.0           # probability a frame is dropped
+    jpeg_quality: int = 90
+    format: str = "jpeg"             # jpeg | mcap
+    site: str = "site-a"
+    robots: tuple[str, ...] = ("robot-01", "robot-02")
+    vendor: str = "inhouse"
+    start: str = "2026-11-30T08:00:00+00:00"
+    seed: int = 0
+    duration_jitter: float = 0.0     # +- fraction of duration per episode (heavy tails come from callers)
+
+    def __post_init__(self) -> None:
+        require(self.episodes >= 0, "episodes must be >= 0")
+        require(self.duration_s > 0, "duration_s must be > 0")
+        require(len(self.cameras) > 0, "need at least one camera")
+        require(self.height % 2 == 0 and self.width % 2 == 0, "height and width must be even")
+        require(self.fps > 0 and self.state_hz > 0, "rates must be > 0")
+        require(0 <= self.jitter_frac < 0.5, "jitter_frac must be in [0, 0.5)")
+        require(0 <= self.drop_prob < 1, "drop_prob must be in [0, 1)")
+        require(1 <= self.jpeg_quality <= 100, "jpeg_quality must be in [1, 100]")
+        require(self.format in ("jpeg", "mcap"), f"format must be jpeg or mcap, got {self.format!r}")
+
+
+@dataclass
+class SynthEpisode:
+    """The content of one episode in the robot clock, before it is written in some format."""
+
+    episode_id: str
+    meta: dict
+    frame_t: dict[str, np.ndarray]          # device clock ns per camera
+    state_t: np.ndarray                     # robot clock ns
+    joint_pos: np.ndarray
+    joint_cur: np.ndarray
+    cmd: np.ndarray
+    events: list[tuple[int, str]]
+    offsets_ns: dict[str, int]              # device clock - robot clock
+    renderers: dict[str, SceneRenderer] = field(repr=False, default_factory=dict)
+
+    def frames(self, camera: str):
+        """Yield (device_t_ns, rgb) for one camera, rendered on demand (memory stays flat)."""
+        r = self.renderers[camera]
+        off = self.offsets_ns[camera]
+        grasp_t = next((t for t, e in self.events if e == "grasp"), None)
+        release_t = next((t for t, e in self.events if e == "release"), None)
+        for t_dev in self.frame_t[camera]:
+            t_robot = int(t_dev) - off
+            k = min(len(self.state_t) - 1, int(np.searchsorted(self.state_t, t_robot)))
+            held = grasp_t is not None and grasp_t <= t_robot and (release_t is None or t_robot < release_t)
+            yield int(t_dev), r.render(t_robot / 1e9, self.joint_pos[k], held)
+
+
+def make_episode(cfg: SynthConfig, index: int) -> SynthEpisode:
+    rng = np.random.default_rng([cfg.seed, index])
+    robot = cfg.robots[index % len(cfg.robots)]
+    task = TASKS[index % len(TASKS)]
+    start = datetime.fromisoformat(cfg.start) + timedelta(minutes=7 * index)
+    episode_id = f"{cfg.site}-{robot}-{start:%Y%m%dT%H%M%S}-{index:05d}"
+    duration = cfg.duration_s * (1 + cfg.duration_jitter * rng.uniform(-1, 1))
+    n_state = int(duration * cfg.state_hz)
+    period = 1e9 / cfg.state_hz
+    state_t = (np.arange(n_state) * period + rng.normal(0, cfg.jitter_frac * period / 3, n_state)).astype(np.int64)
+    state_t = np.maximum.accumulate(np.maximum(state_t, 0)) + np.arange(n_state)  # strictly increasing
+    ts = state_t / 1e9
+    freqs = rng.uniform(0.1, 0.6, len(JOINT_NAMES))
+    phases = rng.uniform(0, 2 * np.pi, len(JOINT_NAMES))
+    cmd = (0.6 * np.sin(ts[:, None] * 2 * np.pi * freqs + phases)).astype(np.float32)
+    joint_pos = np.empty_like(cmd)
+    joint_pos[0] = cmd[0]
+    for i in range(1, n_state):  # first-order lag tracking the command
+        joint_pos[i] = joint_pos[i - 1] + 0.15 * (cmd[i] - joint_pos[i - 1])
+    joint_pos += rng.normal(0, 0.002, joint_pos.shape).astype(np.float32)
+    joint_cur = (2.0 * (cmd - joint_pos) + 0.3 + rng.normal(0, 0.02, cmd.shape)).astype(np.float32)
+    offsets = {c: int(rng.uniform(-1, 1) * cfg.clock_offset_max_s * 1e9) for c in cfg.cameras}
+    frame_t = {}
+    fperiod = 1e9 / cfg.fps
+    for c in cfg.cameras:
+        n = int(duration * cfg.fps)
+        t = np.arange(n) * fperiod + rng.normal(0, cfg.jitter_frac * fperiod / 3, n)
+        keep = rng.random(n) >= cfg.drop_prob
+        keep[0] = True
+        t = np.maximum(t[keep], 0).astype(np.int64) + offsets[c]
+        frame_t[c] = np.maximum.accumulate(t) + np.arange(len(t))
+    success = bool(rng.random() < 0.85)
+    events = [(int(0.05 * duration * 1e9), "task_start"), (int(0.3 * duration * 1e9), "grasp"),
+              (int(0.7 * duration * 1e9), "release"), (int(0.95 * duration * 1e9), "task_success" if success else "task_failure")]
+    meta = {
+        "episode_id": episode_id, "robot": robot, "site": cfg.site, "task": task, "vendor": cfg.vendor,
+        "start_time": start.astimezone(timezone.utc).isoformat(), "success": success,
+        "cameras": {c: {"fps": cfg.fps, "width": cfg.width, "height": cfg.height} for c in cfg.cameras},
+        "state": {"rate_hz": cfg.state_hz, "joint_names": list(JOINT_NAMES), "units": {"joint_pos": "rad", "joint_cur": "A", "cmd": "rad"}},
+    }
+    renderers = {c: SceneRenderer(cfg.height, cfg.width, seed=cfg.seed * 1000 + index, view=v) for v, c in enumerate(cfg.cameras)}
+    return SynthEpisode(episode_id, meta, frame_t, state_t, joint_pos, joint_cur, cmd, events, offsets, renderers)
+
+
+def _sync_samples(rng: np.random.Generator, offset_ns: int, duration_ns: int) -> list[list[int]]:
+    host = np.linspace(0, duration_ns, 8).astype(np.int64)
+    return [[int(h + offset_ns + rng.normal(0, 2e5)), int(h)] for h in host]
+
+
+def write_jpeg_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
+    """Write into `<id>.partial/` and rename when complete, like a robot's uploader would."""
+    final = root / ep.episode_id
+    d = root / f"{ep.episode_id}.partial"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(zlib.crc32(ep.episode_id.encode()))
+    for cam in ep.frame_t:
+        cd = d / cam
+        cd.mkdir(exist_ok=True)
+        times = []
+        for i, (t, rgb) in enumerate(ep.frames(cam)):
+            Image.fromarray(rgb).save(cd / f"{i:06d}.jpg", format="JPEG", quality=quality)
+            times.append(t)
+        (cd / "timestamps.csv").write_text("t_ns\n" + "\n".join(str(t) for t in times) + "\n")
+    table = pa.table({
+        "t_ns": pa.array(ep.state_t, pa.int64()),
+        "joint_pos": pa.array(list(ep.joint_pos), pa.list_(pa.float32())),
+        "joint_cur": pa.array(list(ep.joint_cur), pa.list_(pa.float32())),
+        "cmd": pa.array(list(ep.cmd), pa.list_(pa.float32())),
+    })
+    pq.write_table(table, d / "state.parquet", compression="zstd")
+    (d / "events.jsonl").write_text("".join(json.dumps({"t_ns": t, "event": e}) + "\n" for t, e in ep.events))
+    dur = int(ep.state_t[-1])
+    sync = {c: _sync_samples(rng, off, dur) for c, off in ep.offsets_ns.items()}
+    sync["state"] = _sync_samples(rng, 0, dur)
+    (d / "clock_sync.json").write_text(json.dumps(sync))
+    (d / "synth_truth.json").write_text(json.dumps({"offsets_ns": ep.offsets_ns}))
+    (d / "meta.json").write_text(json.dumps(ep.meta, indent=1))
+    (d / "_COMPLETE").write_text("")
+    shutil.rmtree(final, ignore_errors=True)
+    d.rename(final)
+    return final
+
+
+def synthesize(cfg: SynthConfig, root: str | os.PathLike[str]) -> list[Path]:
+    """Write cfg.episodes episodes under root; returns their paths."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(cfg.episodes):
+        ep = make_episode(cfg, i)
+        if cfg.format == "jpeg":
+            out.append(write_jpeg_episode(ep, root, cfg.jpeg_quality))
+        else:
+            from robodata.ingest.synth_mcap import write_mcap_episode
+
+            out.append(write_mcap_episode(ep, root, cfg.jpeg_quality))
+    return out
+
+
+def jpeg_bytes(rgb: np.ndarray, quality: int = 90) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()

@@ -1,0 +1,72 @@
+"""Write a synthetic episode as one MCAP file (foxglove.CompressedImage + JointState-like JSON)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime
+from pathlib import Path
+
+from mcap.writer import Writer
+
+from robodata.ingest.synth import SynthEpisode, jpeg_bytes
+
+COMPRESSED_IMAGE_SCHEMA = {
+    "title": "foxglove.CompressedImage", "type": "object",
+    "properties": {
+        "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
+        "frame_id": {"type": "string"},
+        "data": {"type": "string", "contentEncoding": "base64"},
+        "format": {"type": "string"},
+    },
+}
+JOINT_STATE_SCHEMA = {
+    "title": "robodata.JointState", "type": "object",
+    "properties": {
+        "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
+        "name": {"type": "array", "items": {"type": "string"}},
+        "position": {"type": "array", "items": {"type": "number"}},
+        "effort": {"type": "array", "items": {"type": "number"}},
+        "command": {"type": "array", "items": {"type": "number"}},
+    },
+}
+EVENT_SCHEMA = {"title": "robodata.Event", "type": "object",
+                "properties": {"timestamp": {"type": "object"}, "event": {"type": "string"}}}
+
+
+def _stamp(t_ns: int) -> dict[str, int]:
+    return {"sec": int(t_ns // 1_000_000_000), "nsec": int(t_ns % 1_000_000_000)}
+
+
+def write_mcap_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
+    """Timestamps are device-clock times on the episode's epoch (start_time + t)."""
+    path = root / f"{ep.episode_id}.mcap"
+    base = int(datetime.fromisoformat(ep.meta["start_time"]).timestamp() * 1e9)
+    tmp = path.with_suffix(".mcap.partial")
+    with open(tmp, "wb") as f:
+        w = Writer(f)
+        w.start(profile="", library="robodata-synth")
+        img = w.register_schema("foxglove.CompressedImage", "jsonschema", json.dumps(COMPRESSED_IMAGE_SCHEMA).encode())
+        js = w.register_schema("robodata.JointState", "jsonschema", json.dumps(JOINT_STATE_SCHEMA).encode())
+        ev = w.register_schema("robodata.Event", "jsonschema", json.dumps(EVENT_SCHEMA).encode())
+        w.add_metadata("robodata.episode", {k: json.dumps(v) if not isinstance(v, str) else v for k, v in ep.meta.items()})
+        chans = {c: w.register_channel(f"/{c}/image/compressed", "json", img) for c in ep.frame_t}
+        joint = w.register_channel("/joint_states", "json", js)
+        events = w.register_channel("/events", "json", ev)
+        for cam, ch in chans.items():
+            for i, (t, rgb) in enumerate(ep.frames(cam)):
+                t += base
+                msg = {"timestamp": _stamp(t), "frame_id": cam, "format": "jpeg",
+                       "data": base64.b64encode(jpeg_bytes(rgb, quality)).decode()}
+                w.add_message(ch, log_time=t, publish_time=t, data=json.dumps(msg).encode(), sequence=i)
+        names = ep.meta["state"]["joint_names"]
+        for i, t in enumerate(ep.state_t + base):
+            msg = {"timestamp": _stamp(int(t)), "name": names, "position": ep.joint_pos[i].tolist(),
+                   "effort": ep.joint_cur[i].tolist(), "command": ep.cmd[i].tolist()}
+            w.add_message(joint, log_time=int(t), publish_time=int(t), data=json.dumps(msg).encode(), sequence=i)
+        for i, (t, e) in enumerate(ep.events):
+            t += base
+            w.add_message(events, log_time=t, publish_time=t, data=json.dumps({"timestamp": _stamp(t), "event": e}).encode(), sequence=i)
+        w.finish()
+    tmp.rename(path)
+    return path
