@@ -82,6 +82,28 @@ def test_ecc_disabled_blocks_but_is_not_unhealthy():
     assert relaxed.assignable
 
 
+def test_board_without_ecc_memory_is_not_a_query_failure():
+    v, facts = verdict(FakeGpu(ecc_mode=None))
+    assert [f.check for f in v.findings if f.level is Level.BLOCKING] == ["gpu.ecc.mode"]
+    assert facts[0]["ecc_mode"] == [0, 0]
+
+
+def test_real_backend_on_this_machine():
+    """On a machine without a driver the real pynvml backend yields a CPU-only verdict."""
+    try:
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        pytest.skip("NVML present: covered by the device check")
+    except pynvml.NVMLError:
+        pass
+    from robodata.health.nvml_backend import real_backend
+
+    findings, facts = check_gpus(real_backend(), GpuPolicy())
+    assert facts == [] and [(f.check, f.level) for f in findings] == [("gpu.nvml", Level.INFO)]
+    bad, _ = check_gpus(real_backend(), GpuPolicy(expected_gpus=8))
+    assert bad[0].level is Level.FAULT
+
+
 def test_gpu_count_mismatch_and_lost_gpu():
     v, _ = verdict(FakeGpu(), policy=GpuPolicy(expected_gpus=8, xid_listen_ms=0))
     assert not v.assignable and "expected 8" in v.exclusion_reasons()[0]

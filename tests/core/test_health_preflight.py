@@ -8,7 +8,7 @@ from robodata.health.findings import Level
 from robodata.health.host_checks import _clock, check_host
 from robodata.health.preflight import run_preflight
 from robodata.health.probes import allreduce_probe, matmul_probe
-from robodata.health.store import latest_by_node, write_results
+from robodata.health.store import latest_by_node, split_assignable, write_results
 
 NO_PROBES = HealthConfig()
 
@@ -55,6 +55,10 @@ def test_preflight_records_healthy_and_excluded_nodes(tmp_path):
     assert set(latest) == {"node-a", "node-b"}
     assert latest["node-b"]["assignable"] and latest["node-b"]["run_id"] == again.run_id
     assert latest_by_node(str(tmp_path / "missing")) == {}
+    ok, excluded = split_assignable(uri, ["node-a", "node-b", "node-c"], max_age=timedelta(hours=1))
+    assert ok == ["node-a", "node-b"] and "no preflight record" in excluded["node-c"][0]
+    ok, excluded = split_assignable(uri, ["node-a"], max_age=timedelta(hours=1), now=good.checked_at + timedelta(hours=2))
+    assert ok == [] and list(excluded) == ["node-a"]  # stale evidence is no evidence
 
 
 def test_crashing_backend_excludes_instead_of_passing():

@@ -24,7 +24,7 @@ from robodata.config import from_dict, require
 class FakeGpu:
     uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
     name: str = "NVIDIA H100 80GB HBM3"
-    ecc_mode: list[int] = field(default_factory=lambda: [1, 1])  # [current, pending]
+    ecc_mode: list[int] | None = field(default_factory=lambda: [1, 1])  # [current, pending]; None: no ECC memory
     volatile_corrected: int = 0
     volatile_uncorrected: int = 0
     aggregate_corrected: int = 0
@@ -37,7 +37,7 @@ class FakeGpu:
     lost: bool = False  # every call raises NVMLError_GpuIsLost (GPU fell off the bus)
 
     def __post_init__(self) -> None:
-        require(len(self.ecc_mode) == 2, "FakeGpu.ecc_mode is [current, pending]")
+        require(self.ecc_mode is None or len(self.ecc_mode) == 2, "FakeGpu.ecc_mode is [current, pending]")
         require(self.remapped_rows is None or len(self.remapped_rows) == 4, "FakeGpu.remapped_rows has 4 values")
         for name in ("volatile_corrected", "volatile_uncorrected", "aggregate_corrected", "aggregate_uncorrected"):
             require(getattr(self, name) >= 0, f"FakeGpu.{name} must be >= 0")
@@ -121,11 +121,14 @@ class FakeNvml:
         return self._gpu(handle).name
 
     def nvmlDeviceGetEccMode(self, handle: FakeHandle) -> list[int]:
-        return list(self._gpu(handle).ecc_mode)
+        gpu = self._gpu(handle)
+        if gpu.ecc_mode is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return list(gpu.ecc_mode)
 
     def nvmlDeviceGetTotalEccErrors(self, handle: FakeHandle, errorType: int, counterType: int) -> int:
         gpu = self._gpu(handle)
-        if gpu.ecc_mode[0] != pynvml.NVML_FEATURE_ENABLED:
+        if gpu.ecc_mode is None or gpu.ecc_mode[0] != pynvml.NVML_FEATURE_ENABLED:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
         table = {
             (pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, pynvml.NVML_VOLATILE_ECC): gpu.volatile_corrected,

@@ -60,7 +60,12 @@ def check_gpus(nvml: NvmlBackend, policy: GpuPolicy) -> tuple[list[Finding], lis
 
 
 def _ecc(nvml: NvmlBackend, handle: Any, index: int, policy: GpuPolicy, facts: dict[str, Any]) -> list[Finding]:
-    current, pending = nvml.nvmlDeviceGetEccMode(handle)
+    try:
+        current, pending = nvml.nvmlDeviceGetEccMode(handle)
+    except pynvml.NVMLError as exc:
+        if not is_not_supported(exc):
+            raise
+        current = pending = pynvml.NVML_FEATURE_DISABLED  # boards without ECC memory
     facts["ecc_mode"] = [current, pending]
     out: list[Finding] = []
     if current != pynvml.NVML_FEATURE_ENABLED:
@@ -68,24 +73,35 @@ def _ecc(nvml: NvmlBackend, handle: Any, index: int, policy: GpuPolicy, facts: d
         return [Finding("gpu.ecc.mode", level, "ECC is disabled; memory errors cannot be detected", gpu=index)]
     if pending != current:
         out.append(Finding("gpu.ecc.mode", Level.INFO, "ECC mode change pending until reboot", gpu=index))
-    vol_unc = nvml.nvmlDeviceGetTotalEccErrors(handle, UNC, pynvml.NVML_VOLATILE_ECC)
-    vol_cor = nvml.nvmlDeviceGetTotalEccErrors(handle, COR, pynvml.NVML_VOLATILE_ECC)
-    agg_unc = nvml.nvmlDeviceGetTotalEccErrors(handle, UNC, pynvml.NVML_AGGREGATE_ECC)
-    agg_cor = nvml.nvmlDeviceGetTotalEccErrors(handle, COR, pynvml.NVML_AGGREGATE_ECC)
+    vol_unc = _counter(nvml, handle, UNC, pynvml.NVML_VOLATILE_ECC)
+    vol_cor = _counter(nvml, handle, COR, pynvml.NVML_VOLATILE_ECC)
+    agg_unc = _counter(nvml, handle, UNC, pynvml.NVML_AGGREGATE_ECC)
+    agg_cor = _counter(nvml, handle, COR, pynvml.NVML_AGGREGATE_ECC)
     facts.update(ecc_volatile_uncorrected=vol_unc, ecc_volatile_corrected=vol_cor,
                  ecc_aggregate_uncorrected=agg_unc, ecc_aggregate_corrected=agg_cor)
+    if vol_unc is None or vol_cor is None:
+        out.append(Finding("gpu.ecc.volatile", Level.INFO, "volatile ECC counters not available; not judged", index))
     data = {"volatile_uncorrected": vol_unc, "volatile_corrected": vol_cor}
-    if vol_unc > policy.max_volatile_uncorrected:
+    if vol_unc is not None and vol_unc > policy.max_volatile_uncorrected:
         out.append(Finding("gpu.ecc.volatile", Level.FAULT, f"{vol_unc} uncorrected ECC errors since boot", index, data))
-    if vol_cor > policy.max_volatile_corrected:
+    if vol_cor is not None and vol_cor > policy.max_volatile_corrected:
         out.append(Finding("gpu.ecc.volatile", Level.FAULT, f"{vol_cor} corrected ECC errors since boot", index, data))
-    elif vol_cor > policy.warn_volatile_corrected:
+    elif vol_cor is not None and vol_cor > policy.warn_volatile_corrected:
         out.append(Finding("gpu.ecc.volatile", Level.DEGRADED, f"{vol_cor} corrected ECC errors since boot", index, data))
     if agg_unc or agg_cor:
         msg = f"lifetime ECC counts corrected={agg_cor} uncorrected={agg_unc} (history only, not judged)"
         out.append(Finding("gpu.ecc.aggregate", Level.INFO, msg, index, {"aggregate_uncorrected": agg_unc,
                                                                          "aggregate_corrected": agg_cor}))
     return out
+
+
+def _counter(nvml: NvmlBackend, handle: Any, error_type: int, counter_type: int) -> int | None:
+    try:
+        return int(nvml.nvmlDeviceGetTotalEccErrors(handle, error_type, counter_type))
+    except pynvml.NVMLError as exc:
+        if is_not_supported(exc):
+            return None
+        raise
 
 
 def _retired_pages(nvml: NvmlBackend, handle: Any, index: int, facts: dict[str, Any]) -> list[Finding]:

@@ -75,7 +75,10 @@ def _allreduce_rank(rank: int, world: int, init_file: str, timeout_s: float, ifn
 
 def allreduce_probe(policy: ProbePolicy) -> Finding:
     """`world_size` local processes all-reduce over gloo; the sum must be exact."""
-    ctx = mp.get_context("spawn")
+    # forkserver: a fresh single-threaded server imports torch once, ranks fork from it
+    # (cheaper than two spawned interpreters; safe where the caller's OpenMP pool exists).
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "robodata.health.probes"])
     world = policy.allreduce_world_size
     with tempfile.TemporaryDirectory(prefix="robodata-gloo-") as tmp:
         init_file = str(Path(tmp) / "rendezvous")

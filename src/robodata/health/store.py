@@ -74,5 +74,24 @@ def latest_by_node(
     return latest
 
 
+def split_assignable(
+    uri: str, nodes: list[str], max_age: timedelta, now: datetime | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Candidate nodes -> (assignable, {excluded node: reasons}); no fresh record excludes."""
+    latest = latest_by_node(uri, max_age=max_age, now=now, storage_options=storage_options)
+    ok: list[str] = []
+    excluded: dict[str, list[str]] = {}
+    for node in nodes:
+        row = latest.get(node)
+        if row is None:
+            excluded[node] = [f"no preflight record newer than {max_age}"]
+        elif not row["assignable"]:
+            excluded[node] = list(row["exclusion_reasons"] or ["not assignable"])
+        else:
+            ok.append(node)
+    return ok, excluded
+
+
 def findings_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(row["findings_json"])
