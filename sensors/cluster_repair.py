@@ -21,8 +21,9 @@ def _tick(context: dg.SensorEvaluationContext, res: ClusterRepairResource, repai
     state = RepairState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
-    report = run_repair(res.api(), res.repair_config(), audit_uri=res.audit_uri, health_uri=res.health_uri,
-                        state=state, repairs=repairs)
+    with res.api() as api:
+        report = run_repair(api, res.repair_config(), audit_uri=res.audit_uri, health_uri=res.health_uri,
+                            state=state, repairs=repairs)
     for row in report.rows:
         log = context.log.warning if row["outcome"] in ("alerted", "dry_run", "failed", "conflict") else context.log.info
         log(f"{row['repair']}: {row['action']} {row['target']} -> {row['outcome']}: {row['reason']}")

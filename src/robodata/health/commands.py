@@ -101,7 +101,8 @@ def repair(
     st = RepairState()
     if state and state.exists():
         st.load_state_dict(json.loads(state.read_text()))
-    report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
+    with api:
+        report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
     if state:
         tmp = state.with_suffix(state.suffix + ".partial")
         tmp.write_text(json.dumps(st.state_dict()))
