@@ -25,3 +25,14 @@ def test_repair_cli_dry_run_then_apply(tmp_path):
         assert any(r.method == "DELETE" for r in srv.mutations())
     outcomes = {r["outcome"] for r in read_audit(audit)}
     assert {"dry_run", "applied", "alerted"} <= outcomes
+
+
+def test_unreachable_api_server_is_a_clear_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a free port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = CliRunner().invoke(app, ["health", "repair", "--host", f"http://127.0.0.1:{port}",
+                                   "--audit", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "Kubernetes API" in res.output

@@ -187,3 +187,16 @@ def test_server_error_is_recorded_as_failed(server, tmp_path):
     (row,) = [r for r in report.rows if r["action"] == "delete_lease"]
     assert row["outcome"] == "failed" and "500" in row["error"]
     assert any(x["metadata"]["name"] == "robodata-alloc-gpu-node-03" for x in server.store.items("leases"))
+
+
+def test_write_brake_defers_the_rest_to_the_next_pass(server, tmp_path):
+    audit, state = str(tmp_path / "audit"), RepairState()
+    cfg = RepairConfig(dry_run=False, max_writes_per_pass=1)
+    first = run_repair(api_client(host=server.url), cfg, audit_uri=audit, state=state, repairs=("allocation",), now=NOW)
+    assert first.count("applied") == 1 and first.deferred == 2 and "2 deferred" in first.summary()
+    assert len(read_audit(audit)) == 1  # the change was audited as it was made
+    for _ in range(2):
+        run_repair(api_client(host=server.url), cfg, audit_uri=audit, state=state, repairs=("allocation",), now=NOW)
+    assert sum(r["outcome"] == "applied" for r in read_audit(audit)) == 3
+    last = run_repair(api_client(host=server.url), cfg, audit_uri=audit, state=state, repairs=("allocation",), now=NOW)
+    assert last.planned == [] and last.deferred == 0

@@ -24,6 +24,7 @@ class RepairConfig:
     clear_finished_pods: bool = True  # delete Succeeded/Failed pods of dead jobs on idle nodes
     realert_s: float = 24 * 3600  # repeat a dry-run alert for the same object after this
     page_size: int = 500
+    max_writes_per_pass: int = 50  # safety brake: the rest waits for the next pass
 
     def __post_init__(self) -> None:
         for name in ("cordon_grace_s", "health_max_age_s", "stale_grace_s", "realert_s"):
@@ -31,3 +32,4 @@ class RepairConfig:
         require(bool(self.cordon_taint_keys), "repair.cordon_taint_keys must not be empty")
         require(bool(self.job_label), "repair.job_label must not be empty")
         require(1 <= self.page_size <= 5000, "repair.page_size must be in [1, 5000]")
+        require(self.max_writes_per_pass >= 1, "repair.max_writes_per_pass must be >= 1")

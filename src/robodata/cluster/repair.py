@@ -27,6 +27,7 @@ class RepairReport:
     dry_run: bool
     planned: list[Action] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # audit rows written this pass
+    deferred: int = 0  # changes left for the next pass by max_writes_per_pass
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.rows if r["outcome"] == outcome)
@@ -35,7 +36,8 @@ class RepairReport:
         if not self.rows:
             return f"{len(self.planned)} planned, nothing new to report"
         parts = [f"{r['action']} {r['target']} -> {r['outcome']}" for r in self.rows]
-        return f"{len(self.rows)} action(s){' (dry-run)' if self.dry_run else ''}: " + "; ".join(parts)
+        more = f"; {self.deferred} deferred to the next pass" if self.deferred else ""
+        return f"{len(self.rows)} action(s){' (dry-run)' if self.dry_run else ''}: " + "; ".join(parts) + more
 
 
 def run_repair(
@@ -51,8 +53,8 @@ def run_repair(
 ) -> RepairReport:
     """Plan and (unless cfg.dry_run) apply repairs; every reported action goes to the audit table.
 
-    In dry-run, a planned action is reported again only after cfg.realert_s; applied
-    actions are always audited.
+    In dry-run, a planned action is reported again only after cfg.realert_s. Each applied
+    change is audited right after it is made; at most cfg.max_writes_per_pass per pass.
     """
     unknown = set(repairs) - set(REPAIRS)
     if unknown:
@@ -68,14 +70,24 @@ def run_repair(
     if "allocation" in repairs:
         planned += plan_allocation_repairs(snap, state, cfg, now)
     report = RepairReport(uuid.uuid4().hex, cfg.dry_run, planned)
+    reported: list[dict[str, Any]] = []
+    writes = 0
     for action in planned:
         reporting_only = cfg.dry_run or action.action == "alert"
-        if reporting_only and not state.should_report(action.key, now, cfg.realert_s):
-            continue
-        outcome = execute(api, action, cfg.dry_run)
         if reporting_only:
+            if not state.should_report(action.key, now, cfg.realert_s):
+                continue
+            row = audit_row(report.pass_id, now, action, execute(api, action, cfg.dry_run), cfg.dry_run)
             state.mark_reported(action.key, now)
-        report.rows.append(audit_row(report.pass_id, now, action, outcome, cfg.dry_run))
+            reported.append(row)
+        else:
+            if writes >= cfg.max_writes_per_pass:
+                report.deferred += 1
+                continue
+            writes += 1
+            row = audit_row(report.pass_id, now, action, execute(api, action, False), False)
+            write_audit(audit_uri, [row], storage_options=storage_options)  # a change is on record at once
+        report.rows.append(row)
     state.prune_reported(now, older_than_s=max(cfg.realert_s, 1.0) * 2)
-    write_audit(audit_uri, report.rows, storage_options=storage_options)
+    write_audit(audit_uri, reported, storage_options=storage_options)
     return report

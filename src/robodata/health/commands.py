@@ -101,8 +101,15 @@ def repair(
     st = RepairState()
     if state and state.exists():
         st.load_state_dict(json.loads(state.read_text()))
-    with api:
-        report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
+    from kubernetes.client.rest import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        with api:
+            report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
+    except (ApiException, HTTPError) as exc:
+        typer.echo(f"error: Kubernetes API: {exc}", err=True)
+        raise typer.Exit(2) from None
     if state:
         tmp = state.with_suffix(state.suffix + ".partial")
         tmp.write_text(json.dumps(st.state_dict()))
