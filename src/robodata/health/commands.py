@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -27,8 +28,10 @@ def check(
     fake_nvml: Optional[Path] = typer.Option(None, help="JSON spec for the fake NVML backend (demos/tests)"),
     probes: bool = typer.Option(True, help="run the matmul and gloo all-reduce probes"),
     as_json: bool = typer.Option(False, "--json", help="print the result row as JSON"),
+    every: Optional[float] = typer.Option(None, help="repeat every N seconds (DaemonSet mode; needs --table)"),
+    times: Optional[int] = typer.Option(None, help="with --every: stop after this many checks"),
 ) -> None:
-    """Run the preflight on this node. Exit code 3 when the node is not assignable."""
+    """Run the preflight on this node. Exit code 3 when the node is not assignable (one-shot mode)."""
     from robodata.config import load_yaml
     from robodata.health.config import HealthConfig
     from robodata.health.fake_nvml import FakeNvml
@@ -40,9 +43,25 @@ def check(
         nvml = FakeNvml.from_file(fake_nvml) if fake_nvml else None
     except (ConfigError, OSError, json.JSONDecodeError) as exc:
         raise typer.BadParameter(str(exc)) from None
-    result = run_preflight(cfg, node=node, nvml=nvml, probes=probes)
-    if table:
-        write_results(table, [result])
+    if every is not None and (every <= 0 or not table):
+        raise typer.BadParameter("--every needs a positive number of seconds and --table")
+    done = 0
+    while True:
+        result = run_preflight(cfg, node=node, nvml=nvml, probes=probes)
+        if table:
+            write_results(table, [result])
+        _print(result, as_json)
+        done += 1
+        if every is None:
+            break
+        if times is not None and done >= times:
+            return
+        time.sleep(every)
+    if not result.verdict.assignable:
+        raise typer.Exit(EXIT_EXCLUDED)
+
+
+def _print(result: Any, as_json: bool) -> None:
     v = result.verdict
     if as_json:
         row = result.to_row()
@@ -53,8 +72,6 @@ def check(
                    f"{result.seconds:.1f}s)")
         for reason in v.reasons():
             typer.echo(f"  - {reason}")
-    if not v.assignable:
-        raise typer.Exit(EXIT_EXCLUDED)
 
 
 @health_app.command("show")
