@@ -1,6 +1,7 @@
 """`robodata health repair` against the loopback API server: dry-run default, --apply, state file."""
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -10,11 +11,13 @@ from robodata.cluster.audit import read_audit
 from robodata.cluster.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)  # the fixtures' "now"
 
 
 def test_repair_cli_dry_run_then_apply(tmp_path):
     audit, state = str(tmp_path / "audit"), tmp_path / "state.json"
     with FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json", FIX / "leaselist.json") as srv:
+        srv.store.shift_times(datetime.now(timezone.utc) - RECORDED_NOW)  # these paths use the wall clock
         runner = CliRunner()
         dry = runner.invoke(app, ["health", "repair", "--host", srv.url, "--audit", audit, "--state", str(state)])
         assert dry.exit_code == 0, dry.output

@@ -74,3 +74,14 @@ def test_patch_documents():
     assert exc.value.code == 422
     assert apply_merge_patch(doc, {"a": {"b/c": None, "n": 1}}) == {"a": {"l": [1, 2], "n": 1}}
     assert doc == {"a": {"b/c": 1, "l": [1, 2]}}  # inputs untouched
+
+
+def test_shift_times_moves_every_timestamp():
+    from datetime import timedelta
+
+    with FakeApiServer.from_fixtures(FIX / "leaselist.json") as srv:
+        lease = srv.store.get("leases", "robodata", "robodata-alloc-gpu-node-03")
+        assert lease["spec"]["renewTime"] == "2026-11-30T08:59:30.000000Z"
+        srv.store.shift_times(timedelta(days=400, seconds=1))
+        assert lease["spec"]["renewTime"] == "2028-01-04T08:59:31.000000Z"
+        assert lease["metadata"]["creationTimestamp"] == "2027-12-07T14:31:08Z"

@@ -1,6 +1,7 @@
 """The Dagster sensors call the core repair; cursor carries state; dry-run by default."""
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -11,10 +12,12 @@ from robodata.cluster.fake_apiserver import FakeApiServer
 from sensors.cluster_repair import cluster_cordon_repair, cluster_stale_allocation_repair
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)  # the fixtures' "now"
 
 
 def test_sensors_dry_run_then_apply(tmp_path):
     with FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json", FIX / "leaselist.json") as srv:
+        srv.store.shift_times(datetime.now(timezone.utc) - RECORDED_NOW)  # these paths use the wall clock
         res = ClusterRepairResource(kube_host=srv.url, audit_uri=str(tmp_path / "audit"),
                                     health_uri=str(tmp_path / "health"))
         with dg.build_sensor_context(resources={"cluster_repair": res}) as ctx:

@@ -16,7 +16,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -78,9 +78,29 @@ class FakeStore:
             raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
         return obj
 
+    def shift_times(self, delta: timedelta) -> None:
+        """Move every timestamp by `delta`, so recorded objects sit relative to a new 'now'."""
+        with self.lock:
+            for obj in self.objects.values():
+                _shift(obj, delta)
+
     def items(self, plural: str, ns: str | None = None) -> list[dict[str, Any]]:
         keys = sorted(k for k in self.objects if k[0] == plural and (ns is None or k[1] == ns))
         return [self.objects[k] for k in keys]
+
+
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def _shift(node: Any, delta: timedelta) -> None:
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in list(items):
+        if isinstance(value, str) and _TIME.match(value):
+            t = datetime.fromisoformat(value.replace("Z", "+00:00")) + delta
+            fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in value else "%Y-%m-%dT%H:%M:%SZ"
+            node[key] = t.astimezone(timezone.utc).strftime(fmt)
+        else:
+            _shift(value, delta)
 
 
 def _field(obj: dict[str, Any], dotted: str) -> str:
