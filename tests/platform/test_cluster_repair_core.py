@@ -200,3 +200,15 @@ def test_write_brake_defers_the_rest_to_the_next_pass(server, tmp_path):
     assert sum(r["outcome"] == "applied" for r in read_audit(audit)) == 3
     last = run_repair(api_client(host=server.url), cfg, audit_uri=audit, state=state, repairs=("allocation",), now=NOW)
     assert last.planned == [] and last.deferred == 0
+
+
+def test_state_forgets_conditions_that_went_away(server, tmp_path):
+    state = RepairState()
+    run_repair(api_client(host=server.url), RepairConfig(), audit_uri=str(tmp_path / "a"), state=state, now=NOW)
+    assert "cordon:gpu-node-06" in state.first_seen and "annotation:gpu-node-03:robodata.io/allocated-to=run-dead" \
+        in state.first_seen
+    n6 = server.store.get("nodes", "", "gpu-node-06")
+    del n6["spec"]["taints"]  # someone uncordoned it by hand
+    server.store.put("nodes", n6)
+    run_repair(api_client(host=server.url), RepairConfig(), audit_uri=str(tmp_path / "a"), state=state, now=NOW)
+    assert "cordon:gpu-node-06" not in state.first_seen and "cordon:gpu-node-02" in state.first_seen

@@ -19,9 +19,10 @@ from robodata.cluster.config import RepairConfig
 from robodata.cluster.snapshot import (
     TERMINAL, ClusterSnapshot, extended_requests, finished_at, is_active, is_daemon, parse_time,
 )
+from robodata.cluster.state import RepairState
 
 
-def plan_allocation_repairs(snap: ClusterSnapshot, state: Any, cfg: RepairConfig, now: datetime) -> list[Action]:
+def plan_allocation_repairs(snap: ClusterSnapshot, state: RepairState, cfg: RepairConfig, now: datetime) -> list[Action]:
     grace = timedelta(seconds=cfg.stale_grace_s)
     running = snap.running_jobs(cfg.job_label)
     by_node = snap.pods_by_node()
@@ -59,7 +60,7 @@ def plan_allocation_repairs(snap: ClusterSnapshot, state: Any, cfg: RepairConfig
             action = _lease_action(name, lease, running, grace, now)
             if action:
                 actions.append(action)
-    state.first_seen = {k: v for k, v in state.first_seen.items() if not k.startswith("annotation:") or k in live_keys}
+    state.forget_gone("annotation:", live_keys)
     return actions
 
 

@@ -15,9 +15,10 @@ from typing import Any
 from robodata.cluster.actions import Action
 from robodata.cluster.config import RepairConfig
 from robodata.cluster.snapshot import ClusterSnapshot, cordon_taints, fmt_time, is_cordoned, is_ready, parse_time
+from robodata.cluster.state import RepairState
 
 
-def plan_cordon_repairs(snap: ClusterSnapshot, health: dict[str, dict[str, Any]], state: Any,
+def plan_cordon_repairs(snap: ClusterSnapshot, health: dict[str, dict[str, Any]], state: RepairState,
                         cfg: RepairConfig, now: datetime) -> list[Action]:
     actions: list[Action] = []
     cordoned_keys: set[str] = set()
@@ -53,7 +54,7 @@ def plan_cordon_repairs(snap: ClusterSnapshot, health: dict[str, dict[str, Any]]
                   f"at {fmt_time(record['checked_at'])} healthy and assignable")
         actions.append(Action("cordon", "uncordon", name, f"Node/{name}", reason, before, after,
                               {"name": name, "ops": ops}))
-    state.first_seen = {k: v for k, v in state.first_seen.items() if not k.startswith("cordon:") or k in cordoned_keys}
+    state.forget_gone("cordon:", cordoned_keys)
     return actions
 
 

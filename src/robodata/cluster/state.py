@@ -21,8 +21,9 @@ class RepairState:
     def seen_since(self, key: str, now: datetime) -> datetime:
         return parse_time(self.first_seen.setdefault(key, fmt_time(now))) or now
 
-    def keep_only(self, live_keys: set[str]) -> None:
-        self.first_seen = {k: v for k, v in self.first_seen.items() if k in live_keys}
+    def forget_gone(self, prefix: str, live_keys: set[str]) -> None:
+        """Drop first-seen times under `prefix` whose condition is no longer observed."""
+        self.first_seen = {k: v for k, v in self.first_seen.items() if not k.startswith(prefix) or k in live_keys}
 
     def should_report(self, key: str, now: datetime, every_s: float) -> bool:
         last = parse_time(self.reported.get(key))
