@@ -12,8 +12,9 @@ shuffle="block":  consecutive samples (anchors next to each other in one episode
 shuffle="none":   manifest order.
 
 Ranks take blocks round robin (rank r: blocks r, r+W, ...), so each rank keeps whole
-blocks. Every rank yields the same number of samples, ceil(N / W) (wrapping around like
-torch's DistributedSampler), or floor(N / W) with drop_last.
+blocks. Every rank yields the same number of samples: the largest rank's share, the
+others wrapping around to repeat a few (like torch's DistributedSampler padding), or
+with drop_last the smallest share (the longer ranks drop their last few).
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ class FeistelPermutation:
             if x < self.n:
                 return x
 
+    def inverse(self, y: int) -> int:
+        if self.n <= 1:
+            return y
+        half, mask = self.half, self.mask
+        while True:
+            left, right = y >> half, y & mask
+            for k in reversed(self.keys):
+                left, right = right ^ (_splitmix(left ^ k) & mask), left
+            y = (left << half) | right
+            if y < self.n:
+                return y
+
 
 class PatternSampler(Sampler[Anchor]):
     def __init__(self, index: SampleIndex, seed: int = 0, rank: int = 0, world_size: int = 1,
@@ -68,8 +81,24 @@ class PatternSampler(Sampler[Anchor]):
         self.position = 0          # samples of this epoch already yielded on this rank
 
     def __len__(self) -> int:
-        n = len(self.index)
-        return n // self.world_size if self.drop_last else -(-n // self.world_size)
+        counts = self._rank_counts()
+        return min(counts) if self.drop_last else max(counts)
+
+    def _rank_counts(self) -> list[int]:
+        """Samples each rank owns this epoch (whole blocks; one block may be partial)."""
+        n, bs, w = len(self.index), self.block_size, self.world_size
+        nb = -(-n // bs)
+        counts = [(nb // w + (1 if r < nb % w else 0)) * bs for r in range(w)]
+        if nb and n % bs:
+            pos = self._blocks(nb).inverse(nb - 1) if self.shuffle != "none" else nb - 1
+            counts[pos % w] -= bs - n % bs
+        return counts
+
+    def _key(self) -> int:
+        return _splitmix(self.seed * 0x9E3779B1 + self.epoch)
+
+    def _blocks(self, nb: int) -> FeistelPermutation:
+        return FeistelPermutation(nb, self._key())
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -86,8 +115,8 @@ class PatternSampler(Sampler[Anchor]):
             return
         bs = self.block_size
         nb = -(-n // bs)
-        key = _splitmix(self.seed * 0x9E3779B1 + self.epoch)
-        blocks = FeistelPermutation(nb, key) if self.shuffle != "none" else (lambda b: b)
+        key = self._key()
+        blocks = self._blocks(nb) if self.shuffle != "none" else (lambda b: b)
         limit = len(self)
         k, yielded = (start, start) if bs == 1 else (0, 0)
         while yielded < limit:
