@@ -118,3 +118,12 @@ def test_layout_rejects_mixed_and_duplicate_groups():
         VideoSettings(codec="mpeg1")
     with pytest.raises(ConfigError, match="gop"):
         VideoSettings(gop=0)
+
+
+def test_module_level_read_window(episode):
+    from robodata.container import read_window
+
+    p, data = episode
+    win = read_window(str(p), 0.0, 0.5, ["joint_pos"])
+    m = data["tj"] <= 0.5e9
+    np.testing.assert_array_equal(win["joint_pos"].data, data["joint_pos"][m])

@@ -20,7 +20,7 @@ def _x264(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     return {
         "crf": str(crf),
         "preset": preset,
-        "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-pyramid=none:open-gop=0:forced-idr=1",
+        "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0:forced-idr=1",
     }
 
 
@@ -28,7 +28,7 @@ def _x265(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     return {
         "crf": str(crf),
         "preset": preset,
-        "x265-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:open-gop=0:log-level=error",
+        "x265-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=0:open-gop=0:log-level=error",
     }
 
 

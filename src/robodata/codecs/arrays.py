@@ -50,10 +50,12 @@ def decode_events(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     return table.column("t_ns").to_numpy(), np.array(table.column("label").to_pylist(), dtype=object)
 
 
-def encode_packets(pts: list[int], dts: list[int], key: list[bool], t_ns: list[int], data: list[bytes]) -> bytes:
+def encode_packets(pts: list[int], dts: list[int], key: list[bool], t_ns: list[int], data: list[bytes],
+                   ref: list[bool]) -> bytes:
     """A video part: one camera's packets for whole GOPs, in decode order."""
     return _to_ipc(pa.table({
         "pts": pa.array(pts, pa.int64()), "dts": pa.array(dts, pa.int64()), "key": pa.array(key, pa.bool_()),
+        "ref": pa.array(ref, pa.bool_()),
         "t_ns": pa.array(t_ns, pa.int64()), "data": pa.array(data, pa.binary()),
     }), compress=False)  # payloads are already compressed video
 

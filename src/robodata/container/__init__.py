@@ -2,10 +2,10 @@
 
 from robodata.container.format import FORMAT_VERSION, ChunkInfo, PartInfo
 from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup, VideoSettings
-from robodata.container.reader import EpisodeReader, Window
+from robodata.container.reader import EpisodeReader, Window, read_window
 from robodata.container.writer import EpisodeWriter
 
 __all__ = [
     "FORMAT_VERSION", "ChunkInfo", "PartInfo", "EpisodeMeta", "Layout", "StreamSpec", "TopicGroup",
-    "VideoSettings", "EpisodeReader", "Window", "EpisodeWriter",
+    "VideoSettings", "EpisodeReader", "Window", "EpisodeWriter", "read_window",
 ]

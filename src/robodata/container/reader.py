@@ -188,31 +188,46 @@ class EpisodeReader:
         return Window(np.concatenate(vals), (t_all - self._t0) / 1e9)
 
     def _decode_video(self, stream: str, pieces, lo: int, hi: int, every: int) -> Window:
+        """Decode the window's frames of one camera, chunk by chunk, each from its keyframe.
+
+        With every=k > 1 the window keeps every k-th frame. The phase is the first reference
+        frame among the window's first k frames, so when the layout makes the frames in between
+        non-reference (e.g. bframes = k-1), the decoder skips them (FFmpeg skip_frame=NONREF)
+        and decodes only what it returns.
+        """
         spec = self.meta.streams[stream]
+        codec = self.layout.group_of(stream).video.codec  # type: ignore[union-attr]
+        extradata = self._extradata.get(stream, b"")
         frames: list[np.ndarray] = []
         times: list[int] = []
-        decoder = VideoDecoder(self.layout.group_of(stream).video.codec, self._extradata.get(stream, b""),  # type: ignore[union-attr]
-                               threads=self._decode_threads)
         k = 0
+        phase: int | None = None
         for chunk, _, blob in pieces:
             table = decode_packets(blob)
             pts = table.column("pts").to_numpy()
             t = table.column("t_ns").to_numpy()
             key = table.column("key").to_numpy(zero_copy_only=False)
+            ref = (table.column("ref").to_numpy(zero_copy_only=False) if "ref" in table.column_names
+                   else np.ones(len(pts), dtype=bool))
             sel = np.nonzero((t >= lo) & (t <= hi))[0]
             if len(sel) == 0:
                 continue
             order = sel[np.argsort(pts[sel])]
-            keep = [i for j, i in enumerate(order) if (k + j) % every == 0]
+            if phase is None:
+                head = [j for j, i in enumerate(order[:every]) if ref[i]]
+                phase = head[0] if every > 1 and head else 0
+            keep = [i for j, i in enumerate(order) if (k + j) % every == phase]
             k += len(order)
             if not keep:
                 continue
             wanted = {int(pts[i]): int(t[i]) for i in keep}
             first = min(keep, key=lambda i: pts[i])
             start = int(np.nonzero(key[: first + 1])[0][-1]) if key[: first + 1].any() else 0
+            skip = every > 1 and bool(ref[keep].all())
+            decoder = VideoDecoder(codec, extradata, threads=self._decode_threads, skip_nonref=skip)
             dts = table.column("dts").to_numpy()
             data = table.column("data")
-            packets = [(int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts))]
+            packets = ((int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts)))  # lazy: decode stops early
             try:
                 got = decoder.decode(packets, set(wanted))
             except Exception as exc:
@@ -220,7 +235,7 @@ class EpisodeReader:
             missing = set(wanted) - set(got)
             if missing:
                 raise ContainerError(self.meta.episode_id, f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index)
-            self.stats.frames_decoded += len(got)
+            self.stats.frames_decoded += decoder.decoded
             for p in sorted(wanted):
                 frames.append(got[p])
                 times.append(wanted[p])
@@ -231,3 +246,10 @@ class EpisodeReader:
     @property
     def duration_s(self) -> float:
         return self.meta.duration_s
+
+
+def read_window(episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1,
+                **storage_options: Any) -> dict[str, Window]:
+    """One-shot form of EpisodeReader.read_window: `episode` is a path, URL, file-like or reader."""
+    reader = episode if isinstance(episode, EpisodeReader) else EpisodeReader.open(episode, **storage_options)
+    return reader.read_window(t0, t1, streams, every)

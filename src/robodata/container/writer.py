@@ -206,7 +206,7 @@ class EpisodeWriter:
                     continue
                 ts = [cam.t_by_pts.pop(p.pts) for p in pkts]
                 blob = encode_packets([p.pts for p in pkts], [p.dts for p in pkts], [p.key for p in pkts], ts,
-                                      [p.data for p in pkts])
+                                      [p.data for p in pkts], [p.ref for p in pkts])
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
 
