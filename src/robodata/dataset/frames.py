@@ -2,24 +2,29 @@
 
 For one episode and the frames a whole batch wants from it, the camera parts are fetched
 with one range read per chunk, each GOP that holds a wanted frame is decoded once from
-its keyframe up to the last wanted frame, and frames nobody wants are skipped inside the
-decoder when they are not reference frames (FFmpeg skip_frame=NONREF, toggled per
-packet): with B-frames, a 10 fps window of a 30 fps camera decodes only I/P frames.
+its keyframe up to the last wanted frame, and frames nobody wants are never decoded when
+they are not reference frames (the container's per-packet `ref` flags; FFmpeg
+skip_frame=NONREF toggled per packet for files without them): with B-frames, a 10 fps
+window of a 30 fps camera decodes only I/P frames.
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
 from robodata.codecs.arrays import decode_packets
 from robodata.container import EpisodeReader
 from robodata.container.format import checksum
 from robodata.errors import ContainerError
+
+_tls = threading.local()
 
 
 @dataclass
@@ -29,6 +34,7 @@ class StreamFrames:
     pts: np.ndarray
     dts: np.ndarray
     key: np.ndarray
+    ref: np.ndarray | None   # reference-picture flag per packet (None: unknown, ask the decoder to skip)
     t_s: np.ndarray          # seconds since episode start of the frame with that pts
     data: list               # arrow binary scalars (lazy: only decoded packets become bytes)
     chunk: np.ndarray        # chunk index of each packet (for error messages)
@@ -65,12 +71,14 @@ def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]])
     out = {}
     for s, tabs in pieces.items():
         if not tabs:
-            out[s] = StreamFrames(*(np.empty(0, np.int64) for _ in range(3)), np.empty(0), [], np.empty(0, np.int64))
+            out[s] = StreamFrames(*(np.empty(0, np.int64) for _ in range(3)), None, np.empty(0), [], np.empty(0, np.int64))
             continue
         cols = {k: np.concatenate([t.column(k).to_numpy(zero_copy_only=False) for _, t in tabs]) for k in ("pts", "dts", "key", "t_ns")}
+        ref = (np.concatenate([t.column("ref").to_numpy(zero_copy_only=False) for _, t in tabs]).astype(bool)
+               if all("ref" in t.column_names for _, t in tabs) else None)
         data = [d for _, t in tabs for d in t.column("data")]
         chunk = np.concatenate([np.full(t.num_rows, ci) for ci, t in tabs])
-        out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), cols["t_ns"] / 1e9, data, chunk)
+        out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), ref, cols["t_ns"] / 1e9, data, chunk)
     return out
 
 
@@ -114,7 +122,11 @@ class GopDecoder:
         try:
             for i in range(lo, hi):
                 pts = int(f.pts[i])
-                ctx.skip_frame = "DEFAULT" if pts in wanted else "NONREF"
+                if f.ref is not None:
+                    if pts not in wanted and not f.ref[i]:
+                        continue          # a droppable picture nobody wants: never sent to the decoder
+                else:
+                    ctx.skip_frame = "DEFAULT" if pts in wanted else "NONREF"
                 pkt = av.Packet(f.data[i].as_py())
                 pkt.pts, pkt.dts = pts, int(f.dts[i])
                 for frame in ctx.decode(pkt):
@@ -127,11 +139,14 @@ class GopDecoder:
 
     def _take(self, frame, wanted: set[int], out: dict[int, np.ndarray]) -> None:
         if frame.pts in wanted and frame.pts not in out:
+            rf = getattr(_tls, "reformatter", None)
+            if rf is None:  # one per thread: it caches its SwsContext across frames
+                rf = _tls.reformatter = VideoReformatter()
             if self.resize is None:
-                out[frame.pts] = frame.to_ndarray(format="rgb24")
+                out[frame.pts] = rf.reformat(frame, format="rgb24").to_ndarray()
             else:
                 h, w = self.resize
-                out[frame.pts] = frame.reformat(width=w, height=h, format="rgb24").to_ndarray()
+                out[frame.pts] = rf.reformat(frame, width=w, height=h, format="rgb24").to_ndarray()
 
 
 def nearest(times: np.ndarray, targets: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
