@@ -89,7 +89,8 @@ class Trainer:
     def lineage(self) -> dict[str, Any]:
         lin = {"manifest_hash": None, "catalog_version": None, "spec_hash": None, "layout_version": None}
         lin.update(self.source.lineage)
-        lin.update(code_version=code_version(), config_hash=config_hash(self.config_dict),
+        hashed = {k: v for k, v in self.config_dict.items() if k != "run_dir"}
+        lin.update(code_version=code_version(), config_hash=config_hash(hashed),
                    sampler_position=self.loader.state_dict())
         return lin
 
@@ -152,7 +153,7 @@ class Trainer:
                 for g in self.optimizer.param_groups:
                     g["lr"] = lr_at(cfg, self.step)
                 inputs = to_inputs(batch, cfg.model, cfg.data.frames, topo.device)
-                key = NoiseKey(cfg.seed, self.step, topo.rank * cfg.local_batch_size, cfg.global_batch_size)
+                key = NoiseKey(cfg.seed, self.step, topo.rank, topo.world_size, cfg.global_batch_size)
                 loss, parts = self.model.loss(inputs, key)
                 loss.backward()
                 if cfg.optim.grad_clip > 0:

@@ -7,7 +7,8 @@ next-frame target is the encoder's own latent of the last frame, detached (a JEP
 latent world model: it predicts what it will see, not pixels).
 
 Dropout masks are drawn from a generator keyed by (seed, step) over the *global* batch and
-sliced to this rank's rows, so a run gives the same result on any world size.
+sliced to this rank's rows, so a run gives the same result on any world size (up to the
+order of floating-point reductions).
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ class Inputs:
 
 @dataclass(frozen=True)
 class NoiseKey:
-    """Which rows of the global batch this rank holds at `step`; keys the dropout masks."""
+    """Keys the dropout masks: the global batch of `step` is dealt round robin, so this rank's
+    row j is row j * world_size + rank of the global batch (the sampler's layout)."""
     seed: int
     step: int
-    row0: int
+    rank: int
+    world_size: int
     global_rows: int
 
 
@@ -70,7 +73,7 @@ class Trunk(nn.Module):
 def keyed_dropout_mask(shape: torch.Size, p: float, key: NoiseKey, device: torch.device) -> torch.Tensor:
     g = torch.Generator().manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
     keep = torch.rand((key.global_rows, *shape[1:]), generator=g) >= p
-    rows = keep[key.row0:key.row0 + shape[0]].to(torch.float32) / (1.0 - p)
+    rows = keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
     return rows.to(device)
 
 
