@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "robodata.container.commands",
     "robodata.ingest.commands",
     "robodata.health.commands",
+    "robodata.train.commands",
 ]
 
 for _name in COMMAND_MODULES:
