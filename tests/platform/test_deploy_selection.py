@@ -98,3 +98,19 @@ def test_definitions_use_k8s_executor_in_prod():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "['robodata_k8s']"
+
+
+def test_executor_configs_pass_the_executors_own_schemas():
+    import dagster as dg
+    from dagster._config import validate_config
+    from dagster_k8s import k8s_job_executor
+
+    from resources.deployment import K8sSettings
+    from resources.step_kinds import STEP_TAG_LIMITS
+
+    k8s = validate_config(k8s_job_executor.config_schema.config_type, K8sSettings(image="reg/robodata:1").executor_config(64))
+    assert k8s.success, k8s.errors
+    assert not validate_config(k8s_job_executor.config_schema.config_type, {"max_concurrent": "many"}).success
+    local = validate_config(dg.multiprocess_executor.config_schema.config_type,
+                            {"max_concurrent": 2, "tag_concurrency_limits": STEP_TAG_LIMITS})
+    assert local.success, local.errors
