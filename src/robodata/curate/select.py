@@ -34,8 +34,16 @@ class Selection:
 
 def select(spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None,
            catalog_version: int | None = None) -> Selection:
+    """Evaluate `spec` over the catalog at `catalog_version` (or the spec's pin, or latest)."""
     version = catalog_version if catalog_version is not None else spec.catalog_version
     lf, resolved = catalog.scan(version)
+    rows, groups = evaluate(spec, lf, base_dir=base_dir)
+    return Selection(rows=rows, catalog_version=resolved, spec_hash=spec.spec_hash(base_dir), groups=groups)
+
+
+def evaluate(spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = None
+             ) -> tuple[pl.DataFrame, dict[str, dict[str, float]]]:
+    """Manifest rows (sorted by episode_id) and per-group stats for catalog rows `lf`."""
     group_col = spec.mix.by if spec.mix else None
     needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
     needed |= {f.column for f in spec.filters}
@@ -55,8 +63,7 @@ def select(spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None
     df, groups = _mix_and_budget(spec, df, group_col)
     split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
     df = df.with_columns(split=pl.Series(np.where(split < spec.split.val_fraction, "val", "train")))
-    rows = df.select(MANIFEST_SCHEMA.names)
-    return Selection(rows=rows, catalog_version=resolved, spec_hash=spec.spec_hash(base_dir), groups=groups)
+    return df.select(MANIFEST_SCHEMA.names), groups
 
 
 def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
