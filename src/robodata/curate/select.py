@@ -62,7 +62,8 @@ def evaluate(spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = No
     df = lf.collect().sort("episode_id").rechunk()
     df, groups = _mix_and_budget(spec, df, group_col)
     split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
-    df = df.with_columns(split=pl.Series(np.where(split < spec.split.val_fraction, "val", "train")))
+    is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
+    df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
     return df.select(MANIFEST_SCHEMA.names), groups
 
 
@@ -110,7 +111,7 @@ def _filter_expr(f: Filter) -> pl.Expr:
         case "not_in":
             return ~col.is_in(value)
         case "between":
-            return col.is_between(value[0], value[1], closed="both")
+            return col.is_between(_lit(value[0]), _lit(value[1]), closed="both")
         case "is_null":
             return col.is_null()
         case "not_null":
@@ -118,6 +119,10 @@ def _filter_expr(f: Filter) -> pl.Expr:
         case "contains":
             return col.list.contains(value)
     raise ConfigError(f"unhandled filter op {f.op!r}")  # pragma: no cover - spec validates ops
+
+
+def _lit(value: Any) -> pl.Expr:
+    return value if isinstance(value, pl.Expr) else pl.lit(value)
 
 
 def _literal(column: str, value: Any) -> Any:
@@ -151,12 +156,13 @@ def _literal(column: str, value: Any) -> Any:
 def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None):
     """Apply hour budgets and compute sampling weights; deterministic for a given input."""
     n = df.height
-    order_hash = stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/budget")
     dur = df["duration_s"].fill_null(0.0).to_numpy().astype(np.float64)
     if group_col is None:
-        names, codes = np.array(["all"]), np.zeros(n, dtype=np.int64)
+        names, codes = ["all"], np.zeros(n, dtype=np.int64)
     else:
-        names, codes = np.unique(df[group_col].fill_null("").to_numpy().astype(str), return_inverse=True)
+        keys = df[group_col].fill_null("")
+        names = keys.unique().sort().to_list()
+        codes = (keys.rank("dense").cast(pl.Int64) - 1).to_numpy()
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
     total_w = shares.sum()
     shares = shares / total_w if total_w > 0 else shares
@@ -168,6 +174,7 @@ def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None)
             caps[i] = min(caps[i], spec.budget.per_group_hours[g] * 3600.0)
     keep = np.ones(n, dtype=bool)
     if np.isfinite(caps).any():
+        order_hash = stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/budget")
         order = np.lexsort((order_hash, codes))     # by group, then stable pseudo-random
         sorted_codes, sorted_dur = codes[order], dur[order]
         cum = np.cumsum(sorted_dur)
