@@ -31,10 +31,12 @@ class FleetShape:
     robots_per_site: int = 40
     start_day: str = "2024-01-01"
     seed: int = 7
+    batch_size: int = 10_000
 
     def __post_init__(self) -> None:
         require(self.rows_per_day > 0, "rows_per_day must be > 0")
         require(self.robots_per_site > 0, "robots_per_site must be > 0")
+        require(self.batch_size > 0, "batch_size must be > 0")
 
     def day_of(self, index: int) -> str:
         d0 = date.fromisoformat(self.start_day).toordinal()
@@ -91,7 +93,7 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
         quality_score=pl.col("quality_score"),
         qc_status=pl.when(pl.col("quality_score") < 0.52).then(pl.lit("quarantined")).otherwise(pl.lit("pass")),
         layout_version=pl.lit("rdep1-3a9f"),
-        ingest_batch=pl.format("batch-{}", pl.col("i") // 10_000),
+        ingest_batch=pl.format("batch-{}", pl.col("i") // shape.batch_size),
         size_bytes=(pl.col("duration_s") * 2_500_000).cast(pl.Int64),
         footer_offset=(pl.col("duration_s") * 2_500_000).cast(pl.Int64) - 65_536,
         footer_length=pl.lit(65_536, dtype=pl.Int64),
