@@ -100,3 +100,16 @@ def test_optimize_compacts_and_keeps_rows(tmp_path):
 def test_missing_catalog_is_a_clear_error(tmp_path):
     with pytest.raises(CatalogError, match="no catalog table"):
         Catalog(str(tmp_path / "nope")).scan()
+
+
+def test_quarantined_rows_without_start_time_go_to_unknown_day(tmp_path):
+    from robodata.catalog.table import merge_episodes
+
+    uri = str(tmp_path / "cat")
+    row = {"episode_id": "broken-1", "uri": "", "start_time": None, "day": "", "qc_status": "quarantined"}
+    assert merge_episodes(uri, [row])["inserted"] == 1
+    assert merge_episodes(uri, [row])["updated"] == 1  # still keyed: re-merge does not duplicate
+    df = pl.read_delta(uri)
+    assert df.height == 1 and df["day"][0] == "unknown"
+    with pytest.raises(CatalogError, match="must be quarantined"):
+        merge_episodes(uri, [{**row, "episode_id": "x", "qc_status": "pass"}])

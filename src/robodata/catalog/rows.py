@@ -16,6 +16,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.errors import RobodataError
 
 QC_STATUSES = ("pass", "quarantined")
+UNKNOWN_DAY = "unknown"  # partition of quarantined rows whose start time is unknown (no container)
 
 
 class CatalogError(RobodataError):
@@ -26,11 +27,12 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     """Return `rows` as a pa.Table with exactly CATALOG_SCHEMA, validated.
 
     `day` is derived from `start_time` (UTC) when missing or null, so writers cannot
-    put an episode into the wrong partition.
+    put an episode into the wrong partition. Only quarantined rows may lack a start
+    time (nothing usable was converted); they go to the `unknown` day.
     """
     table = _to_table(rows)
     missing = [f.name for f in CATALOG_SCHEMA if f.name not in table.column_names and f.name != "day"]
-    required = {"episode_id", "uri", "start_time"}
+    required = {"episode_id", "uri"}
     if missing_required := sorted(required.intersection(missing)):
         raise CatalogError(f"catalog rows lack required column(s) {missing_required}")
     extra = sorted(set(table.column_names) - set(CATALOG_SCHEMA.names))
@@ -68,18 +70,24 @@ def _to_table(rows: Any) -> pa.Table:
 
 def _fill_day(table: pa.Table) -> pa.Table:
     day = table.column("day")
-    derived = pc.strftime(table.column("start_time"), format="%Y-%m-%d")
-    if day.null_count == 0:
-        mismatch = pc.sum(pc.cast(pc.not_equal(day, derived), pa.int64())).as_py() or 0
-        if mismatch:
-            raise CatalogError(f"{mismatch} row(s) have a `day` that is not the UTC date of `start_time`")
-        return table
-    filled = pc.coalesce(day, derived)
-    return table.set_column(table.schema.get_field_index("day"), "day", filled)
+    start = table.column("start_time")
+    no_start = pc.is_null(start)
+    if pc.any(no_start).as_py():
+        qc = table.column("qc_status")
+        bad = pc.and_(no_start, pc.invert(pc.fill_null(pc.equal(qc, "quarantined"), False)))
+        if pc.any(bad).as_py():
+            ids = pc.filter(table.column("episode_id"), bad).to_pylist()[:5]
+            raise CatalogError(f"rows without start_time must be quarantined, e.g. {ids}")
+    derived = pc.fill_null(pc.strftime(start, format="%Y-%m-%d"), UNKNOWN_DAY)
+    given = pc.if_else(pc.equal(pc.fill_null(day, ""), ""), derived, day)
+    mismatch = pc.sum(pc.cast(pc.not_equal(given, derived), pa.int64())).as_py() or 0
+    if mismatch:
+        raise CatalogError(f"{mismatch} row(s) have a `day` that is not the UTC date of `start_time`")
+    return table.set_column(table.schema.get_field_index("day"), "day", derived)
 
 
 def _check(table: pa.Table) -> None:
-    for name in ("episode_id", "uri", "start_time"):
+    for name in ("episode_id", "uri"):
         nulls = table.column(name).null_count
         if nulls:
             raise CatalogError(f"{nulls} catalog row(s) have a null {name!r}")

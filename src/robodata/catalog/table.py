@@ -30,6 +30,7 @@ never duplicate one. On S3 the object store must provide atomic put-if-absent
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
@@ -221,3 +222,9 @@ class Catalog:
         except DeltaError as exc:
             where = f" at version {version}" if version is not None else ""
             raise CatalogError(f"cannot open catalog {self.uri}{where}: {exc}") from exc
+
+
+def merge_episodes(uri: str, rows: Any, storage_options: dict[str, str] | None = None) -> dict[str, int]:
+    """Merge catalog rows into the catalog at `uri` (ingestion's entry point)."""
+    result = Catalog(CatalogConfig(uri=uri, storage_options=dict(storage_options or {}))).merge(rows)
+    return dataclasses.asdict(result)
