@@ -2,6 +2,8 @@
 
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
 """
+from datetime import date, timedelta
+
 import dagster as dg
 
 from resources.catalog import CatalogResource
@@ -48,7 +50,11 @@ def manifest(context: dg.AssetExecutionContext, config: ManifestConfig, catalog:
 def site_acceptance(context: dg.AssetExecutionContext, config: AcceptanceConfigPath,
                     catalog: CatalogResource) -> dg.MaterializeResult:
     result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_uri)
-    table = read_yield(catalog.acceptance_uri)
+    # plot / summarise the two weeks up to the newest evaluated day (not the whole history)
+    since = None
+    if result.days:
+        since = (date.fromisoformat(max(result.days)) - timedelta(days=14)).isoformat()
+    table = read_yield(catalog.acceptance_uri, since_day=since)
     below = int((~table["meets_target"]).sum()) if table.height else 0
     return dg.MaterializeResult(metadata={
         "table": dg.MetadataValue.path(catalog.acceptance_uri),

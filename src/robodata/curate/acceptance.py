@@ -233,8 +233,12 @@ def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int,
     raise RobodataError(f"acceptance table {uri}: commit kept conflicting")
 
 
-def read_yield(uri: str, storage_options: dict[str, str] | None = None) -> pl.DataFrame:
-    return pl.read_delta(uri, storage_options=storage_options)
+def read_yield(uri: str, storage_options: dict[str, str] | None = None, since_day: str | None = None) -> pl.DataFrame:
+    """The yield table (shifts from `since_day` on, when given; partition-pruned by site only)."""
+    lf = pl.scan_delta(uri, storage_options=storage_options)
+    if since_day:
+        lf = lf.filter(pl.col("day") >= since_day)
+    return lf.collect()
 
 
 def summary_markdown(shifts: pl.DataFrame, limit: int = 20) -> str:
