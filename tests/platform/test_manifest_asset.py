@@ -68,3 +68,19 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         acc3 = res3.asset_materializations_for_node("site_acceptance")[0].metadata
         assert acc3["days_evaluated"].value == ["2024-01-04"]
         assert pl.read_delta(str(tmp_path / "acceptance"))["episodes"].sum() == 600
+
+
+def test_catalog_compaction_job(tmp_path):
+    from jobs.catalog_maintenance import catalog_compaction
+    from datetime import datetime, timezone
+
+    cat = Catalog(str(tmp_path / "catalog"))
+    today = datetime.now(timezone.utc).date().isoformat()
+    shape = synthetic.FleetShape(rows_per_day=1000, start_day=today)
+    for start in range(0, 150, 50):
+        cat.merge(synthetic.rows(shape, start, 50))  # 3 merges into today's partition
+    before = len(cat.table().file_uris())
+    res = catalog_compaction.execute_in_process(resources={"catalog": CatalogResource(uri=cat.uri)})
+    assert res.success
+    assert len(cat.table().file_uris()) < before
+    assert pl.read_delta(cat.uri).height == 150
