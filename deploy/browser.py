@@ -101,8 +101,22 @@ class HeadlessChromium:
         missing = [n for n in needles if n not in text]
         raise BrowserError(f"page never showed {missing} (or still showed {list(absent)}); text was: {text[:1500]!r}")
 
-    def screenshot(self, path: str | os.PathLike[str]) -> Path:
-        data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+    def click_all(self, selector: str, max_clicks: int = 50, settle_s: float = 1.0) -> int:
+        """Click the first element matching `selector` until none is left (each click may re-render)."""
+        js = ("(() => { const e = document.querySelector(%s); if (!e) return false;"
+              " e.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true; })()") % json.dumps(selector)
+        n = 0
+        while n < max_clicks and self.call("Runtime.evaluate", expression=js, returnByValue=True)["result"].get("value"):
+            n += 1
+            time.sleep(settle_s)
+        return n
+
+    def screenshot(self, path: str | os.PathLike[str], scale: float = 1.0) -> Path:
+        params: dict = {"format": "png"}
+        if scale != 1.0:
+            m = self.call("Page.getLayoutMetrics")["cssVisualViewport"]
+            params["clip"] = {"x": 0, "y": 0, "width": m["clientWidth"], "height": m["clientHeight"], "scale": scale}
+        data = base64.b64decode(self.call("Page.captureScreenshot", **params)["data"])
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
