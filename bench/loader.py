@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from torch.utils.data import DataLoader
+from torch.utils.data import BatchSampler, DataLoader
 
 from bench.common import BENCH_DIR, emit, parse
 from bench.container import interleaved_window_bytes
@@ -31,6 +31,7 @@ from bench.loader_first_batch import first_batch_s
 from robodata.cache import PageCache, PageCacheConfig
 from robodata.container.source import LocalFileSource
 from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler, preset
+from robodata.dataset.loader import _Batches
 
 WORKERS = 2
 SETTINGS = {"wam": {"batch": 4, "block": 4}, "vla": {"batch": 32, "block": 8}}
@@ -38,8 +39,15 @@ PAGE = 64 * 1024   # bench page size: about a third of one 1 s camera chunk at t
 
 
 def samples_per_s(ds, keys, batch: int) -> float:
-    """Throughput after the first batch (worker start-up and first opens excluded)."""
-    dl = DataLoader(ds, batch_size=batch, sampler=keys, num_workers=WORKERS, prefetch_factor=2, timeout=900)
+    """Throughput after the first batch (worker start-up and first opens excluded).
+
+    robodata builds whole batches in the workers (PatternDataset.batch, as PatternLoader
+    does); the baselines use torch's per-sample fetch + default collate."""
+    if isinstance(ds, PatternDataset):
+        dl = DataLoader(_Batches(ds), batch_size=None, sampler=BatchSampler(keys, batch, False), num_workers=WORKERS,
+                        prefetch_factor=2, timeout=900)
+    else:
+        dl = DataLoader(ds, batch_size=batch, sampler=keys, num_workers=WORKERS, prefetch_factor=2, timeout=900)
     n, t_first = 0, None
     for b in dl:
         if t_first is None:

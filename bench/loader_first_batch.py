@@ -90,10 +90,9 @@ def manifest_from_spec(catalog: Path, spec: dict, out: Path) -> pa.Table:
 
 def first_batch_s(root: Path, eps: list[Episode], n_rows: int) -> dict:
     import torch  # noqa: F401  (import cost is not part of the path being measured)
-    from torch.utils.data import DataLoader
 
     from robodata.cache import PageCache, PageCacheConfig
-    from robodata.dataset import PatternDataset, PatternSampler, preset
+    from robodata.dataset import LoaderConfig, PatternDataset, PatternLoader, PatternSampler, preset
 
     catalog = root / f"catalog_{n_rows}"
     t = time.perf_counter()
@@ -109,8 +108,8 @@ def first_batch_s(root: Path, eps: list[Episode], n_rows: int) -> dict:
     ds = PatternDataset(manifest, preset("vla"), cache=cache)
     sampler = PatternSampler(ds.index, seed=0, shuffle="block", block_size=8)
     t_dataset = time.perf_counter() - t0
-    dl = DataLoader(ds, batch_size=32, sampler=sampler, num_workers=2)
-    batch = next(iter(dl))
+    loader = PatternLoader(ds, sampler, LoaderConfig(batch_size=32, num_workers=2))
+    batch = next(iter(loader))
     total = time.perf_counter() - t0
     assert batch["cam_left"].shape[0] == 32
     return {"first_batch_s": round(total, 3),
