@@ -13,6 +13,7 @@ import typer
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="robodata: data platform for robot learning")
 
 COMMAND_MODULES = [
+    "robodata.cache.commands",
     "robodata.container.commands",
     "robodata.ingest.commands",
 ]
