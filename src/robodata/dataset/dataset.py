@@ -135,7 +135,8 @@ class PatternDataset(Dataset):
         video = [(w, s) for w in self.pattern.video for s in w.streams]
         if video:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in video}
-            ranges = {s: (float(t.min()) - 1.0 / streams[s].rate_hz, float(t.max()) + 1.0 / streams[s].rate_hz)
+            # nearest-sample tolerance is half a period: fetch no chunk that cannot hold a pick
+            ranges = {s: (float(t.min()) - 0.51 / streams[s].rate_hz, float(t.max()) + 0.51 / streams[s].rate_hz)
                       for s, t in targets.items()}
             frames = fetch_streams(r, ranges)
             picks, wanted = {}, {}
@@ -166,8 +167,8 @@ class PatternDataset(Dataset):
         arrays = [(w, s) for w in self.pattern.windows if w.kind == "array" for s in w.streams]
         if arrays:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in arrays}
-            lo = min(float(t.min()) - 1.0 / streams[s].rate_hz for s, t in targets.items())
-            hi = max(float(t.max()) + 1.0 / streams[s].rate_hz for s, t in targets.items())
+            lo = min(float(t.min()) - 0.51 / streams[s].rate_hz for s, t in targets.items())
+            hi = max(float(t.max()) + 0.51 / streams[s].rate_hz for s, t in targets.items())
             win = r.read_window(max(lo, 0.0), hi, [s for _, s in arrays])
             for w, s in arrays:
                 data, t = win[s].data, win[s].t
