@@ -128,3 +128,11 @@ def test_pattern_loader_resumes_at_the_consumed_batch(episodes):
     resumed.load_state_dict(state)
     tail = [(b["episode_index"].tolist(), b["t"].tolist()) for b in resumed]
     assert [(h["episode_index"].tolist(), h["t"].tolist()) for h in head] + tail == full
+
+
+def test_workers_forked_after_the_parent_decoded_do_not_hang(episodes):
+    # The parent decodes first (its decode threads own swscale state), then forks workers.
+    ds = PatternDataset(episodes, PATTERN)
+    ds.batch([ds.index.locate(0)])
+    dl = DataLoader(ds, batch_size=2, num_workers=2, timeout=20)
+    assert sum(len(b["t"]) for b in dl) == len(ds)
