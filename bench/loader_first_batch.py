@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import polars as pl  # imported up front, like torch: library import time is not part of the path
 import pyarrow.parquet as pq
 
 from bench.loader_data import CAMS, FPS, PROPRIO, STATE_HZ, Episode
@@ -75,8 +76,6 @@ def build_catalog(path: Path, eps: list[Episode], n: int) -> None:
 
 
 def manifest_from_spec(catalog: Path, spec: dict, out: Path) -> pa.Table:
-    import polars as pl
-
     lf = pl.scan_delta(str(catalog)).filter(
         pl.col("task").is_in(spec["tasks"]) & (pl.col("qc_status") == spec["qc_status"])
         & (pl.col("quality_score") >= spec["min_quality"]))
