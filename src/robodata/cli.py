@@ -16,6 +16,9 @@ COMMAND_MODULES = [
     "robodata.cache.commands",
     "robodata.container.commands",
     "robodata.ingest.commands",
+    "robodata.health.commands",
+    "robodata.train.commands",
+    "robodata.curate.commands",
 ]
 
 for _name in COMMAND_MODULES:
