@@ -119,3 +119,20 @@ def test_resume_continues_the_exact_order(shuffle):
     assert len(head) + len(tail) == len(full) and tail == full[23:]
     with pytest.raises(ConfigError, match="seed"):
         PatternSampler(idx, seed=1, shuffle=shuffle, block_size=3).load_state_dict(state)
+
+
+def test_manifest_weights_set_each_episodes_share():
+    pat = ReadPattern("p", (StreamWindow("act", ("cmd",), "array", length=1),), anchor_stride_s=1.0)
+    m = manifest(["a", "b", "c"], [10.0, 10.0, 10.0])
+    m = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.5, 0.25, 0.25]))
+    idx = SampleIndex(m, pat, use_weights=True)
+    assert list(idx.native) == [11, 11, 11] and list(idx.counts) == [17, 8, 8]
+    rows = [idx.locate(i).row for i in range(len(idx))]
+    assert rows.count(0) == 17
+    t0 = sorted(idx.locate(i).t for i in range(17))
+    assert set(t0) == {float(x) for x in range(11)}              # every anchor of "a" used, some twice
+    assert len({idx.locate(i).t for i in range(17, 25)}) == 8     # "b": 8 distinct of its 11 anchors
+    assert list(SampleIndex(m, pat).counts) == [11, 11, 11]      # natural counts without weights
+    bad = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.0, 0.0, 0.0]))
+    with pytest.raises(ConfigError, match="weights"):
+        SampleIndex(bad, pat, use_weights=True)

@@ -40,6 +40,7 @@ class DatasetConfig:
     reader_cache: int = 128          # open readers kept per worker
     decode_threads: int = 0          # threads per worker for camera decode (0: one per camera)
     seed: int = 0                    # only used for jittered anchors when keys are ints
+    use_weights: bool = True         # sample episodes by the manifest's mixing weights (see SampleIndex)
 
     def __post_init__(self) -> None:
         require(self.reader_cache >= 1, "reader_cache must be >= 1")
@@ -55,7 +56,7 @@ class PatternDataset(Dataset):
         self.manifest = manifest
         self.pattern = pattern
         self.cache = cache
-        self.index = SampleIndex(manifest, pattern)
+        self.index = SampleIndex(manifest, pattern, use_weights=self.config.use_weights)
         self._uris = manifest.column("uri").to_pylist()
         self._ids = manifest.column("episode_id").to_pylist()
         cols = set(manifest.column_names)
