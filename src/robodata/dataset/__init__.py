@@ -1,1 +1,7 @@
+"""Delivery: read patterns, samplers and the PyTorch dataset over manifests."""
 
+from robodata.dataset.index import Anchor, SampleIndex
+from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
+from robodata.dataset.sampler import PatternSampler
+
+__all__ = ["Anchor", "SampleIndex", "ReadPattern", "StreamWindow", "preset", "PatternSampler"]
