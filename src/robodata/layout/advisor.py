@@ -93,6 +93,19 @@ def rank(scored: list[tuple[object, Cost]], cfg: AdvisorConfig, n_samples: int) 
     return ties + [x for x in scored if x not in ties]
 
 
+def _distinct(ranked: list[tuple[VideoChoice, Cost]], k: int) -> list[tuple[VideoChoice, Cost]]:
+    """The k best choices with distinct encodings (gop, bframes, crf), each at its best span."""
+    out, seen = [], set()
+    for ch, cost in ranked:
+        key = (ch.gop, ch.bframes, ch.crf)
+        if key not in seen:
+            seen.add(key)
+            out.append((ch, cost))
+        if len(out) == k:
+            break
+    return out
+
+
 def _nearest_crf(cal: Calibration, crf: int) -> int:
     return min({p.crf for p in cal.points}, key=lambda c: (abs(c - crf), c))
 
@@ -174,7 +187,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     # alternatives: the top choices of the costliest video group, the others at their best
     alts: list[Alternative] = []
     lead = max(ranked_video, key=lambda k: ranked_video[k][0][1].cpu_s) if ranked_video else None
-    picks = ranked_video[lead][: max(1, cfg.verify_top)] if lead else [(None, Cost())]
+    picks = _distinct(ranked_video[lead], max(1, cfg.verify_top)) if lead else [(None, Cost())]
     for ch, _ in picks:
         video = {k: (ch if k == lead else v[0][0]) for k, v in ranked_video.items()}
         layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)

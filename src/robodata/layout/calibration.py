@@ -60,6 +60,8 @@ class Calibration:
     video_part_s: float = 0.0   # per camera per chunk decoded by read_window, beyond the codec work
     pool_s: float = 0.0         # per multi-camera read_window (decode threads)
     frame_s: float = 0.0        # per returned frame beyond codec and YUV->RGB (packet feed, stacking)
+    packet1_s: float = 0.0      # per packet fed to a decoder, one-camera read (Python, GIL round trip)
+    packet_s: float = 0.0       # the same when cameras decode on parallel threads (GIL contention)
 
     def point(self, crf: int, bframes: int) -> CodecPoint:
         for p in self.points:
@@ -151,13 +153,14 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
     return points
 
 
-def _cpu(fn, repeat: int) -> float:
-    best = np.inf
+def _cpu(fn, repeat: int, median: bool = False) -> float:
+    """Thread CPU seconds of fn: the minimum of `repeat` runs, or their median."""
+    runs = []
     for _ in range(repeat):
         t = time.thread_time_ns()
         fn()
-        best = min(best, time.thread_time_ns() - t)
-    return best / 1e9
+        runs.append(time.thread_time_ns() - t)
+    return float(np.median(runs) if median else min(runs)) / 1e9
 
 
 def _io_costs(reader: EpisodeReader) -> tuple[float, float, float, float]:
@@ -220,7 +223,7 @@ def _array_bytes(reader: EpisodeReader) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration") -> tuple[float, float, float]:
+def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration") -> tuple[float, float, float, float, float]:
     """What a real read_window costs beyond the codec work: measured 1-frame windows on the sample
     episode's own layout minus their micro-model cost (decode times of those very packets)."""
     from robodata.layout.gop import decoded_counts
@@ -243,34 +246,52 @@ def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration")
     fpc = part.count
     n_frames = int(round(reader.meta.duration_s * rate)) + 1
     single, multi = [], []
-    for f in range(0, min(fpc, v.gop), max(1, min(fpc, v.gop) // 6)):
+    positions = sorted({int(x) for x in np.linspace(0, min(fpc, v.gop) - 1, 8)})
+    for f in positions:
         t = f / rate
         d = decoded_counts(v.gop, v.bframes, fpc, f, f, 1, n_frames)
         micro_cam = float(d.types @ dec) + d.opens * cal.open_s + d.kept * cal.rgb_s + d.chunks * cal.part_s
         micro_io = cal.call_s + cal.range_s
-        one = _cpu(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, [cam]), 3)
-        single.append(one - micro_cam - micro_io - part.length * cal.byte_s)
+        packets = float(d.types.sum() + d.skipped)
+        one = _cpu(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, [cam]), 5, median=True)
+        single.append((packets, one - micro_cam - micro_io - part.length * cal.byte_s))
         if len(cams) > 1:
-            allc = _cpu_process(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, cams), 3)
-            multi.append(allc - len(cams) * micro_cam - micro_io - chunk.length * cal.byte_s)
-    video_part_s = max(0.0, float(np.median(single)))
-    pool_s = max(0.0, float(np.median(multi)) - len(cams) * video_part_s) if multi else 0.0
+            allc = _cpu_process(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, cams), 5)
+            multi.append((len(cams) * packets, allc - len(cams) * micro_cam - micro_io - chunk.length * cal.byte_s))
+
+    def fit(rows) -> tuple[float, float]:
+        x = np.array([r[0] for r in rows])
+        y = np.array([r[1] for r in rows])
+        if len(rows) >= 2 and np.ptp(x) > 0:
+            slope, icpt = np.polyfit(x, y, 1)
+            if slope < 0:
+                slope, icpt = 0.0, float(np.median(y))
+        else:
+            slope, icpt = 0.0, float(np.median(y))
+        return max(0.0, float(icpt)), max(0.0, float(slope))
+
+    video_part_s, packet1_s = fit(single)
+    pool_s, packet_s = 0.0, packet1_s
+    if multi:
+        icpt, packet_s = fit(multi)
+        pool_s = max(0.0, icpt - len(cams) * video_part_s)
     # a whole chunk, every frame: what is left per returned frame
     d = decoded_counts(v.gop, v.bframes, fpc, 0, fpc - 1, 1, n_frames)
     micro = (float(d.types @ dec) + d.opens * (cal.open_s + video_part_s) + d.kept * cal.rgb_s + d.chunks * cal.part_s
-             + cal.call_s + cal.range_s + part.length * cal.byte_s)
-    whole = _cpu(lambda: reader.read_window(-0.25 / rate, (fpc - 0.75) / rate, [cam]), 3)
+             + cal.call_s + cal.range_s + part.length * cal.byte_s + packet1_s * float(d.types.sum()))
+    whole = _cpu(lambda: reader.read_window(-0.25 / rate, (fpc - 0.75) / rate, [cam]), 3, median=True)
     frame_s = max(0.0, (whole - micro) / max(1, d.kept))
-    return video_part_s, pool_s, frame_s
+    return video_part_s, pool_s, frame_s, packet1_s, packet_s
 
 
 def _cpu_process(fn, repeat: int) -> float:
-    best = np.inf
+    """Process CPU seconds (all threads) of fn, median of `repeat` runs."""
+    runs = []
     for _ in range(repeat):
         t = time.process_time_ns()
         fn()
-        best = min(best, time.process_time_ns() - t)
-    return best / 1e9
+        runs.append(time.process_time_ns() - t)
+    return float(np.median(runs)) / 1e9
 
 
 def calibrate(reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], camera: str | None = None) -> Calibration:
@@ -303,5 +324,5 @@ def calibrate(reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], 
     cal = Calibration(cfg.codec, cfg.preset, h, w, points, rgb_s, open_s, call_s, range_s, part_s, byte_s,
                       _array_bytes(reader))
     same = [c for c in cams if reader.layout.group_of(c).name == reader.layout.group_of(cam).name]
-    cal.video_part_s, cal.pool_s, cal.frame_s = _window_overhead(reader, [cam] + [c for c in same if c != cam], cal)
+    cal.video_part_s, cal.pool_s, cal.frame_s, cal.packet1_s, cal.packet_s = _window_overhead(reader, [cam] + [c for c in same if c != cam], cal)
     return cal

@@ -58,7 +58,7 @@ class AdvisorConfig:
     array_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
     page_sizes: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
     min_psnr_db: float = 36.0
-    max_storage_x: float = 6.0
+    max_storage_x: float = 8.0
     tie_tolerance: float = 0.02
     verify_top: int = 3
     choose: str = "measured"

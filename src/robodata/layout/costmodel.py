@@ -88,6 +88,8 @@ def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, c
             chunk_bytes += float(types @ fb) * fpc / choice.gop
             d = decoded_counts(choice.gop, choice.bframes, fpc, first, last, w.every, n_frames)
             cpu += float(d.types @ dec) * scale + d.skipped * pt.skip_s + d.opens * cal.open_s
+            per_packet = cal.packet_s if len(cams) > 1 else cal.packet1_s
+            cpu += float(d.types.sum() + d.skipped) * per_packet
             cpu += d.kept * (cal.rgb_s * scale + cal.frame_s) + d.chunks * cal.part_s + d.opens * cal.video_part_s
             frames += float(d.types.sum())
             chunks = max(chunks, d.chunks)

@@ -13,7 +13,7 @@ from robodata.layout.workload import Sample, window_seconds
 
 @dataclass
 class Measured:
-    cpu_s: float              # per sample, median over rounds
+    cpu_s: float              # per sample (mean over samples of the cheapest round)
     wall_s: float
     bytes: float
     ranges: float
@@ -35,26 +35,30 @@ def read_sample(reader: EpisodeReader, pattern: ReadPattern, t: float) -> dict[s
 
 def measure(layouts: dict[str, list[EpisodeReader]], pattern: ReadPattern, samples: list[Sample],
             rounds: int = 3) -> dict[str, Measured]:
-    """Loader cost of each layout on the same samples; layouts take turns each round (so drift and
-    contention hit all alike) and the median round counts."""
+    """Loader cost of each layout on the same samples.
+
+    Layouts take turns sample by sample (rotating who goes first), so drift and contention
+    from other processes hit all of them alike; each (layout, sample) keeps its cheapest of
+    `rounds` reads (contention only ever adds time), and the cost is the mean over samples.
+    """
     names = list(layouts)
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    wall: dict[str, list[float]] = {n: [] for n in names}
-    stats: dict[str, tuple[float, float, float]] = {}
+    cpu = {n: [float("inf")] * len(samples) for n in names}
+    wall = {n: [float("inf")] * len(samples) for n in names}
+    stats: dict[str, list[float]] = {n: [0.0, 0.0, 0.0] for n in names}
     for name in names:  # warm-up: page cache, decoder libraries, thread pools
-        readers = layouts[name]
-        read_sample(readers[samples[0].episode], pattern, samples[0].t)
+        read_sample(layouts[name][samples[0].episode], pattern, samples[0].t)
     for r in range(rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
-        for name in order:
-            readers = layouts[name]
-            before = [(x.stats.bytes_read, x.stats.range_reads, x.stats.frames_decoded) for x in readers]
-            c0, w0 = time.process_time(), time.perf_counter()
-            for s in samples:
-                read_sample(readers[s.episode], pattern, s.t)
-            cpu[name].append((time.process_time() - c0) / len(samples))
-            wall[name].append((time.perf_counter() - w0) / len(samples))
-            if r == 0:
-                after = [(x.stats.bytes_read, x.stats.range_reads, x.stats.frames_decoded) for x in readers]
-                stats[name] = tuple(sum(a[i] - b[i] for a, b in zip(after, before)) / len(samples) for i in range(3))  # type: ignore[assignment]
-    return {n: Measured(statistics.median(cpu[n]), statistics.median(wall[n]), *stats[n]) for n in names}
+        for i, s in enumerate(samples):
+            k = (i + r) % len(names)
+            for name in names[k:] + names[:k]:
+                reader = layouts[name][s.episode]
+                before = (reader.stats.bytes_read, reader.stats.range_reads, reader.stats.frames_decoded)
+                c0, w0 = time.process_time(), time.perf_counter()
+                read_sample(reader, pattern, s.t)
+                cpu[name][i] = min(cpu[name][i], time.process_time() - c0)
+                wall[name][i] = min(wall[name][i], time.perf_counter() - w0)
+                if r == 0:
+                    after = (reader.stats.bytes_read, reader.stats.range_reads, reader.stats.frames_decoded)
+                    for j in range(3):
+                        stats[name][j] += (after[j] - before[j]) / len(samples)
+    return {n: Measured(statistics.fmean(cpu[n]), statistics.fmean(wall[n]), *stats[n]) for n in names}
