@@ -57,6 +57,7 @@ def video_windows(pattern: ReadPattern, meta: EpisodeMeta) -> list[StreamWindow]
 
 
 def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> list[VideoChoice]:
+    calibrated = {(p.crf, p.bframes) for p in cal.points}
     bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
     good = [c for c in cfg.crfs if any(p.crf == c and p.psnr_db >= cfg.min_psnr_db for p in cal.points)]
     crfs = good or [min(cfg.crfs)]   # nothing meets the floor: best quality on offer
@@ -68,6 +69,8 @@ def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> l
             if gop == 1 and bf:
                 continue
             for crf in crfs:
+                if (crf, bf) not in calibrated:
+                    continue
                 pt = cal.point(crf, bf)
                 if (pt.intra_psnr_db if gop == 1 else pt.psnr_db) < cfg.min_psnr_db and good:
                     continue
