@@ -64,7 +64,7 @@ class RelayoutReport:
 
 def partition_rows(catalog_uri: str, day: str, storage_options: dict[str, str] | None = None) -> Iterator[dict]:
     dt = DeltaTable(catalog_uri, storage_options=storage_options or None)
-    dset = dt.to_pyarrow_dataset(partitions=[("day", "=", day)])
+    dset = dt.to_pyarrow_dataset(file_pruning_predicate=[("day", "=", day)])
     for batch in dset.to_batches(columns=COLUMNS, filter=ds.field("day") == day, batch_size=1024):
         yield from batch.to_pylist()
 
@@ -77,7 +77,7 @@ def relayout_episode(row: dict, plan: LayoutPlan, cfg: RelayoutConfig, report: R
         if src.layout_version == layout.version:
             report.skipped += 1
             return None
-        dst = sibling_uri(row["uri"], src.meta.episode_id, layout.version)
+        dst = sibling_uri(row["uri"], row["episode_id"], layout.version)
         fs, path = fsspec.core.url_to_fs(dst, **so)
         result = None
         if fs.exists(path):  # an earlier, interrupted run got this far: reuse only if it verifies
@@ -98,7 +98,7 @@ def relayout_episode(row: dict, plan: LayoutPlan, cfg: RelayoutConfig, report: R
             report.relaid += 1
         report.bytes_old += src.source.size()
         report.bytes_new += int(result[0])
-        return PointerUpdate(src.meta.episode_id, row["day"], row["uri"], dst, layout.version, *map(int, result))
+        return PointerUpdate(row["episode_id"], row["day"], row["uri"], dst, layout.version, *map(int, result))
     finally:
         src.close()
 

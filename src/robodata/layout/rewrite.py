@@ -118,6 +118,8 @@ def verify(src: EpisodeReader, new: EpisodeReader, times: dict[str, list[int]] |
     """Full read of `new` against `src`; raises ContainerError naming the first difference.
     Returns the lowest PSNR of the probed frames."""
     ep = src.meta.episode_id
+    if new.meta.episode_id != ep:
+        raise ContainerError(ep, f"relaid object holds episode {new.meta.episode_id!r}")
     if set(new.meta.streams) != set(src.meta.streams):
         raise ContainerError(ep, f"streams differ after relayout: {sorted(new.meta.streams)} vs {sorted(src.meta.streams)}")
     cams = [s for s, sp in src.meta.streams.items() if sp.kind == "video"]
