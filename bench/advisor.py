@@ -106,6 +106,12 @@ def main() -> None:
         by_version = {lay.version: k for k, lay in layouts.items()}
         advised_key = by_version.get(plan.version, "advised")
         layouts.setdefault(advised_key, plan.layout)
+        model_lay = next((a for a in plan.alternatives if a["label"] == plan.alternatives[0]["label"]), None)
+        model_key = by_version.get(model_lay["layout_version"], "model_pick") if model_lay else advised_key
+        if model_key == "model_pick" and model_lay["layout_version"] != plan.version:
+            layouts[model_key] = Layout.from_dict(model_lay["layout"])
+        elif model_lay["layout_version"] == plan.version:
+            model_key = advised_key
         other = "vla" if name == "wam" else "wam"
         other_key = by_version.get(plans[other].version, f"{other}_advised")
         if other_key not in layouts and plans[other].version != plan.version:
@@ -120,6 +126,7 @@ def main() -> None:
             "advised": plan.chosen, "advised_ms": round(got[advised_key].cpu_s * 1e3, 3),
             "advised_predicted_ms": next((a["predicted_ms"] for a in plan.alternatives if a["label"] == plan.chosen), None),
             "model_pick": plan.alternatives[0]["label"],
+            "model_pick_vs_best": round(got[model_key].cpu_s / got[best].cpu_s, 3),
             "best_grid": best, "best_grid_ms": round(got[best].cpu_s * 1e3, 3),
             "grid_ms": {k: round(got[k].cpu_s * 1e3, 3) for k in grid_keys},
             "frames_decoded_per_sample": {k: round(got[k].frames_decoded, 1) for k in grid_keys + [advised_key]},

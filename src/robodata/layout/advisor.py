@@ -38,7 +38,7 @@ class Alternative:
 
     def row(self) -> dict:
         p = self.predicted
-        out = {"label": self.label, "layout_version": self.layout.version,
+        out = {"label": self.label, "layout_version": self.layout.version, "layout": self.layout.to_dict(),
                "predicted_ms": round(p.cpu_s * 1e3, 3), "predicted_frames_decoded": round(p.frames_decoded, 2),
                "predicted_bytes": round(p.bytes), "predicted_ranges": round(p.ranges, 2),
                "storage_bps": round(p.storage_bps), "storage_x": round(self.storage_x, 3)}
