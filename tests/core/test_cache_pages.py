@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -128,35 +127,22 @@ def test_episode_reader_reads_through_the_cache(tmp_path):
     assert cache.stats().misses == misses  # warm: nothing fetched again
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_s3_origin_through_moto(tmp_path):
     boto3 = pytest.importorskip("boto3")
-    from moto.server import ThreadedMotoServer
+    from tests.core.s3_server import moto_s3
 
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        creds = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
-        s3 = boto3.client("s3", endpoint_url=endpoint, **creds)
+    with moto_s3() as srv:
+        s3 = boto3.client("s3", endpoint_url=srv["endpoint_url"], aws_access_key_id=srv["key"],
+                          aws_secret_access_key=srv["secret"], region_name="us-east-1")
         s3.create_bucket(Bucket="eps")
         data = np.random.default_rng(5).integers(0, 256, 5 * PS + 7, dtype=np.uint8).tobytes()
         s3.put_object(Bucket="eps", Key="a/ep.bin", Body=data)
-        opts = {"key": "test", "secret": "test", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
         cache = PageCache(PageCacheConfig(root=str(tmp_path / "c"), page_size=PS, budget_bytes=100 * PS,
-                                          touch_flush_s=0, storage_options=opts))
+                                          touch_flush_s=0, storage_options=srv["storage_options"]))
         src = cache.source("s3://eps/a/ep.bin")
         assert src.size() == len(data)
         assert src.read(PS - 3, 2 * PS) == data[PS - 3: 3 * PS - 3]
-        assert cache.stats().bytes_fetched == 3 * PS
+        assert cache.stats().bytes_fetched == 3 * PS            # pages 0..2, one range request
         assert src.read(PS, PS) == data[PS: 2 * PS]
-        assert cache.stats().bytes_fetched == 3 * PS
+        assert cache.stats().bytes_fetched == 3 * PS            # all hits
         assert src.read(0, len(data)) == data
-    finally:
-        server.stop()

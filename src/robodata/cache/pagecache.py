@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import multiprocessing.util
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,8 +72,20 @@ class PageCache:
             self._reset()
             self._pid = os.getpid()
             self._index = PageIndex(self.root / "index.sqlite", self.config.page_size, self.config.busy_timeout_s)
+            # Flush batched counters/touches when a process exits normally (multiprocessing
+            # children, e.g. dataloader workers, skip atexit but run these finalizers).
+            multiprocessing.util.Finalize(self, PageCache._exit_flush, args=(weakref.ref(self),), exitpriority=10)
         assert self._index is not None
         return self._index
+
+    @staticmethod
+    def _exit_flush(ref) -> None:
+        cache = ref()
+        if cache is not None and cache._pid == os.getpid():
+            try:
+                cache.flush()
+            except Exception:  # pragma: no cover - best effort at exit
+                pass
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config}
