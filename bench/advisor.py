@@ -5,7 +5,8 @@ this machine, cost model, top alternatives measured), then measure the loader co
 seconds per sample, reading windows with EpisodeReader.read_window as the pattern
 prescribes) of the advised layout and of a grid of hand-written layouts on the same
 samples. advised_vs_best = advised / best of the grid; wam_layout_on_vla_slowdown = the
-VLA loader cost on the WAM-advised layout / on the VLA-advised layout.
+VLA loader cost on the WAM-advised layout / on the VLA-advised layout. The same grid is also
+read through the delivery PatternDataset as a cross-check ("dataset" entries).
 
     python -m bench.advisor --quick
 """
@@ -133,6 +134,13 @@ def main() -> None:
             "page_size": plan.page_size, "advise_s": t_advise[name],
             "alternatives": [{k: a.get(k) for k in ("label", "predicted_ms", "measured_ms", "storage_x")} for a in plan.alternatives],
         }
+        # cross-check through the delivery PatternDataset (its batch GOP decoder skips unwanted
+        # non-reference frames per packet): fewer rounds, informational
+        dgot = measure(readers, pat, smp[: max(8, samples // 2)], 1 if args.quick else 3, loader="dataset")
+        dbest = min(grid_keys, key=lambda k: dgot[k].cpu_s)
+        result[name]["dataset"] = {"advised_vs_best": round(dgot[advised_key].cpu_s / dgot[dbest].cpu_s, 3),
+                                   "best_grid": dbest, "advised_ms": round(dgot[advised_key].cpu_s * 1e3, 3),
+                                   "grid_ms": {k: round(dgot[k].cpu_s * 1e3, 3) for k in grid_keys}}
         if name == "vla":
             wam_key = other_key if plans["wam"].version != plan.version else advised_key
             result["wam_layout_on_vla_slowdown"] = round(got[wam_key].cpu_s / got[advised_key].cpu_s, 2)

@@ -3,6 +3,8 @@ skippable B-frames for subsampled windows; the CLI prints and writes the plan.""
 
 import json
 
+import numpy as np
+
 import pytest
 from typer.testing import CliRunner
 
@@ -84,3 +86,19 @@ def test_cli_advise_prints_and_writes_plan(episode, tmp_path):
     assert plan["layout_version"].startswith("v1-") and plan["pattern"]["name"] == "vla"
     res = CliRunner().invoke(app, ["advise", "vla", "-e", str(tmp_path / "missing.rdep")])
     assert res.exit_code == 2 and "no such episode" in res.output
+
+
+def test_measure_through_reader_and_dataset_agree_on_what_is_read(episode):
+    from robodata.container import EpisodeReader
+    from robodata.layout.measure import measure, read_sample
+
+    r = EpisodeReader.open(episode)
+    smp = sample_anchors([r.meta], WAM, 4, seed=3)
+    sample = read_sample(r, WAM, smp[0].t)
+    assert sample["cam_left"].data.shape[0] == 8              # length frames, every 4th
+    assert np.allclose(np.diff(sample["cam_left"].t), 4 / FPS, atol=1e-6)
+    assert sample["joint_pos"].data.shape[0] == 10             # every 10th of 100 Hz over ~1.4 s
+    got = {loader: measure({"a": [r]}, WAM, smp, rounds=1, loader=loader)["a"] for loader in ("reader", "dataset")}
+    assert all(m.cpu_s > 0 and m.bytes > 0 for m in got.values())
+    with pytest.raises(ValueError):
+        measure({"a": [r]}, WAM, smp, loader="nope")

@@ -220,7 +220,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
                     rewrite(readers[i], a.layout, dst, check=False)
                     paths.append(dst)
                 written[a.label] = [EpisodeReader.open(p) for p in paths]
-            got = measure(written, pattern, m_samples, cfg.rounds)
+            got = measure(written, pattern, m_samples, cfg.rounds, cfg.loader)
             for rs in written.values():
                 for r in rs:
                     r.close()

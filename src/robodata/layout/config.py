@@ -45,6 +45,8 @@ class AdvisorConfig:
     choose: "measured" (the measured best of verify_top) or "predicted" (the model's best).
     objective: "cpu" (loader CPU per sample: data on local disk / in the page cache) or
       "cold" (CPU plus cold-cache fetch time from the store model).
+    loader: what measures the alternatives: "reader" (EpisodeReader.read_window per window,
+      which the cost model follows frame for frame) or "dataset" (the delivery PatternDataset).
     measure_episodes: how many sample episodes are re-laid per alternative to measure it.
     samples: read-pattern samples used for measuring; rounds: interleaved repetitions.
     """
@@ -63,6 +65,7 @@ class AdvisorConfig:
     verify_top: int = 3
     choose: str = "measured"
     objective: str = "cpu"
+    loader: str = "reader"
     measure_episodes: int = 2
     samples: int = 48
     rounds: int = 3
@@ -87,6 +90,7 @@ class AdvisorConfig:
         if self.choose == "measured" and self.verify_top == 0:
             raise ConfigError("choose='measured' needs verify_top >= 1")
         require(self.objective in ("cpu", "cold"), f"objective must be 'cpu' or 'cold', got {self.objective!r}")
+        require(self.loader in ("reader", "dataset"), f"loader must be 'reader' or 'dataset', got {self.loader!r}")
         require(self.measure_episodes >= 1, "measure_episodes must be >= 1")
         require(self.samples >= 1 and self.rounds >= 1, "samples and rounds must be >= 1")
         require(self.calibration_frames >= 8, "calibration_frames must be >= 8")
