@@ -22,7 +22,8 @@ from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Stream
 from robodata.container.meta import Layout, VideoSettings, default_layout
 from robodata.dataset.pattern import preset
 from robodata.ingest.scene import SceneRenderer
-from robodata.layout.advisor import advise
+from robodata.layout.advisor import advise, predict_layout
+from robodata.layout.calibration import Calibration
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.measure import measure
 from robodata.layout.plan import LayoutPlan
@@ -55,6 +56,11 @@ def write_source(path, seed: int, seconds: float, h: int, w: int) -> None:
         for s in ARRAYS:
             wr.write_array(s, tj, joints)
     tmp.replace(path)
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def grid_layout(gop: int, bframes: int, span: float, crf: int) -> Layout:
@@ -121,6 +127,8 @@ def main() -> None:
         smp = sample_anchors(metas, pat, samples, seed=7)
         got = measure(readers, pat, smp, rounds)
         grid_keys = [f"gop{g}/b{b}/span{s:g}s" for g, b, s in GRID]
+        cal = Calibration.from_dict(plan.calibration)
+        pred = {k: predict_layout(layouts[k], pat, cal, metas, smp).cpu_s for k in grid_keys}
         best = min(grid_keys, key=lambda k: got[k].cpu_s)
         result[name] = {
             "advised_vs_best": round(got[advised_key].cpu_s / got[best].cpu_s, 3),
@@ -130,6 +138,8 @@ def main() -> None:
             "model_pick_vs_best": round(got[model_key].cpu_s / got[best].cpu_s, 3),
             "best_grid": best, "best_grid_ms": round(got[best].cpu_s * 1e3, 3),
             "grid_ms": {k: round(got[k].cpu_s * 1e3, 3) for k in grid_keys},
+            "grid_predicted_ms": {k: round(pred[k] * 1e3, 3) for k in grid_keys},
+            "model_rank_corr": round(spearman([pred[k] for k in grid_keys], [got[k].cpu_s for k in grid_keys]), 3),
             "frames_decoded_per_sample": {k: round(got[k].frames_decoded, 1) for k in grid_keys + [advised_key]},
             "page_size": plan.page_size, "advise_s": t_advise[name],
             "alternatives": [{k: a.get(k) for k in ("label", "predicted_ms", "measured_ms", "storage_x")} for a in plan.alternatives],

@@ -135,7 +135,7 @@ def build_layout(meta: EpisodeMeta, pattern: ReadPattern, video: dict[str, Video
 
 
 def predict_layout(layout: Layout, pattern: ReadPattern, cal: Calibration, metas: list[EpisodeMeta],
-                   samples: list[Sample]) -> Cost:
+                   samples: list[Sample], loader: str = "reader") -> Cost:
     """Model cost of an arbitrary layout (e.g. a hand-written grid point) for the pattern."""
     total = Cost()
     for w in pattern.windows:
@@ -144,9 +144,11 @@ def predict_layout(layout: Layout, pattern: ReadPattern, cal: Calibration, metas
             v = g.video
             assert v is not None
             ch = VideoChoice(v.gop, v.bframes, _nearest_crf(cal, v.crf), g.chunk_span_s)
-            total = total + predict_video(w, w.streams, ch, cal, metas, samples)
-        else:
-            total = total + predict_arrays([w], g.streams, g.chunk_span_s, cal, metas, samples)
+            total = total + predict_video(w, w.streams, ch, cal, metas, samples, loader)
+    arrays = [w for w in pattern.windows if w.kind == "array"]
+    for name in dict.fromkeys(layout.group_of(s).name for w in arrays for s in w.streams):
+        g = next(x for x in layout.groups if x.name == name)
+        total = total + predict_arrays(arrays, g.streams, g.chunk_span_s, cal, metas, samples, loader)
     return total
 
 
@@ -174,7 +176,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
         cap = cfg.max_storage_x * sum(camera_storage_bps(cal, default_ch, rate, s) for s in scale)
         scored = []
         for ch in video_candidates(w, cfg, cal):
-            cost = predict_video(w, w.streams, ch, cal, metas, samples)
+            cost = predict_video(w, w.streams, ch, cal, metas, samples, cfg.loader)
             if cost.storage_bps <= cap:
                 scored.append((ch, cost))
         if not scored:
@@ -184,7 +186,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     order = tuple(s for w in awin for s in w.streams)
     array_span = cfg.array_spans_s[0]
     if awin:
-        scored_a = [(span, predict_arrays(awin, order, span, cal, metas, samples)) for span in cfg.array_spans_s]
+        scored_a = [(span, predict_arrays(awin, order, span, cal, metas, samples, cfg.loader)) for span in cfg.array_spans_s]
         array_span = rank(scored_a, cfg, n)[0][0]  # type: ignore[assignment]
 
     # alternatives: the top choices of the costliest video group, the others at their best
@@ -194,7 +196,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     for ch, _ in picks:
         video = {k: (ch if k == lead else v[0][0]) for k, v in ranked_video.items()}
         layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)
-        cost = predict_layout(layout, pattern, cal, metas, samples)
+        cost = predict_layout(layout, pattern, cal, metas, samples, cfg.loader)
         default_bps = 0.0
         for w in vws:
             rate = window_rate(w, metas[0])
@@ -237,9 +239,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
         r.close()
     return LayoutPlan(pattern=_pattern_dict(pattern), layout=chosen.layout, page_size=page,
                       alternatives=[a.row() for a in alts], chosen=chosen.label,
-                      calibration={"height": cal.height, "width": cal.width, "codec": cal.codec,
-                                   "points": [asdict(p) for p in cal.points], "rgb_s": cal.rgb_s, "open_s": cal.open_s,
-                                   "call_s": cal.call_s, "range_s": cal.range_s, "part_s": cal.part_s, "byte_s": cal.byte_s})
+                      calibration=asdict(cal))
 
 
 def _pattern_dict(p: ReadPattern) -> dict:

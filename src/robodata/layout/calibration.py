@@ -75,7 +75,11 @@ class Calibration:
 
     @classmethod
     def from_json(cls, text: str) -> "Calibration":
-        d = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Calibration":
+        d = dict(d)
         d["points"] = [CodecPoint(**{**p, "bytes": tuple(p["bytes"]), "decode_s": tuple(p["decode_s"])}) for p in d["points"]]
         d["array_part_bytes"] = {k: tuple(v) for k, v in d.get("array_part_bytes", {}).items()}
         return cls(**d)

@@ -15,7 +15,7 @@ import numpy as np
 from robodata.container import EpisodeMeta
 from robodata.dataset.pattern import StreamWindow
 from robodata.layout.calibration import Calibration
-from robodata.layout.gop import B, I, P, decoded_counts, frame_types
+from robodata.layout.gop import B, I, P, decoded_counts, decoded_counts_gopwise, frame_types
 from robodata.layout.workload import Sample, window_frames, window_rate, window_seconds
 
 PACKET_ROW_BYTES = 30.0   # pts, dts, key, ref, t_ns and the offset of one packet row
@@ -65,8 +65,11 @@ def camera_storage_bps(cal: Calibration, choice: VideoChoice, rate: float, pixel
 
 
 def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, cal: Calibration,
-                  metas: list[EpisodeMeta], samples: list[Sample]) -> Cost:
-    """Cost of window `w` reading the cameras `cams` of one group laid out with `choice`."""
+                  metas: list[EpisodeMeta], samples: list[Sample], loader: str = "reader") -> Cost:
+    """Cost of window `w` reading the cameras `cams` of one group laid out with `choice`, through
+    EpisodeReader.read_window (loader="reader") or the delivery dataset's GOP decoder ("dataset")."""
+    counts = decoded_counts if loader == "reader" else decoded_counts_gopwise
+    skip_s = cal.point(choice.crf, choice.bframes).skip_s if loader == "reader" else 0.0
     pt = cal.point(choice.crf, choice.bframes)
     dec = np.array([pt.intra_decode_s, 0.0, 0.0]) if choice.gop == 1 else np.asarray(pt.decode_s)
     total = Cost()
@@ -77,7 +80,7 @@ def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, c
         first, last = window_frames(w, meta, s.t)
         n_frames = int(round(meta.duration_s * rate)) + 1
         chunk_bytes = 0.0
-        cpu = cal.call_s + (cal.pool_s if len(cams) > 1 else 0.0)
+        cpu = cal.call_s + (cal.pool_s if len(cams) > 1 or loader == "dataset" else 0.0)
         frames = 0.0
         chunks = 0
         for c in cams:
@@ -86,8 +89,8 @@ def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, c
             fb = frame_bytes(cal, choice, scale)
             types = np.bincount(frame_types(choice.gop, choice.bframes), minlength=3)
             chunk_bytes += float(types @ fb) * fpc / choice.gop
-            d = decoded_counts(choice.gop, choice.bframes, fpc, first, last, w.every, n_frames)
-            cpu += float(d.types @ dec) * scale + d.skipped * pt.skip_s + d.opens * cal.open_s
+            d = counts(choice.gop, choice.bframes, fpc, first, last, w.every, n_frames)
+            cpu += float(d.types @ dec) * scale + d.skipped * skip_s + d.opens * cal.open_s
             per_packet = cal.packet_s if len(cams) > 1 else cal.packet1_s
             cpu += float(d.types.sum() + d.skipped) * per_packet
             cpu += d.kept * (cal.rgb_s * scale + cal.frame_s) + d.chunks * cal.part_s + d.opens * cal.video_part_s
@@ -110,17 +113,28 @@ def array_part_bytes(cal: Calibration, stream: str, count: float, sample_bytes: 
     return fixed + per * count
 
 
+def _extents(windows: list[StreamWindow], meta: EpisodeMeta, t: float, loader: str):
+    """(streams, t0, t1) per read: one read_window per window (reader), or one read covering
+    every array window of the sample (dataset)."""
+    ext = [(w.streams, *window_seconds(w, meta, t)) for w in windows]
+    if loader == "dataset" and ext:
+        return [(tuple(x for e in ext for x in e[0]), min(e[1] for e in ext), max(e[2] for e in ext))]
+    return ext
+
+
 def predict_arrays(windows: list[StreamWindow], order: tuple[str, ...], span_s: float, cal: Calibration,
-                   metas: list[EpisodeMeta], samples: list[Sample]) -> Cost:
+                   metas: list[EpisodeMeta], samples: list[Sample], loader: str = "reader") -> Cost:
     """Cost of the array windows reading one group whose streams (in `order`) are chunked every span_s."""
     total = Cost()
     for s in samples:
         meta = metas[s.episode]
-        for w in windows:
-            t0, t1 = window_seconds(w, meta, s.t)
+        for streams, t0, t1 in _extents(windows, meta, s.t, loader):
+            streams = tuple(x for x in streams if x in order)   # this group's share of the read
+            if not streams:
+                continue
             t0, t1 = max(t0, 0.0), min(t1, meta.duration_s)
             c0, c1 = int(t0 // span_s), int(t1 // span_s)
-            idx = [order.index(x) for x in w.streams]
+            idx = [order.index(x) for x in streams]
             touched = order[min(idx): max(idx) + 1]   # the contiguous part range the reader fetches
             per_chunk = 0.0
             for x in touched:
@@ -129,7 +143,7 @@ def predict_arrays(windows: list[StreamWindow], order: tuple[str, ...], span_s: 
                 per_chunk += array_part_bytes(cal, x, span_s * sp.rate_hz, item)
             chunks = c1 - c0 + 1
             bytes_ = chunks * per_chunk
-            cpu = cal.call_s + chunks * (cal.range_s + len(w.streams) * cal.part_s) + bytes_ * cal.byte_s
+            cpu = cal.call_s + chunks * (cal.range_s + len(streams) * cal.part_s) + bytes_ * cal.byte_s
             total = total + Cost(cpu, bytes_, chunks, 0.0, 0.0, [per_chunk] * chunks)
     n = len(samples)
     meta0 = metas[0]

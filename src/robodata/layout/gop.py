@@ -111,3 +111,43 @@ def decoded_counts(gop: int, bframes: int, frames_per_chunk: int, first: int, la
             counted[frame_types(gop, bframes)[nxt % gop]] += 1
         types += counted
     return WindowDecode(types, kept_total, chunks, opens, skipped)
+
+
+@lru_cache(maxsize=4096)
+def decode_order(gop: int, bframes: int) -> tuple[int, ...]:
+    """Display positions of one GOP in decode order: I, then each reference before the B-frames it closes."""
+    refs = [p for p, t in enumerate(frame_types(gop, bframes)) if t != B]
+    order = [0]
+    for prev, r in zip(refs, refs[1:]):
+        order += [r] + list(range(prev + 1, r))
+    return tuple(order)
+
+
+def decoded_counts_gopwise(gop: int, bframes: int, frames_per_chunk: int, first: int, last: int, every: int,
+                           total_frames: int) -> WindowDecode:
+    """What the delivery dataset's GopDecoder decodes for one camera and one sample: each GOP
+    holding a wanted frame is fed from its keyframe up to its last wanted packet (decode order),
+    unwanted non-reference packets are never sent (`skipped` counts them, at no cost); one decoder
+    per GOP. Fetches cover first-1..last+1."""
+    types_of = frame_types(gop, bframes)
+    order = decode_order(gop, bframes)
+    wanted = sorted({min(max(f, 0), total_frames - 1) for f in range(first, last + 1, every)})
+    types = np.zeros(3, dtype=np.int64)
+    skipped = opens = 0
+    by_gop: dict[int, set[int]] = {}
+    for f in wanted:
+        by_gop.setdefault(f // gop, set()).add(f % gop)
+    for g, pos in by_gop.items():
+        opens += 1
+        upto = max(order.index(p) for p in pos)
+        for p in order[: upto + 1]:
+            if g * gop + p >= total_frames:
+                continue
+            t = types_of[p]
+            if t == B and p not in pos:
+                skipped += 1
+            else:
+                types[t] += 1
+    lo, hi = max(0, first - 1), min(total_frames - 1, last + 1)
+    chunks = hi // frames_per_chunk - lo // frames_per_chunk + 1
+    return WindowDecode(types, len(wanted) if first <= last else 0, chunks, opens, skipped)
