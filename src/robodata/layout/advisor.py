@@ -109,6 +109,11 @@ def _distinct(ranked: list[tuple[VideoChoice, Cost]], k: int) -> list[tuple[Vide
     return out
 
 
+def _scale(meta: EpisodeMeta, cam: str, cal: Calibration) -> float:
+    h, w, _ = meta.streams[cam].shape
+    return h * w / (cal.height * cal.width)
+
+
 def _nearest_crf(cal: Calibration, crf: int) -> int:
     return min({p.crf for p in cal.points}, key=lambda c: (abs(c - crf), c))
 
@@ -171,7 +176,7 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     ranked_video: dict[str, list[tuple[VideoChoice, Cost]]] = {}
     for w in vws:
         rate = window_rate(w, metas[0])
-        scale = [metas[0].streams[c].shape[0] * metas[0].streams[c].shape[1] / (cal.height * cal.width) for c in w.streams]
+        scale = [_scale(metas[0], c, cal) for c in w.streams]
         default_ch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
         cap = cfg.max_storage_x * sum(camera_storage_bps(cal, default_ch, rate, s) for s in scale)
         scored = []
@@ -193,16 +198,14 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     alts: list[Alternative] = []
     lead = max(ranked_video, key=lambda k: ranked_video[k][0][1].cpu_s) if ranked_video else None
     picks = _distinct(ranked_video[lead], max(1, cfg.verify_top)) if lead else [(None, Cost())]
+    default_bps = 0.0   # the ingestion default's camera bytes, the storage reference
+    for w in vws:
+        dch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
+        default_bps += sum(camera_storage_bps(cal, dch, window_rate(w, metas[0]), _scale(metas[0], c, cal)) for c in w.streams)
     for ch, _ in picks:
         video = {k: (ch if k == lead else v[0][0]) for k, v in ranked_video.items()}
         layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)
         cost = predict_layout(layout, pattern, cal, metas, samples, cfg.loader)
-        default_bps = 0.0
-        for w in vws:
-            rate = window_rate(w, metas[0])
-            dch = VideoChoice(30, 0, _nearest_crf(cal, 23), 2.0)
-            default_bps += sum(camera_storage_bps(cal, dch, rate, metas[0].streams[c].shape[0] * metas[0].streams[c].shape[1]
-                                                  / (cal.height * cal.width)) for c in w.streams)
         vid_bps = sum(predict_video(w, w.streams, video[w.name], cal, metas, samples[:1]).storage_bps for w in vws)
         label = " + ".join(f"{k}:{v.label()}" for k, v in video.items()) + f" + proprio:span{array_span:g}s"
         alts.append(Alternative(label, layout, cost, vid_bps / default_bps if default_bps else 1.0))
