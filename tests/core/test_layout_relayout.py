@@ -147,3 +147,16 @@ def test_rewrite_to_s3_appears_whole(tmp_path):
         assert fs.ls("bucket/eps") == ["bucket/eps/a.v1-new.rdep"]
         r = EpisodeReader.open(res.uri, res.footer_offset, res.footer_length, **so)
         assert r.layout_version == NEW.version and len(r.read_window(0, 2, ["cam_left"])["cam_left"].t) == 10
+
+
+def test_cli_relayout(catalog):
+    from typer.testing import CliRunner
+
+    from robodata.cli import app
+
+    uri, plan, rows = catalog
+    res = CliRunner().invoke(app, ["relayout", "--catalog", uri, "--plan", plan, "--day", DAY, "--max-episodes", "1"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output.strip().splitlines()[-1])["pointers_flipped"] == 1
+    res = CliRunner().invoke(app, ["relayout", "--catalog", uri, "--plan", plan + ".missing", "--day", DAY])
+    assert res.exit_code == 2 and "not found" in res.output
