@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "robodata.health.commands",
     "robodata.train.commands",
     "robodata.curate.commands",
+    "robodata.layout.commands",
 ]
 
 for _name in COMMAND_MODULES:
