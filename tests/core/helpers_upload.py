@@ -36,6 +36,11 @@ def moto_server(min_part_size: int = PART) -> Iterator[str]:
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
     try:
+        # moto's backends are per process: start every test from an empty store.
+        conn = http.client.HTTPConnection(host, port)
+        conn.request("POST", "/moto-api/reset")
+        assert conn.getresponse().read() is not None
+        conn.close()
         s3(url).create_bucket(Bucket=BUCKET)
         yield url
     finally:
@@ -61,12 +66,16 @@ class Faults:
         self.p_500_after = 0.0   # forward (the server applies it), then answer 500
         self.p_bad_etag = 0.0    # forward, then corrupt the ETag response header
         self.methods = {"PUT", "POST", "HEAD"}
+        self.match = lambda method, path: True  # narrow faults to some requests
+        self.budget: int | None = None  # stop injecting after this many faults
         self.injected = {"500_before": 0, "500_after": 0, "bad_etag": 0}
 
-    def roll(self, method: str, kind: str) -> bool:
-        if method not in self.methods:
+    def roll(self, method: str, path: str, kind: str) -> bool:
+        if method not in self.methods or not self.match(method, path):
             return False
         with self.lock:
+            if self.budget is not None and sum(self.injected.values()) >= self.budget:
+                return False
             hit = self.rng.random() < getattr(self, "p_" + kind)
             if hit:
                 self.injected[kind] += 1
@@ -107,7 +116,7 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else b""
             method = self.command
-            if faults.roll(method, "500_before"):
+            if faults.roll(method, self.path, "500_before"):
                 return self._reply(500, [("Content-Type", "application/xml")],
                                    b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
             conn = http.client.HTTPConnection(up_host, int(up_port), timeout=60)
@@ -119,10 +128,10 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
                 out = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP]
             finally:
                 conn.close()
-            if faults.roll(method, "500_after"):
+            if faults.roll(method, self.path, "500_after"):
                 return self._reply(500, [("Content-Type", "application/xml")],
                                    b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
-            if any(k.lower() == "etag" for k, _ in out) and faults.roll(method, "bad_etag"):
+            if any(k.lower() == "etag" for k, _ in out) and faults.roll(method, self.path, "bad_etag"):
                 out = [(k, _corrupt(v) if k.lower() == "etag" else v) for k, v in out]
             self._reply(resp.status, out, data)
 

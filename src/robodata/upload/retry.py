@@ -6,7 +6,8 @@ import random
 import time
 from typing import Callable, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError, HTTPClientError, IncompleteReadError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from robodata.errors import RobodataError
 from robodata.upload.config import RetryConfig
@@ -32,7 +33,8 @@ def retryable(exc: BaseException) -> bool:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         code = exc.response.get("Error", {}).get("Code", "")
         return status >= 500 or status == 429 or code in RETRYABLE_CODES
-    return isinstance(exc, (BotoCoreError, ConnectionError, TimeoutError))
+    # Network trouble only: missing credentials or a bad region must fail at once, not retry.
+    return isinstance(exc, (HTTPClientError, BotoConnectionError, IncompleteReadError, ConnectionError, TimeoutError))
 
 
 class Retrier:
