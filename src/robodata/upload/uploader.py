@@ -97,11 +97,10 @@ class Uploader:
         self.journal.close()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"journal": self.journal.state_dict(), "current": self.current}
+        return {"journal": self.journal.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.journal.load_state_dict(state_dict["journal"])
-        self.current = state_dict.get("current")
 
     # one pass ---------------------------------------------------------------------------
     def ready(self) -> list[str]:
@@ -130,8 +129,10 @@ class Uploader:
         except FileNotFoundError:
             return "gone"
         try:
-            if self.journal.episode_state(name) is None or self.journal.episode_state(name)[0] != "verified":
-                self.journal.set_episode(name, "uploading")
+            prev = self.journal.episode_state(name)
+            if prev is None or prev[0] != "verified":
+                if prev is None:  # a conflict/rejection stays recorded (and counted once) until it clears
+                    self.journal.set_episode(name, "uploading")
                 for key, lf in zip(keys, ep.files):
                     self._object(name, key, lf)
                 if ep.is_dir:
