@@ -9,6 +9,7 @@ import logging
 import os
 import random
 import threading
+import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -196,3 +197,43 @@ def write_config(path: Path, spool: Path, endpoint: str, **extra) -> Path:
 
 def episodes_in(spool: Path) -> set[str]:
     return {n for n in os.listdir(spool) if not n.startswith(".")}
+
+
+class Monitor(threading.Thread):
+    """Watches the spool; when an episode disappears, checks upstream right then."""
+
+    def __init__(self, spool: Path, client, expected: dict[str, dict[str, bytes]]):
+        super().__init__(daemon=True)
+        self.spool, self.client, self.expected = spool, client, expected
+        self.seen: set[str] = set()
+        self.deleted: list[str] = []
+        self.deleted_unverified: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.poll()
+            time.sleep(0.01)
+        self.poll()
+
+    def poll(self) -> None:
+        now = episodes_in(self.spool)
+        for name in sorted(self.seen - now):
+            for _ in range(100):  # a writer thread may not have recorded what it just renamed in
+                if name in self.expected:
+                    break
+                time.sleep(0.01)
+            if name in self.expected:
+                self.deleted.append(name)
+                keys = dict(self.expected[name])
+                if any(k.startswith(f"{PREFIX}/{name}/") for k in keys):  # directories: manifest too
+                    keys[f"{PREFIX}/{name}/_UPLOADED.json"] = None
+                bad = upstream_identical(self.client, {k: v for k, v in keys.items() if v is not None})
+                if f"{PREFIX}/{name}/_UPLOADED.json" in keys:
+                    try:
+                        self.client.head_object(Bucket=BUCKET, Key=f"{PREFIX}/{name}/_UPLOADED.json")
+                    except Exception:  # noqa: BLE001
+                        bad.append("manifest")
+                if bad:
+                    self.deleted_unverified.append(name)
+        self.seen = (self.seen & now) | {n for n in now if not n.endswith(".partial")}

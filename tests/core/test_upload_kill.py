@@ -14,49 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-from tests.core.helpers_upload import (CREDS, PREFIX, episodes_in, moto_server, s3, upstream_identical,
+from tests.core.helpers_upload import (CREDS, PREFIX, Monitor, episodes_in, moto_server, s3, upstream_identical,
                                        write_config, write_episode)
 
 N = 50
 LATE = 10  # written while the uploader is being killed and restarted
-
-
-class Monitor(threading.Thread):
-    """Watches the spool; when an episode disappears, checks upstream right then."""
-
-    def __init__(self, spool: Path, client, expected: dict[str, dict[str, bytes]]):
-        super().__init__(daemon=True)
-        self.spool, self.client, self.expected = spool, client, expected
-        self.seen: set[str] = set()
-        self.deleted: list[str] = []
-        self.deleted_unverified: list[str] = []
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.poll()
-            time.sleep(0.01)
-        self.poll()
-
-    def poll(self) -> None:
-        now = episodes_in(self.spool)
-        for name in sorted(self.seen - now):
-            if name in self.expected:
-                self.deleted.append(name)
-                keys = dict(self.expected[name])
-                if any(k.startswith(f"{PREFIX}/{name}/") for k in keys):  # directories: manifest too
-                    keys[f"{PREFIX}/{name}/_UPLOADED.json"] = None
-                bad = upstream_identical(self.client, {k: v for k, v in keys.items() if v is not None})
-                if f"{PREFIX}/{name}/_UPLOADED.json" in keys:
-                    try:
-                        self.client.head_object(Bucket="robot-landing", Key=f"{PREFIX}/{name}/_UPLOADED.json")
-                    except Exception:  # noqa: BLE001
-                        bad.append("manifest")
-                if bad:
-                    self.deleted_unverified.append(name)
-        self.seen = (self.seen & now) | {n for n in now if not n.endswith(".partial")}
 
 
 def test_sigkill_during_50_uploads(tmp_path):

@@ -55,18 +55,23 @@ class Journal:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        self._pending: dict[str, float] = {}
 
     def close(self) -> None:
+        self.flush()
         self.db.close()
 
     def _tx(self, statements: list[tuple[str, tuple]]) -> None:
+        pending, self._pending = self._pending, {}
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            for sql, args in statements:
+            for sql, args in statements + self._bump_sql(pending):
                 self.db.execute(sql, args)
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
+            for k, v in pending.items():
+                self._pending[k] = self._pending.get(k, 0.0) + v
             raise
 
     # files -------------------------------------------------------------------------------
@@ -126,15 +131,23 @@ class Journal:
                  (k, float(v))) for k, v in counters.items() if v]
 
     def bump(self, **counters: float) -> None:
-        stmts = self._bump_sql(counters)
-        if stmts:
-            self._tx(stmts)
+        """Count in memory; written with the next state change or flush() (one fsync, not one per part)."""
+        for k, v in counters.items():
+            self._pending[k] = self._pending.get(k, 0.0) + v
+
+    def flush(self) -> None:
+        if self._pending:
+            self._tx([])
 
     def counters(self) -> dict[str, float]:
-        return {k: v for k, v in self.db.execute("SELECT name, value FROM counters")}
+        out = {k: v for k, v in self.db.execute("SELECT name, value FROM counters")}
+        for k, v in self._pending.items():
+            out[k] = out.get(k, 0.0) + v
+        return out
 
     # Stateful ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        self.flush()
         tables = ("files", "parts", "episodes", "counters")
         return {t: [list(r) for r in self.db.execute(f"SELECT * FROM {t}")] for t in tables}
 

@@ -114,6 +114,7 @@ class Uploader:
             out = self.process(name)
             outcomes[out] = outcomes.get(out, 0) + 1
         self.journal.bump(passes=1)
+        self.journal.flush()
         return outcomes
 
     def process(self, name: str) -> str:
@@ -151,6 +152,7 @@ class Uploader:
             return "failed"
         finally:
             self.current = None
+            self.journal.flush()
 
     def _prune(self) -> None:
         """Forget journal rows of episodes that left the spool without us (an operator removed them)."""
