@@ -6,7 +6,11 @@ per episode whether it is verified (so a half-finished local delete is finished,
 re-uploaded); and the running counters. Rows of an episode are dropped once its local copy
 is gone, so the journal stays small however many episodes pass through.
 
-Every state change is one transaction (WAL, synchronous=FULL: fsync on commit).
+Every state change is one transaction (WAL). A SIGKILL never loses a committed transaction.
+synchronous=NORMAL (no fsync per commit) means a power cut may roll the journal back a few
+commits; that is safe because no decision to delete rests on the journal alone: an episode
+leaves the spool only after this process re-read its upstream objects and found them intact,
+and a rolled-back journal only makes the uploader redo work (re-hash, re-verify, re-upload).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._pending: dict[str, float] = {}
 
