@@ -41,14 +41,15 @@ def fill(spool: Path, tag: str, n: int, rng: random.Random, max_bytes: int, big:
 
 
 def once(cfg: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "robodata.cli", "upload", "once", "-c", str(cfg), "--no-progress"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "robodata.cli", "upload", "once", "-c", str(cfg), "--no-progress"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
     # The clean run uses realistic-ish parts; the kill run small ones, so kills land between parts.
-    n, max_bytes, big, part = (48, 400_000, 3_000_000, 64 * 1024) if args.quick else (198, 4_000_000, 40_000_000, 1 << 20)
+    quick = (48, 400_000, 3_000_000, 64 * 1024)
+    n, max_bytes, big, part = quick if args.quick else (198, 4_000_000, 40_000_000, 1 << 20)
     clean_part = 1 << 20 if args.quick else 8 << 20
     root = BENCH_DIR / "upload"
     shutil.rmtree(root, ignore_errors=True)
@@ -87,8 +88,10 @@ def main() -> None:
         mon.stop.set()
         mon.join()
         local = episodes_in(spool)
-        lost = sum(1 for name, files in expected.items() if name not in local and upstream_identical(client, files))
-    emit({"part_size_clean": clean_part, "part_size_kill": part, "episodes": len(expected), "kills": kills, "runs": runs, "lost": lost,
+        lost = sum(1 for name, files in expected.items()
+                   if name not in local and upstream_identical(client, files))
+    emit({"part_size_clean": clean_part, "part_size_kill": part, "episodes": len(expected), "kills": kills,
+          "runs": runs, "lost": lost,
           "deleted_unverified": len(mon.deleted_unverified), "left_local": len(local), "clean_run_ok": clean_ok,
           "throughput_mb_s": round(total / elapsed / 1e6, 2), "mb_per_spool": round(total / 1e6, 1)})
 

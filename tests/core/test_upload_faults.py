@@ -23,8 +23,9 @@ def world(tmp_path, monkeypatch):
 
 
 def make_uploader(spool, endpoint, attempts=6):
+    retry = RetryConfig(max_attempts=attempts, base_delay_s=0.001, max_delay_s=0.01)
     cfg = UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=endpoint, part_size=PART,
-                       min_part_size=PART, retry=RetryConfig(max_attempts=attempts, base_delay_s=0.001, max_delay_s=0.01))
+                       min_part_size=PART, retry=retry)
     return Uploader(cfg)
 
 

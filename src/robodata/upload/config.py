@@ -57,7 +57,8 @@ class UploadConfig:
         require(bool(self.spool), "spool must be set")
         require(bool(self.bucket) and "/" not in self.bucket, f"bucket must be a bare bucket name, got {self.bucket!r}")
         check_prefix(self.site_prefix)
-        require(self.completion in ("rename", "marker"), f"completion must be 'rename' or 'marker', got {self.completion!r}")
+        require(self.completion in ("rename", "marker"),
+                f"completion must be 'rename' or 'marker', got {self.completion!r}")
         require(self.verify in ("etag", "download"), f"verify must be 'etag' or 'download', got {self.verify!r}")
         require(self.min_part_size >= 1, f"min_part_size must be >= 1, got {self.min_part_size}")
         require(self.part_size >= self.min_part_size,

@@ -26,13 +26,14 @@ from botocore.exceptions import ClientError
 from robodata.errors import RobodataError
 from robodata.upload.client import make_client
 from robodata.upload.config import UploadConfig
-from robodata.upload.digest import READ_CHUNK, Digest, clean_etag, digest_file, expected_etag, read_part
+from robodata.upload.digest import Digest, clean_etag, digest_file, expected_etag, read_part
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import UnsafeKeyError, episode_key
 from robodata.upload.retry import IntegrityError, Retrier, TransientError
 from robodata.upload.spool import (DONE_SUFFIX, MANIFEST_NAME, Episode, LocalFile, SpoolError, describe,
                                    ready_names, unchanged)
 from robodata.upload.throttle import ThrottledBody, TokenBucket
+from robodata.upload.verify import Verifier, matches, no_such
 
 log = logging.getLogger("robodata.upload")
 
@@ -55,12 +56,6 @@ def _label(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _no_such(exc: ClientError, *codes: str) -> bool:
-    err = exc.response.get("Error", {})
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return err.get("Code") in codes or (status == 404 and "404" in codes)
-
-
 class Uploader:
     """Stateful: state_dict() holds the journal (open uploads, part digests, counters)."""
 
@@ -75,6 +70,7 @@ class Uploader:
         self.client = client if client is not None else make_client(cfg)
         self.bucket = TokenBucket(cfg.bandwidth_bytes_per_s) if cfg.bandwidth_bytes_per_s else None
         self.retrier = Retrier(cfg.retry, on_retry=self._on_retry)
+        self.verifier = Verifier(self.client, cfg.bucket, self.retrier, self.journal, cfg.verify)
         self.on_bytes = on_bytes
         self.current: str | None = None
         self._recover()
@@ -190,7 +186,7 @@ class Uploader:
                 self._put(rec, lf)
             self.journal.set_file_state(key, "completed")
         if rec.state != "verified":
-            self._verify_or_reset(key, rec.size, rec.etag, rec.sha256)
+            self.verifier.verify(key, rec.size, rec.etag, rec.sha256)
             if not unchanged(lf):
                 raise LocalChangedError(f"{lf.path} changed after it was hashed")
             self.journal.set_file_state(key, "verified", counters={"objects_verified": 1})
@@ -200,9 +196,9 @@ class Uploader:
         if d.size != lf.size or not unchanged(lf):
             raise LocalChangedError(f"{lf.path} changed while it was hashed")
         state = "hashed"
-        head = self._head(key)
+        head = self.verifier.head(key)
         if head is not None:
-            if self._matches(head, d.size, d.etag, d.sha256):
+            if matches(head, d.size, d.etag, d.sha256):
                 state = "completed"  # already upstream (e.g. the journal was lost); verify again below
             else:
                 raise ConflictError(f"s3://{self.cfg.bucket}/{key} already exists with other content; "
@@ -241,7 +237,7 @@ class Uploader:
             try:
                 done = self._list_parts(rec.key, upload_id)
             except ClientError as exc:
-                if not _no_such(exc, "NoSuchUpload", "404"):
+                if not no_such(exc, "NoSuchUpload", "404"):
                     raise
                 upload_id = None
         if upload_id is None:
@@ -260,11 +256,11 @@ class Uploader:
             self.retrier.call(f"complete {rec.key}", lambda: self.client.complete_multipart_upload(
                 Bucket=self.cfg.bucket, Key=rec.key, UploadId=upload_id, MultipartUpload={"Parts": parts}))
         except ClientError as exc:
-            if not _no_such(exc, "NoSuchUpload"):
+            if not no_such(exc, "NoSuchUpload"):
                 raise
             # A retried complete whose first answer was lost: fine if the object is there and right.
-            head = self._head(rec.key)
-            if head is None or not self._matches(head, rec.size, rec.etag, rec.sha256):
+            head = self.verifier.head(rec.key)
+            if head is None or not matches(head, rec.size, rec.etag, rec.sha256):
                 self.journal.set_upload_id(rec.key, None)
                 raise TransientError(f"complete {rec.key}: upload vanished; starting over next pass") from exc
 
@@ -302,48 +298,6 @@ class Uploader:
             except ClientError as exc:  # best effort: a lifecycle rule reaps what is left
                 log.warning("abort %s: %s", rec.key, exc)
 
-    # verification -----------------------------------------------------------------------
-    def _head(self, key: str) -> dict | None:
-        def go() -> dict | None:
-            try:
-                return self.client.head_object(Bucket=self.cfg.bucket, Key=key)
-            except ClientError as exc:
-                if _no_such(exc, "404", "NoSuchKey", "NotFound"):
-                    return None
-                raise
-
-        return self.retrier.call(f"head {key}", go)
-
-    @staticmethod
-    def _matches(head: dict, size: int, etag: str, sha256: str) -> bool:
-        return (head.get("ContentLength") == size and clean_etag(head.get("ETag")) == etag
-                and head.get("Metadata", {}).get("sha256") == sha256)
-
-    def _verify_or_reset(self, key: str, size: int, etag: str, sha256: str) -> None:
-        def go() -> None:
-            head = self.client.head_object(Bucket=self.cfg.bucket, Key=key)
-            if not self._matches(head, size, etag, sha256):
-                raise IntegrityError(f"verify {key}: server has size={head.get('ContentLength')} "
-                                     f"etag={head.get('ETag')} sha256={head.get('Metadata', {}).get('sha256')}, "
-                                     f"expected size={size} etag={etag} sha256={sha256}")
-            if self.cfg.verify == "download":
-                self._verify_download(key, sha256)
-
-        try:
-            self.retrier.call(f"verify {key}", go)
-        except TransientError as exc:
-            if isinstance(exc.__cause__, IntegrityError):  # stored bytes look wrong: upload again
-                self.journal.set_file_state(key, "hashed", counters={"verify_failures": 1})
-            raise
-
-    def _verify_download(self, key: str, sha256: str) -> None:
-        body = self.client.get_object(Bucket=self.cfg.bucket, Key=key)["Body"]
-        h = hashlib.sha256()
-        for chunk in iter(lambda: body.read(READ_CHUNK), b""):
-            h.update(chunk)
-        if h.hexdigest() != sha256:
-            raise IntegrityError(f"verify {key}: downloaded sha256 {h.hexdigest()} != local {sha256}")
-
     def _manifest(self, ep: Episode, keys: list[str]) -> None:
         key = episode_key(self.cfg.site_prefix, ep.name, MANIFEST_NAME)
         recs = [self.journal.file(k) for k in keys]
@@ -354,7 +308,7 @@ class Uploader:
         md5, b64 = _b64md5(body)
         sha = hashlib.sha256(body).hexdigest()
         self._put_bytes(key, body, sha, md5, b64)
-        self._verify_or_reset(key, len(body), expected_etag([md5], False), sha)
+        self.verifier.verify(key, len(body), expected_etag([md5], False), sha)
 
     # deletion ---------------------------------------------------------------------------
     def _remove_marker(self, name: str) -> None:
