@@ -84,6 +84,21 @@ def test_directory_episode_gets_a_manifest_last(env):
                                    f"{PREFIX}/ep7/meta.json"])
 
 
+def test_complete_marker_goes_up_last_and_min_age_waits(env):
+    from robodata.upload.spool import describe
+
+    spool, url, client = env
+    d = spool / "ep9"
+    d.mkdir()
+    for name in ("_COMPLETE", "a.bin", "state.parquet", "Z.bin"):
+        (d / name).write_bytes(b"x")
+    assert [f.relpath for f in describe(spool, "ep9").files][-1] == "_COMPLETE"
+    up = uploader(spool, url, min_age_s=3600)
+    assert up.run_pass() == {}  # too fresh
+    up = uploader(spool, url)
+    assert up.run_pass() == {"uploaded": 1}
+
+
 def test_refused_episodes_stay_local_and_are_counted_once(env, tmp_path):
     spool, url, client = env
     outside = tmp_path / "secret"

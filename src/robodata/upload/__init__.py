@@ -15,8 +15,9 @@ Entries whose names start with ``.`` are never episodes (the uploader keeps its 
 status files and trash in ``<spool>/.robodata-upload/``).
 
 Upstream layout: a file episode becomes ``s3://<bucket>/<site_prefix>/<name>``; a directory
-episode becomes ``<site_prefix>/<name>/<relative path>`` per file plus, written last, the
-manifest ``<site_prefix>/<name>/_UPLOADED.json`` (files, sizes, sha256). Every object
+episode becomes ``<site_prefix>/<name>/<relative path>`` per file (its own ``_COMPLETE``
+marker, if any, after all the others) plus, written last, the manifest
+``<site_prefix>/<name>/_UPLOADED.json`` (files, sizes, sha256). Every object
 carries ``x-amz-meta-sha256``. A local copy is deleted only after every object's size, ETag
 (recomputed locally from the part MD5s) and sha256 metadata were re-read from the server
 and matched, and the local files are unchanged since they were hashed.

@@ -16,6 +16,7 @@ from robodata.errors import RobodataError
 PARTIAL_SUFFIX = ".partial"
 DONE_SUFFIX = ".done"
 MANIFEST_NAME = "_UPLOADED.json"  # reserved: the upstream manifest of a directory episode
+COMPLETE_NAME = "_COMPLETE"  # a raw recording's own end marker (robodata.ingest): uploaded last
 
 
 class SpoolError(RobodataError):
@@ -96,6 +97,9 @@ def describe(spool: Path, name: str) -> Episode:
             if rel == MANIFEST_NAME:
                 raise SpoolError(f"episode {name!r}: {MANIFEST_NAME!r} is reserved for the upload manifest")
             files.append(LocalFile(rel, p, fst.st_size, fst.st_mtime_ns))
+    # The episode's own completion marker goes up after every other file is verified, so an
+    # importer waiting for it upstream never sees a half-uploaded episode.
+    files.sort(key=lambda f: f.relpath == COMPLETE_NAME)
     return Episode(name, path, True, tuple(files))
 
 
