@@ -229,3 +229,15 @@ def test_bandwidth_cap_slows_the_upload(env):
     assert up.run_pass() == {"uploaded": 1}
     # Lower bound only (a loaded machine is slower, never faster): (bytes - burst) / rate.
     assert time.monotonic() - t >= (5 * PART - 64 * 1024) / 200_000 * 0.95
+
+
+def test_unreachable_endpoint_ends_the_pass_early(env):
+    from tests.core.s3_server import free_port
+
+    spool, url, client = env
+    for i in range(3):
+        (spool / f"ep{i}.mcap").write_bytes(b"x")
+    up = uploader(spool, f"http://127.0.0.1:{free_port()}", connect_timeout_s=0.5)
+    assert up.run_pass() == {"offline": 1}  # one episode finds the network down; the others wait
+    assert episodes_in(spool) == {"ep0.mcap", "ep1.mcap", "ep2.mcap"}
+    assert up.journal.counters()["retries"] == 2

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from robodata.errors import RobodataError
 from robodata.upload.client import make_client
@@ -109,12 +110,14 @@ class Uploader:
         for name in self.ready() if names is None else names:
             out = self.process(name)
             outcomes[out] = outcomes.get(out, 0) + 1
+            if out == "offline":  # no network: the rest waits for the next pass
+                break
         self.journal.bump(passes=1)
         self.journal.flush()
         return outcomes
 
     def process(self, name: str) -> str:
-        """Upload, verify and delete one episode: 'uploaded', 'rejected', 'conflict' or 'failed'."""
+        """Upload, verify, delete one episode: 'uploaded', 'rejected', 'conflict', 'failed' or 'offline'."""
         self.current = name
         try:
             ep = describe(self.spool, name)
@@ -145,7 +148,7 @@ class Uploader:
         except (TransientError, LocalChangedError, ClientError, OSError) as exc:
             log.error("episode %r stays local for now: %s", name, exc)
             self.journal.bump(episode_failures=1)
-            return "failed"
+            return "offline" if isinstance(exc.__cause__, BotoConnectionError) else "failed"
         finally:
             self.current = None
             self.journal.flush()
