@@ -38,7 +38,7 @@ def test_sigkill_during_50_uploads(tmp_path):
 
     with moto_server() as url:
         client = s3(url)
-        cfg = write_config(tmp_path / "upload.yaml", spool, url, bandwidth_bytes_per_s=1_500_000)
+        cfg = write_config(tmp_path / "upload.yaml", spool, url, bandwidth_bytes_per_s=1_000_000)
         mon = Monitor(spool, client, expected)
         mon.start()
 
@@ -52,13 +52,13 @@ def test_sigkill_during_50_uploads(tmp_path):
         writer.start()
         env = {**os.environ, **CREDS}
         cmd = [sys.executable, "-m", "robodata.cli", "upload", "once", "-c", str(cfg), "--no-progress"]
-        kills, runs, deadline = 0, 0, time.monotonic() + 75
+        kills, runs, deadline = 0, 0, time.monotonic() + 150
         while True:
             assert time.monotonic() < deadline, f"not done after {runs} runs, {kills} kills"
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             runs += 1
             try:
-                out, err = proc.communicate(timeout=rng.uniform(0.6, 2.0) if kills < 15 else 60)
+                out, err = proc.communicate(timeout=rng.uniform(0.6, 2.0) if kills < 12 else 120)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
                 proc.communicate()
@@ -74,7 +74,7 @@ def test_sigkill_during_50_uploads(tmp_path):
 
         counters = Journal(spool / ".robodata-upload" / "journal.sqlite").counters()
         print(f"runs={runs} kills={kills} {counters}")
-        assert kills >= 10, f"only {kills} kills in {runs} runs; the test did not exercise crashes"
+        assert kills >= 8, f"only {kills} kills in {runs} runs; the test did not exercise crashes"
         assert mon.deleted_unverified == [], mon.deleted_unverified
         assert sorted(mon.deleted) == sorted(expected), "every episode leaves the spool exactly once"
         flat = {k: v for files in expected.values() for k, v in files.items()}
