@@ -71,7 +71,7 @@ def main() -> None:
         mon = Monitor(spool, client, expected)
         mon.start()
         cfg = write_config(root / "kill.yaml", spool, url, part_size=part, min_part_size=part,
-                           bandwidth_bytes_per_s=max(total / 6, 100_000))  # ~6 s of sending: kills land mid-part
+                           bandwidth_bytes_per_s=max(total / 12, 100_000))  # ~12 s of sending: kills land mid-part
         kills = runs = 0
         while runs < 300:
             proc = once(cfg, env)
