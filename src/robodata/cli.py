@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "robodata.train.commands",
     "robodata.curate.commands",
     "robodata.layout.commands",
+    "robodata.upload.commands",
 ]
 
 for _name in COMMAND_MODULES:
