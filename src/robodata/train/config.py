@@ -48,6 +48,8 @@ class TopologyConfig:
 @dataclass
 class ModelConfig:
     cameras: list[str] = field(default_factory=lambda: ["cam_left", "wrist"])
+    state_key: str = "joint_pos"   # batch key of the proprio state, (B, S) or (B, T, S): last step used
+    action_key: str = "cmd"        # batch key of the actions, (B, K', A) with K' >= action_chunk
     channels: list[int] = field(default_factory=lambda: [16, 32, 32])  # conv encoder, stride 2 each
     latent_dim: int = 64
     hidden_dim: int = 128
@@ -76,7 +78,14 @@ class DataConfig:
     frames: int = 2                # frames per camera per sample: context + the next frame
     num_workers: int = 0           # DataLoader worker processes per rank
     prefetch_factor: int = 2
-    options: dict[str, object] = field(default_factory=dict)  # passed to the dataset builder of `kind`
+    # kind=manifest (robodata.dataset.PatternDataset / PatternSampler):
+    split: str | None = "train"
+    shuffle: str = "global"        # global keeps resumes on another world size exact; block is cache-friendlier
+    block_size: int = 8
+    stride_s: float = 0.5          # anchor spacing of the default read pattern
+    pattern: dict | None = None    # a full ReadPattern (robodata.dataset) instead of the default
+    cache_dir: str | None = None   # node page cache for remote containers
+    cache_budget_gb: float = 8.0
 
     def __post_init__(self) -> None:
         require(self.kind in DATA_KINDS, f"data.kind must be one of {DATA_KINDS}, got {self.kind!r}")
@@ -85,6 +94,13 @@ class DataConfig:
         require(self.image_size >= 8 and self.image_size % 2 == 0, "data.image_size must be even and >= 8")
         require(self.frames >= 2, "data.frames must be >= 2 (context frames + the next frame)")
         require(self.num_workers >= 0 and self.prefetch_factor >= 1, "data.num_workers >= 0, prefetch_factor >= 1")
+        require(self.shuffle in ("global", "block", "none"), f"data.shuffle must be global|block|none, got {self.shuffle!r}")
+        require(self.block_size >= 1 and self.stride_s > 0 and self.cache_budget_gb > 0,
+                "data.block_size >= 1, stride_s > 0, cache_budget_gb > 0")
+        if self.pattern is not None:
+            from robodata.dataset import ReadPattern
+
+            ReadPattern.from_dict(self.pattern)  # raises ConfigError on a bad pattern
 
 
 @dataclass

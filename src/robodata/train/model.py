@@ -126,23 +126,22 @@ def shard_units(model: WorldActionModel) -> list[nn.Module]:
 def to_inputs(batch: dict[str, Any], cfg: ModelConfig, frames: int, device: torch.device) -> Inputs:
     """Map a collated dataset batch to model inputs, with a clear error on a shape mismatch.
 
-    Expects {"frames": {camera: uint8 (B, T, H, W, 3)}, "state": (B, S) or (B, T, S),
-    "action": (B, K', A) with K' >= action_chunk}.
+    Expects robodata.dataset's layout: one uint8 (B, T, H, W, 3) tensor per camera key,
+    cfg.state_key (B, S) or (B, T, S), cfg.action_key (B, K', A) with K' >= action_chunk.
     """
-    try:
-        cams = [batch["frames"][c] for c in cfg.cameras]
-        state, action = batch["state"], batch["action"]
-    except KeyError as exc:
-        raise RobodataError(f"training batch lacks {exc}; has {sorted(batch)}; "
-                            f"cameras in batch: {sorted(batch.get('frames', {}))}") from None
-    x = torch.stack(cams, dim=1)
+    missing = [k for k in (*cfg.cameras, cfg.state_key, cfg.action_key) if k not in batch]
+    if missing:
+        raise RobodataError(f"training batch lacks {missing}; it has {sorted(batch)}")
+    x = torch.stack([batch[c] for c in cfg.cameras], dim=1)
+    state, action = batch[cfg.state_key], batch[cfg.action_key]
     if x.dtype != torch.uint8 or x.ndim != 6 or x.shape[-1] != 3 or x.shape[2] != frames:
         raise RobodataError(f"frames must be uint8 (B, T={frames}, H, W, 3) per camera, got {x.dtype} {tuple(x.shape)}")
     if state.ndim == 3:
         state = state[:, -1]
-    if state.shape[-1] != cfg.state_dim or action.ndim != 3 or action.shape[1] < cfg.action_chunk \
-            or action.shape[2] != cfg.action_dim:
-        raise RobodataError(f"state {tuple(state.shape)} / action {tuple(action.shape)} do not match the model: "
-                            f"state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, {cfg.action_dim})")
+    if state.ndim != 2 or state.shape[-1] != cfg.state_dim or action.ndim != 3 \
+            or action.shape[1] < cfg.action_chunk or action.shape[2] != cfg.action_dim:
+        raise RobodataError(f"{cfg.state_key} {tuple(state.shape)} / {cfg.action_key} {tuple(action.shape)} do not "
+                            f"match the model: state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, "
+                            f"{cfg.action_dim})")
     frames_f = x.to(device, non_blocking=True).permute(0, 1, 2, 5, 3, 4).float().div_(255.0)
     return Inputs(frames_f, state.to(device, torch.float32), action[:, :cfg.action_chunk].to(device, torch.float32))
