@@ -53,6 +53,9 @@ def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -
     except ConfigError as exc:  # a bad config does not get better on retry
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     result = train(cfg)
+    if not result["complete"]:  # stopped early (SIGTERM / preemption): fail so a retry resumes
+        raise dg.Failure(description=f"training stopped at step {result['step']} of {result['steps']}; "
+                                     f"checkpoint {result['checkpoint']} (a retry resumes from it)")
     lin, gp = result["lineage"], result["goodput"]
     context.log.info(f"trained to step {result['step']}; checkpoint {result['checkpoint']}")
     metadata = {
