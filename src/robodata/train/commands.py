@@ -64,6 +64,9 @@ def train(config: str = typer.Argument(..., help="training config YAML"),
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
     print(json.dumps({k: v for k, v in result.items() if k != "ranks"}, default=str))
+    if not result["complete"]:
+        console.print(f"stopped at step {result['step']} of {result['steps']}; rerun to resume")
+        raise typer.Exit(3)
 
 
 def lineage(checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),

@@ -2,7 +2,8 @@
 
 Under an external launcher (RANK and WORLD_SIZE set) this process is one rank. Otherwise
 it starts nodes x gpus_per_node local processes on 127.0.0.1 (torch.multiprocessing), the
-"nodes" simulated on one machine, and waits; if this launcher dies the ranks die with it.
+"nodes" simulated on one machine, and waits; SIGTERM is forwarded to the ranks (they agree on
+a step, checkpoint and exit), and if this launcher dies the ranks die with it.
 
     python -m robodata.train.launch CONFIG.yaml      # what `robodata train CONFIG` runs
 """
@@ -74,14 +75,26 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
     result_path = Path(cfg.run_dir) / "result.json"
     result_path.unlink(missing_ok=True)
+    ctx = mp.start_processes(_local_rank_main, args=(cfg, _free_port(), started_at), nprocs=cfg.topology.world_size,
+                             join=False, start_method=_start_method(cfg))
+
+    def forward(signum, _frame):  # preemption: every rank checkpoints at the next step and exits
+        for p in ctx.processes:
+            if p.is_alive():
+                os.kill(p.pid, signum)
+
+    prev = signal.signal(signal.SIGTERM, forward) if threading.current_thread() is threading.main_thread() else None
     try:
-        mp.start_processes(_local_rank_main, args=(cfg, _free_port(), started_at), nprocs=cfg.topology.world_size,
-                           join=True, start_method=_start_method(cfg))
+        while not ctx.join(timeout=1.0):
+            pass
     except mp.ProcessRaisedException as exc:
         raise RobodataError(f"training rank {exc.error_index} failed:\n{exc}") from None
     except mp.ProcessExitedException as exc:
         raise RobodataError(f"training rank {exc.error_index} died ({exc}); rerun to resume from the newest "
                             f"complete checkpoint in {cfg.checkpoint_dir}") from None
+    finally:
+        if prev is not None:
+            signal.signal(signal.SIGTERM, prev)
     try:
         return json.loads(result_path.read_text())
     except (OSError, ValueError) as exc:
@@ -95,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = train(load_config(args[0]))
     print(json.dumps({k: v for k, v in result.items() if k != "ranks"}, default=str))
-    return 0
+    return 0 if result["complete"] else 3  # 3: stopped early (SIGTERM); rerun to resume
 
 
 if __name__ == "__main__":

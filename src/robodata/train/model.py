@@ -71,10 +71,9 @@ class Trunk(nn.Module):
 
 
 def keyed_dropout_mask(shape: torch.Size, p: float, key: NoiseKey, device: torch.device) -> torch.Tensor:
-    g = torch.Generator().manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
-    keep = torch.rand((key.global_rows, *shape[1:]), generator=g) >= p
-    rows = keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
-    return rows.to(device)
+    g = torch.Generator(device=device).manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
+    keep = torch.rand((key.global_rows, *shape[1:]), generator=g, device=device) >= p
+    return keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
 
 
 class WorldActionModel(nn.Module):
