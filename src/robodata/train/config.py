@@ -86,6 +86,7 @@ class DataConfig:
     pattern: dict | None = None    # a full ReadPattern (robodata.dataset) instead of the default
     cache_dir: str | None = None   # node page cache for remote containers
     cache_budget_gb: float = 8.0
+    storage_options: dict = field(default_factory=dict)  # fsspec options for s3:// manifests and caches
 
     def __post_init__(self) -> None:
         require(self.kind in DATA_KINDS, f"data.kind must be one of {DATA_KINDS}, got {self.kind!r}")

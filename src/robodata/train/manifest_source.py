@@ -25,6 +25,7 @@ def default_pattern(cfg: TrainConfig):
 
 
 def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataSource:
+    import fsspec
     import pyarrow.parquet as pq
 
     from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler
@@ -34,18 +35,20 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
     d = cfg.data
     assert d.manifest is not None
     try:
-        table = pq.read_table(d.manifest)
+        with fsspec.open(d.manifest, "rb", **d.storage_options) as f:
+            table = pq.read_table(f)
     except (OSError, ValueError) as exc:
         raise RobodataError(f"cannot read manifest {d.manifest!r}: {exc}") from exc
     cache = None
     if d.cache_dir:
         from robodata.cache import PageCache, PageCacheConfig
 
-        cache = PageCache(PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30))))
+        cache = PageCache(PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30)),
+                                          storage_options=dict(d.storage_options)))
     ds = PatternDataset(table, default_pattern(cfg), cache, DatasetConfig(split=d.split, seed=cfg.seed))
     if len(ds) < cfg.global_batch_size:
         raise RobodataError(f"manifest {d.manifest} gives {len(ds)} samples (split {d.split!r}), fewer than one "
                             f"global batch ({cfg.global_batch_size})")
     sampler = PatternSampler(ds.index, seed=cfg.seed, rank=rank, world_size=world_size, shuffle=d.shuffle,
                              block_size=d.block_size, drop_last=True)
-    return DataSource(ds, sampler, manifest_lineage(d.manifest))
+    return DataSource(ds, sampler, manifest_lineage(d.manifest, d.storage_options))
