@@ -1,4 +1,5 @@
-"""Training as an asset downstream of the curated manifest (same code path as `robodata train`).
+"""Training as an asset downstream of the curated manifest: runs the same launcher as
+`robodata train`, in a fresh process (robodata.train.launch.train_in_subprocess).
 
 A rerun, or a Dagster retry of a failed run, continues from the newest complete checkpoint
 in run_dir. The materialization records the checkpoint and its lineage (manifest hash,
@@ -11,7 +12,7 @@ import dagster as dg
 from robodata.errors import ConfigError
 from robodata.train.commands import apply_overrides, load_with_overrides
 from robodata.train.config import config_from_dict
-from robodata.train.launch import train
+from robodata.train.launch import train_in_subprocess
 
 MANIFEST_KEYS = ("manifest_path", "manifest", "path")
 
@@ -52,7 +53,7 @@ def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -
             cfg = config_from_dict(apply_overrides({"run_dir": config.run_dir}, overrides))
     except ConfigError as exc:  # a bad config does not get better on retry
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    result = train(cfg)
+    result = train_in_subprocess(cfg)
     if not result["complete"]:  # stopped early (SIGTERM / preemption): fail so a retry resumes
         raise dg.Failure(description=f"training stopped at step {result['step']} of {result['steps']}; "
                                      f"checkpoint {result['checkpoint']} (a retry resumes from it)")

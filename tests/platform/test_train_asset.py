@@ -26,6 +26,7 @@ def test_training_run_materializes_with_lineage_and_a_rerun_resumes(tmp_path):
     assert md["sampler_position"].value["global_position"] == 16
     assert 0 < md["goodput_fraction"].value <= 1 and md["resumed_from"].value == "None"
     assert (tmp_path / "run" / "checkpoints" / "step-00000004" / "COMPLETE").exists()
+    assert "steps: 4" in (tmp_path / "run" / "config.yaml").read_text()   # the resolved config, kept
 
     again = dg.materialize([training_run], run_config=_run_config(tmp_path), instance=instance)
     md2 = again.asset_materializations_for_node("training_run")[0].metadata

@@ -59,7 +59,7 @@ def train(config: str = typer.Argument(..., help="training config YAML"),
     console = Console(stderr=True)
     try:
         cfg = load_with_overrides(config, set_)
-        result = run(cfg)
+        result = run(cfg, fresh_process=True)
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
