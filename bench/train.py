@@ -117,6 +117,8 @@ def main() -> None:
         "optimizer_bytes_per_rank_ratio": round(hybrid["optimizer_local_bytes_max"]
                                                 / replicated["optimizer_local_bytes_max"], 4),
         "data_wait_fraction": gp["data_wait_fraction"],
+        "loss_first_step": round(hybrid["first_loss"][1], 5),
+        "loss_last_step": round(hybrid["loss"], 5),
         "goodput": gp["goodput"],
         "steps_per_s": round(hybrid["step"] / max(1e-9, gp["productive_s"] + gp["data_wait_s"]), 2),
         "checkpoint_s_total": gp["checkpoint_s"],

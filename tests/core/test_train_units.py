@@ -139,3 +139,12 @@ def test_goodput_charges_restarts_and_lost_steps():
     assert rep["restarts"] == 1 and rep["lost_steps"] == 3 and rep["restart_lost_s"] >= 5.0
     assert rep["wall_s"] >= 6.0 and rep["data_wait_fraction"] == pytest.approx(0.1, abs=1e-3)
     assert rep["goodput"] == pytest.approx(0.36 / rep["wall_s"], rel=1e-2)
+
+
+def test_config_numbers_are_type_checked_and_yaml_exponents_accepted():
+    cfg = config_from_dict(apply_overrides({"run_dir": "x"}, ["optim.lr=3e-3", "checkpoint.every_steps=5"]))
+    assert cfg.optim.lr == pytest.approx(0.003)
+    with pytest.raises(ConfigError, match="OptimConfig.lr must be a number"):
+        config_from_dict({"run_dir": "x", "optim": {"lr": "fast"}})
+    with pytest.raises(ConfigError, match="TrainConfig.steps must be an integer"):
+        config_from_dict({"run_dir": "x", "steps": 2.5})

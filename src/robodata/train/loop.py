@@ -74,6 +74,7 @@ class Trainer:
         self.last_saved = -1
         self.resumed_from: str | None = None
         self.stop_requested = False
+        self.first_loss: tuple[int, float] | None = None   # (step, loss) of this attempt's first step
         self.config_dict = dataclasses.asdict(cfg)
 
     # ---------------------------------------------------------------- state
@@ -164,6 +165,8 @@ class Trainer:
                     torch.cuda.synchronize(topo.device)
                 loss_val = float(loss.detach())
                 self.step += 1
+                if self.first_loss is None:
+                    self.first_loss = (self.step, loss_val)
                 self.goodput.step(t1 - t0, time.perf_counter() - t1)
                 if topo.is_main:
                     self.heartbeat.beat(self.step, loss=loss_val)
@@ -192,7 +195,8 @@ class Trainer:
         result = {
             "step": self.step, "steps": self.cfg.steps, "complete": self.step >= self.cfg.steps,
             "checkpoint": str(self.ckpt.root / f"step-{self.last_saved:08d}"), "resumed_from": self.resumed_from,
-            "loss": loss_val, **parts, "lineage": self.lineage(), "goodput": self.goodput.report(),
+            "loss": loss_val, **parts, "first_loss": self.first_loss,
+            "lineage": self.lineage(), "goodput": self.goodput.report(),
             "checkpoint_interval": self.cfg.checkpoint.every_steps,
             "world_size": self.topo.world_size, "mesh": [self.cfg.topology.nodes, self.cfg.topology.gpus_per_node],
             "optimizer_local_bytes_max": max(i["optimizer"]["local_bytes"] for i in infos),

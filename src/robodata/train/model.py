@@ -51,10 +51,11 @@ class FrameEncoder(nn.Module):
             layers += [nn.Conv2d(c_in, c, 3, stride=2, padding=1), nn.GroupNorm(1, c), nn.GELU()]
             c_in = c
         self.conv = nn.Sequential(*layers)
-        self.proj = nn.Linear(c_in, latent_dim)
+        self.pool = nn.AdaptiveAvgPool2d(4)          # a coarse 4x4 map keeps where things are
+        self.proj = nn.Linear(c_in * 16, latent_dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:  # (N, 3, H, W) -> (N, D)
-        return self.proj(self.conv(images).mean(dim=(2, 3)))
+        return self.proj(self.pool(self.conv(images)).flatten(1))
 
 
 class Trunk(nn.Module):
@@ -104,7 +105,8 @@ class WorldActionModel(nn.Module):
         FSDP's hooks see one fresh tensor rather than views)."""
         actions, next_latent, target = self.predict(frames, state, key)
         action_loss = F.mse_loss(actions, action)
-        latent_loss = F.mse_loss(next_latent, target)
+        d = target.shape[-1]  # compare normalised latents: the target's scale cannot drift
+        latent_loss = F.mse_loss(F.layer_norm(next_latent, (d,)), F.layer_norm(target, (d,)))
         return torch.stack([action_loss + self.cfg.latent_loss_weight * latent_loss, action_loss, latent_loss])
 
     def loss(self, inputs: Inputs, key: NoiseKey | None = None) -> tuple[torch.Tensor, dict[str, float]]:
