@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "robodata.ingest.commands",
     "robodata.health.commands",
     "robodata.train.commands",
+    "robodata.curate.commands",
 ]
 
 for _name in COMMAND_MODULES:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,7 +48,7 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
     args = typing.get_args(tp)
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
         return from_dict(tp, value, path=path)
-    if origin is typing.Union or str(origin) == "types.UnionType":
+    if origin is typing.Union or origin is types.UnionType:
         for arg in args:
             if arg is type(None) and value is None:
                 return None

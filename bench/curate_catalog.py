@@ -1,0 +1,47 @@
+"""Synthetic catalogs for bench.curate, generated in batches and cached under .bench/.
+
+A catalog of N rows is keyed by (N, fleet shape, generator version); generation writes
+batches of BATCH rows (bounded memory whatever N) and marks completion with a file, so
+an interrupted generation is redone rather than half-used.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import polars as pl
+
+from bench.common import BENCH_DIR
+from robodata.catalog import synthetic
+from robodata.catalog.table import Catalog
+
+GENERATOR_VERSION = 1
+BATCH = 500_000
+
+
+def catalog_path(n_rows: int, shape: synthetic.FleetShape) -> Path:
+    key = f"n{n_rows}-d{shape.rows_per_day}-r{shape.robots_per_site}-{shape.start_day}-s{shape.seed}-g{GENERATOR_VERSION}"
+    return BENCH_DIR / "curate" / f"catalog-{key}"
+
+
+def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catalog:
+    path = catalog_path(n_rows, shape)
+    done = path / ".complete"
+    if done.exists():
+        return Catalog(str(path.resolve()))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    catalog = Catalog(str(path.resolve()))
+    t0 = time.perf_counter()
+    for start in range(0, n_rows, BATCH):
+        batch = synthetic.rows(shape, start, min(BATCH, n_rows - start))
+        # Cluster each day's file by (site, task, robot), as Catalog.optimize() lays it out.
+        batch = pl.from_arrow(batch).sort(["day", "site", "task", "robot"]).to_arrow()
+        catalog.backfill(batch)
+        if (start // BATCH) % 10 == 9:
+            log(f"  catalog {path.name}: {start + BATCH:,}/{n_rows:,} rows, {time.perf_counter() - t0:.0f}s")
+    catalog.checkpoint()
+    done.write_text("ok\n")
+    return catalog

@@ -1,0 +1,230 @@
+"""The episode catalog: one Delta Lake row per episode (CATALOG_SCHEMA), keyed by episode_id.
+
+Layout (chosen so that selective curation queries read little of a 50M-row table):
+
+* **Partitioned by `day`** (UTC date of `start_time`). The catalog grows by appending
+  new days, ingestion batches land in a handful of recent days, and curation specs are
+  almost always bounded in time. A query for one month of a three-year catalog opens
+  ~3% of the partitions, and the partition directory is resolved from the Delta log
+  alone (no file listing, no data read). Merges name the day in their predicate
+  (`t.day = s.day AND t.episode_id = s.episode_id`), so delta-rs prunes the target
+  to the days present in the batch and concurrent writers on different days never
+  conflict.
+* **Z-ordered within each day by (site, task, robot)** by `optimize()`: the Delta log
+  keeps per-file min/max statistics of every column, and Parquet keeps them per row
+  group, so filters on site/task/robot skip files and row groups inside a partition.
+* **Target file size 128 MiB** for compaction (`delta.targetFileSize`), ZSTD pages.
+  A day of a large fleet (~50k episodes) is a few MiB, so one file per day after
+  compaction; merges leave small files that `optimize()` folds back.
+* Checkpoints every 50 commits (`delta.checkpointInterval`), so opening the table
+  replays at most 50 JSON commits on top of one Parquet checkpoint, whatever its age.
+
+Writes are idempotent merges (`when_matched_update_all` / `when_not_matched_insert_all`):
+re-ingesting a batch updates rows instead of duplicating them. delta-rs detects
+logically conflicting concurrent commits (`CommitFailedError`: "a concurrent
+transaction added new data"); the merge is then re-run against the new table
+version, with jittered backoff, so concurrent batch writers never lose a row and
+never duplicate one. On S3 the object store must provide atomic put-if-absent
+(pass `{"aws_conditional_put": "etag"}` or a locking provider in storage_options).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from robodata.catalog.rows import CatalogError, conform
+from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.config import require
+
+PARTITION_BY = ["day"]
+ZORDER_BY = ["site", "task", "robot"]
+TABLE_CONFIGURATION = {
+    "delta.targetFileSize": str(128 * 1024 * 1024),
+    "delta.checkpointInterval": "50",
+    "delta.dataSkippingNumIndexedCols": str(len(CATALOG_SCHEMA)),
+}
+MERGE_PREDICATE = "t.day = s.day AND t.episode_id = s.episode_id"
+
+
+def writer_properties() -> WriterProperties:
+    return WriterProperties(compression="ZSTD", compression_level=3, max_row_group_size=128 * 1024)
+
+
+@dataclass
+class CatalogConfig:
+    uri: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    max_attempts: int = 60           # merge attempts before giving up on commit conflicts
+    backoff_s: float = 0.05          # first backoff; doubles up to max_backoff_s, jittered
+    max_backoff_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        require(bool(self.uri), "catalog uri must not be empty")
+        require(self.max_attempts >= 1, f"max_attempts must be >= 1, got {self.max_attempts}")
+        require(self.backoff_s >= 0 and self.max_backoff_s >= self.backoff_s, "bad backoff settings")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    version: int
+    inserted: int
+    updated: int
+    attempts: int
+
+
+class Catalog:
+    """Handle on the episode catalog Delta table (created on first write)."""
+
+    def __init__(self, config: CatalogConfig | str):
+        self.config = config if isinstance(config, CatalogConfig) else CatalogConfig(uri=str(config))
+
+    @property
+    def uri(self) -> str:
+        return self.config.uri
+
+    # -- reading ---------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        try:
+            self._open()
+        except CatalogError:
+            return False
+        return True
+
+    def table(self, version: int | None = None) -> DeltaTable:
+        return self._open(version)
+
+    def version(self) -> int:
+        return self._open().version()
+
+    def scan(self, version: int | None = None) -> tuple[pl.LazyFrame, int]:
+        """A lazy Polars scan of the catalog at `version` (latest if None), and that version.
+
+        Predicates on `day` prune partitions from the Delta log; other predicates use
+        the log's per-file and Parquet's per-row-group statistics.
+        """
+        dt = self._open(version)
+        return pl.scan_delta(dt), dt.version()
+
+    # -- writing ---------------------------------------------------------------------
+
+    def create_if_missing(self) -> DeltaTable:
+        try:
+            return self._open()
+        except CatalogError:
+            pass
+        try:
+            DeltaTable.create(
+                self.uri,
+                CATALOG_SCHEMA,
+                mode="ignore",
+                partition_by=PARTITION_BY,
+                name="robodata_catalog",
+                configuration=TABLE_CONFIGURATION,
+                storage_options=self.config.storage_options or None,
+            )
+        except (CommitFailedError, DeltaError):
+            pass  # a concurrent writer created it first; opening below tells
+        return self._open()
+
+    def merge(self, rows: Any) -> MergeResult:
+        """Upsert rows by episode_id; retried on concurrent-commit conflicts."""
+        source = conform(rows)
+        if source.num_rows == 0:
+            return MergeResult(self.create_if_missing().version(), 0, 0, 0)
+        delay = self.config.backoff_s
+        last: Exception | None = None
+        for attempt in range(1, self.config.max_attempts + 1):
+            dt = self.create_if_missing()
+            try:
+                metrics = (
+                    dt.merge(
+                        source,
+                        MERGE_PREDICATE,
+                        source_alias="s",
+                        target_alias="t",
+                        writer_properties=writer_properties(),
+                        streamed_exec=False,  # lets delta-rs prune target days from source stats
+                        commit_properties=CommitProperties(max_commit_retries=100),
+                    )
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+            except CommitFailedError as exc:  # logical conflict: re-run on the new version
+                last = exc
+                time.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, self.config.max_backoff_s)
+                continue
+            except DeltaError as exc:
+                raise CatalogError(f"merge into catalog {self.uri} failed: {exc}") from exc
+            dt.update_incremental()
+            return MergeResult(
+                version=dt.version(),
+                inserted=int(metrics.get("num_target_rows_inserted", 0)),
+                updated=int(metrics.get("num_target_rows_updated", 0)),
+                attempts=attempt,
+            )
+        raise CatalogError(
+            f"merge into catalog {self.uri} still conflicting after {self.config.max_attempts} attempts: {last}"
+        )
+
+    def backfill(self, rows: Any) -> int:
+        """Blind append of rows whose episode ids are known to be absent (bulk migration).
+
+        No key check: use `merge` for anything that might be re-delivered.
+        Returns the new table version.
+        """
+        source = conform(rows)
+        dt = self.create_if_missing()
+        write_deltalake(
+            dt,
+            source,
+            mode="append",
+            writer_properties=writer_properties(),
+            commit_properties=CommitProperties(max_commit_retries=100),
+        )
+        dt.update_incremental()
+        return dt.version()
+
+    def optimize(self, days: list[str] | None = None, target_size: int | None = None) -> dict[str, Any]:
+        """Compact and Z-order (site, task, robot) the given days (all if None)."""
+        dt = self._open()
+        filters = [("day", "in", list(days))] if days else None
+        metrics = dt.optimize.z_order(
+            ZORDER_BY,
+            partition_filters=filters,
+            target_size=target_size,
+            writer_properties=writer_properties(),
+            max_concurrent_tasks=2,
+        )
+        dt.create_checkpoint()
+        return metrics
+
+    def checkpoint(self) -> None:
+        self._open().create_checkpoint()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _open(self, version: int | None = None) -> DeltaTable:
+        try:
+            return DeltaTable(self.uri, version=version, storage_options=self.config.storage_options or None)
+        except TableNotFoundError as exc:
+            raise CatalogError(f"no catalog table at {self.uri}") from exc
+        except DeltaError as exc:
+            where = f" at version {version}" if version is not None else ""
+            raise CatalogError(f"cannot open catalog {self.uri}{where}: {exc}") from exc
+
+
+def merge_episodes(uri: str, rows: Any, storage_options: dict[str, str] | None = None) -> dict[str, int]:
+    """Merge catalog rows into the catalog at `uri` (ingestion's entry point)."""
+    result = Catalog(CatalogConfig(uri=uri, storage_options=dict(storage_options or {}))).merge(rows)
+    return dataclasses.asdict(result)

@@ -1,0 +1,1 @@
+"""Curation: declarative specs evaluated over the catalog into immutable manifests."""

@@ -1,0 +1,66 @@
+"""`robodata curate SPEC` and `robodata export --format lerobot|mcap MANIFEST DIR`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import typer
+from rich.console import Console
+
+from robodata.errors import RobodataError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("curate")(curate_cmd)
+    app.command("export")(export_cmd)
+
+
+def curate_cmd(
+    spec: str = typer.Argument(..., help="curation spec (YAML)"),
+    catalog: str = typer.Option(os.environ.get("ROBODATA_CATALOG", ""), "--catalog",
+                                help="catalog Delta table URI (default $ROBODATA_CATALOG)"),
+    out: str = typer.Option("manifests", "--out", help="directory for the manifest file"),
+    catalog_version: int = typer.Option(-1, "--catalog-version", help="catalog version (default: spec pin or latest)"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as one JSON line"),
+) -> None:
+    """Evaluate a curation spec over the catalog and write its immutable manifest."""
+    from robodata.curate.run import curate
+
+    console = Console(stderr=True)
+    if not catalog:
+        console.print("[red]error:[/red] no catalog: pass --catalog or set ROBODATA_CATALOG")
+        raise typer.Exit(2)
+    try:
+        info, selection = curate(spec, catalog, out, catalog_version=None if catalog_version < 0 else catalog_version)
+    except RobodataError as exc:
+        console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
+        raise typer.Exit(2) from None
+    result = {"manifest": str(info.path), "content_hash": info.content_hash, "spec_hash": info.spec_hash,
+              "catalog_version": info.catalog_version, "episodes": info.episodes, "hours": round(info.hours, 3),
+              "train": info.train_episodes, "val": info.val_episodes, "groups": selection.groups}
+    if as_json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        console.print(f"[green]{info.path}[/green] {info.episodes} episodes, {info.hours:.1f} h "
+                      f"(train {info.train_episodes}, val {info.val_episodes}), catalog v{info.catalog_version}")
+        print(info.path)
+
+
+def export_cmd(
+    manifest: str = typer.Argument(..., help="manifest Parquet file"),
+    out_dir: str = typer.Argument(..., help="output directory"),
+    fmt: str = typer.Option(..., "--format", help="lerobot | mcap"),
+    split: str = typer.Option("", "--split", help="only this split (train | val)"),
+    limit: int = typer.Option(0, "--limit", help="at most this many episodes (0: all)"),
+) -> None:
+    """Export a manifest's episodes as a LeRobot v3.0 dataset or as MCAP files."""
+    from robodata.export.run import export
+
+    console = Console(stderr=True)
+    try:
+        summary = export(manifest, out_dir, fmt, split=split or None, limit=limit or None)
+    except RobodataError as exc:
+        console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
+        raise typer.Exit(2) from None
+    print(json.dumps(summary, sort_keys=True))

@@ -1,0 +1,130 @@
+"""Immutable, content-addressed manifest files.
+
+A manifest is one Parquet file with MANIFEST_SCHEMA rows sorted by episode_id, named
+`<spec name>-<content hash[:16]>.parquet`, carrying in its key-value metadata the
+catalog Delta version, the spec hash and the content hash.
+
+Content hash = sha256 over the spec hash, the catalog version and the Arrow IPC
+stream of the rows (one record batch, MANIFEST_SCHEMA). The Parquet writer settings
+are fixed and nothing time-dependent goes into the file, so the same spec and catalog
+version give byte-identical files. An existing file of the same name is never
+rewritten: it is checked and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from robodata.catalog.schema import (
+    MANIFEST_META_CATALOG_VERSION,
+    MANIFEST_META_CONTENT_HASH,
+    MANIFEST_META_SPEC_HASH,
+    MANIFEST_SCHEMA,
+)
+from robodata.curate.select import Selection
+from robodata.errors import RobodataError
+
+ROW_GROUP_SIZE = 64 * 1024
+
+
+class ManifestError(RobodataError):
+    """A manifest file is missing, altered or not a manifest."""
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    path: Path
+    content_hash: str
+    spec_hash: str
+    catalog_version: int
+    episodes: int
+    hours: float
+    train_episodes: int
+    val_episodes: int
+
+
+def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
+    h = hashlib.sha256()
+    h.update(f"robodata-manifest-v1\0{spec_hash}\0{catalog_version}\0".encode())
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, MANIFEST_SCHEMA) as w:
+        if table.num_rows:
+            w.write_batch(table.combine_chunks().to_batches(max_chunksize=table.num_rows)[0])
+    h.update(memoryview(sink.getvalue()))
+    return h.hexdigest()
+
+
+def write_manifest(selection: Selection, out_dir: str | Path, name: str) -> ManifestInfo:
+    table = selection.rows.to_arrow().cast(MANIFEST_SCHEMA)
+    digest = content_hash(table, selection.spec_hash, selection.catalog_version)
+    meta = {
+        MANIFEST_META_CATALOG_VERSION: str(selection.catalog_version).encode(),
+        MANIFEST_META_SPEC_HASH: selection.spec_hash.encode(),
+        MANIFEST_META_CONTENT_HASH: digest.encode(),
+    }
+    table = table.replace_schema_metadata(meta)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}-{digest[:16]}.parquet"
+    buf = io.BytesIO()
+    pq.write_table(
+        table, buf, row_group_size=ROW_GROUP_SIZE, compression="zstd", compression_level=3,
+        use_dictionary=True, write_statistics=True, store_schema=True, data_page_version="2.0",
+    )
+    if path.exists():
+        # Immutable: never rewrite. Identical bytes, or (another writer version) rows
+        # that still hash to this address, are fine; anything else is an altered file.
+        if path.read_bytes() != buf.getvalue():
+            try:
+                read_manifest(path, verify=True)
+            except ManifestError as exc:
+                raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
+    else:
+        _atomic_write(path, buf.getbuffer())
+    split = table.column("split")
+    val = int(pa.compute.sum(pa.compute.equal(split, "val")).as_py() or 0)
+    hours = float(pa.compute.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
+    return ManifestInfo(path, digest, selection.spec_hash, selection.catalog_version,
+                        table.num_rows, hours, table.num_rows - val, val)
+
+
+def read_manifest_meta(path: str | Path) -> dict[bytes, bytes]:
+    try:
+        md = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
+    if MANIFEST_META_CONTENT_HASH not in md:
+        raise ManifestError(f"{path}: no {MANIFEST_META_CONTENT_HASH.decode()} metadata; not a manifest")
+    return dict(md)
+
+
+def read_manifest(path: str | Path, verify: bool = True) -> pa.Table:
+    """Read a manifest, checking its content hash against its rows when `verify`."""
+    md = read_manifest_meta(path)
+    table = pq.read_table(path)
+    if verify:
+        rows = table.cast(MANIFEST_SCHEMA)
+        digest = content_hash(rows, md[MANIFEST_META_SPEC_HASH].decode(),
+                              int(md[MANIFEST_META_CATALOG_VERSION].decode()))
+        if digest.encode() != md[MANIFEST_META_CONTENT_HASH]:
+            raise ManifestError(f"{path}: content hash mismatch (file altered?)")
+    return table
+
+
+def _atomic_write(path: Path, data: memoryview) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,71 @@
+"""A stable 64-bit string hash, vectorised over Arrow string arrays.
+
+Train/val splits and budget sampling order must never change between library
+versions or machines, so this does not use Python's or Polars' hash (both may change).
+Definition (reference implementation: `stable_hash64_py`):
+
+    h = FNV-1a-64 over the UTF-8 bytes of salt, then of the string
+    result = splitmix64 finaliser of h   (spreads FNV's weak low bits)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+_M64 = (1 << 64) - 1
+
+
+def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
+    """uint64 hash of each string in `values` (nulls hash as the empty string)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    values = values.cast(pa.large_string())
+    n = len(values)
+    h0 = FNV_OFFSET
+    for byte in salt.encode():
+        h0 = ((h0 ^ byte) * FNV_PRIME) & _M64
+    h = np.full(n, h0, dtype=np.uint64)
+    if n == 0:
+        return h
+    bufs = values.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=values.offset * 8)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    if values.null_count:
+        lengths = np.where(np.asarray(values.is_valid()), lengths, 0)
+    prime = np.uint64(FNV_PRIME)
+    max_len = int(lengths.max()) if n else 0
+    full = int(lengths.min()) if n else 0
+    with np.errstate(over="ignore"):
+        for j in range(max_len):
+            if j < full:  # every string is at least this long: no mask needed
+                h = (h ^ data[starts + j].astype(np.uint64)) * prime
+            else:
+                sel = np.nonzero(lengths > j)[0]
+                h[sel] = (h[sel] ^ data[starts[sel] + j].astype(np.uint64)) * prime
+        return _splitmix_final(h)
+
+
+def unit_interval(hashes: np.ndarray) -> np.ndarray:
+    """Map uint64 hashes to floats in [0, 1) (top 53 bits)."""
+    return (hashes >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def _splitmix_final(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def stable_hash64_py(value: str, salt: str = "") -> int:
+    """Pure-Python reference of `stable_hash64` for one string."""
+    h = FNV_OFFSET
+    for byte in salt.encode() + value.encode():
+        h = ((h ^ byte) * FNV_PRIME) & _M64
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & _M64
+    return h ^ (h >> 31)

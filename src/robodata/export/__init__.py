@@ -1,0 +1,1 @@
+"""Export a manifest's episodes to other ecosystems: LeRobot v3.0 datasets, MCAP files."""

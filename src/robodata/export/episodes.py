@@ -1,0 +1,89 @@
+"""Read manifest episodes as frame-aligned samples (shared by the exporters).
+
+Streams are read in windows of WINDOW_S seconds, so memory stays bounded by one window
+of decoded frames whatever the episode length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from robodata.container import EpisodeReader
+from robodata.errors import RobodataError
+
+WINDOW_S = 2.0
+STATE_STREAMS = ("joint_pos", "state", "qpos")
+ACTION_STREAMS = ("cmd", "action", "joint_cmd")
+
+
+class ExportError(RobodataError):
+    """An episode cannot be exported (missing streams, unreadable container)."""
+
+
+@dataclass
+class EpisodeStreams:
+    reader: EpisodeReader
+    cameras: list[str]
+    state: str | None
+    action: str | None
+    fps: float
+
+
+def open_episode(uri: str, footer_offset: int | None = None, footer_length: int | None = None) -> EpisodeStreams:
+    r = EpisodeReader.open(uri, footer_offset=footer_offset, footer_length=footer_length)
+    streams = r.meta.streams
+    cameras = sorted(s for s, spec in streams.items() if spec.kind == "video")
+    arrays = [s for s, spec in streams.items() if spec.kind == "array"]
+    state = next((s for s in STATE_STREAMS if s in arrays), arrays[0] if arrays else None)
+    action = next((s for s in ACTION_STREAMS if s in arrays and s != state), None)
+    if cameras:
+        fps = streams[cameras[0]].rate_hz
+    elif state:
+        fps = streams[state].rate_hz
+    else:
+        raise ExportError(f"episode {r.meta.episode_id!r} has neither cameras nor array streams")
+    return EpisodeStreams(r, cameras, state, action, fps)
+
+
+def sample_at(t_src: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Values of the latest sample at or before each time t (the first sample before it)."""
+    idx = np.searchsorted(t_src, t, side="right") - 1
+    return values[np.clip(idx, 0, len(values) - 1)]
+
+
+def frames(ep: EpisodeStreams) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """(frame times in s, {camera: uint8 (T,H,W,3)}) per window, on the first camera's clock."""
+    duration = ep.reader.meta.duration_s
+    if not ep.cameras:
+        n = int(np.floor(duration * ep.fps)) + 1
+        yield np.arange(n) / ep.fps, {}
+        return
+    t0 = 0.0
+    while t0 <= duration:
+        t1 = t0 + WINDOW_S
+        win = ep.reader.read_window(t0, t1, streams=ep.cameras)
+        clock = win[ep.cameras[0]].t
+        keep = (clock >= t0) & (clock < t1)
+        out = {}
+        n = int(keep.sum())
+        for cam in ep.cameras:
+            w = win[cam]
+            k = (w.t >= t0) & (w.t < t1)
+            data = w.data[k]
+            n = min(n, len(data))
+            out[cam] = data
+        if n:
+            yield clock[keep][:n], {c: d[:n] for c, d in out.items()}
+        t0 = t1
+
+
+def arrays(ep: EpisodeStreams) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The whole state/action streams (low-rate, small): {name: (t seconds, values)}."""
+    names = [s for s in (ep.state, ep.action) if s]
+    if not names:
+        return {}
+    win = ep.reader.read_window(0.0, ep.reader.meta.duration_s + 1.0, streams=names)
+    return {s: (win[s].t, win[s].data.reshape(len(win[s].t), -1).astype(np.float32)) for s in names}

@@ -1,0 +1,240 @@
+"""Export manifest episodes as a LeRobot v3.0 dataset (offline, local directory).
+
+Layout (LeRobot `codebase_version` v3.0: many episodes per file, relational metadata):
+
+    meta/info.json                              features, fps, path templates, totals
+    meta/stats.json                             per-feature min/max/mean/std/count
+    meta/tasks.parquet                          task string (pandas index) -> task_index
+    meta/episodes/chunk-000/file-000.parquet    one row per episode: length, tasks, data and
+                                                video file indices, from/to indices and timestamps
+    data/chunk-000/file-000.parquet             one row per frame: observation.state, action,
+                                                timestamp, frame_index, episode_index, index, task_index
+    videos/observation.images.<cam>/chunk-000/file-000.mp4   all episodes back to back (H.264)
+
+The first camera's frames are the dataset clock; state and action are the latest
+samples at or before each frame time. All episodes go into file-000 of chunk-000
+(one data file, one video file per camera); files are not rotated by size.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from robodata.export.episodes import ExportError, arrays, frames, open_episode, sample_at
+
+CODEBASE_VERSION = "v3.0"
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-000/file-000.parquet"
+
+
+class _Stats:
+    """Running min/max/mean/std per feature (vector features, or per channel for images)."""
+
+    def __init__(self) -> None:
+        self.n: dict[str, int] = {}
+        self.s: dict[str, np.ndarray] = {}
+        self.ss: dict[str, np.ndarray] = {}
+        self.lo: dict[str, np.ndarray] = {}
+        self.hi: dict[str, np.ndarray] = {}
+
+    def add(self, key: str, x: np.ndarray) -> None:
+        x = x.astype(np.float64).reshape(len(x), -1)
+        if key not in self.n:
+            self.n[key], self.s[key], self.ss[key] = 0, np.zeros(x.shape[1]), np.zeros(x.shape[1])
+            self.lo[key], self.hi[key] = np.full(x.shape[1], np.inf), np.full(x.shape[1], -np.inf)
+        self.n[key] += len(x)
+        self.s[key] += x.sum(0)
+        self.ss[key] += (x * x).sum(0)
+        self.lo[key] = np.minimum(self.lo[key], x.min(0))
+        self.hi[key] = np.maximum(self.hi[key], x.max(0))
+
+    def get(self, key: str, image: bool = False) -> dict[str, Any]:
+        n = self.n[key]
+        mean = self.s[key] / n
+        std = np.sqrt(np.maximum(self.ss[key] / n - mean * mean, 0.0))
+
+        def shape(v: np.ndarray) -> list:
+            return v.reshape(3, 1, 1).tolist() if image else v.tolist()
+
+        return {"min": shape(self.lo[key]), "max": shape(self.hi[key]), "mean": shape(mean), "std": shape(std),
+                "count": [n]}
+
+
+def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata") -> dict[str, Any]:
+    out = Path(out_dir)
+    if (out / "meta" / "info.json").exists():
+        raise ExportError(f"{out} already holds a LeRobot dataset; export into an empty directory")
+    if not rows:
+        raise ExportError("manifest selects no episodes; nothing to export")
+    first = open_episode(rows[0]["uri"], rows[0].get("footer_offset"), rows[0].get("footer_length"))
+    cams = first.cameras
+    fps = first.fps
+    keys = {c: f"observation.images.{c}" for c in cams}
+    shapes = {c: first.reader.meta.streams[c].shape for c in cams}
+    tasks: dict[str, int] = {}
+    (out / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
+    (out / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
+    videos = {c: _VideoOut(out / VIDEO_PATH.format(video_key=keys[c], chunk_index=0, file_index=0), shapes[c], fps)
+              for c in cams}
+    stats = _Stats()
+    data_writer: pq.ParquetWriter | None = None
+    episodes: list[dict[str, Any]] = []
+    index = 0
+    try:
+        for ep_index, row in enumerate(rows):
+            ep = first if ep_index == 0 else open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+            if ep.cameras != cams or ep.fps != fps or any(ep.reader.meta.streams[c].shape != shapes[c] for c in cams):
+                raise ExportError(f"episode {row['episode_id']!r}: cameras/fps/shape differ from the first episode; "
+                                  "one LeRobot dataset needs one set of features")
+            task = ep.reader.meta.task or row.get("task") or ""
+            task_index = tasks.setdefault(task, len(tasks))
+            lowdim = arrays(ep)
+            video_from = {c: videos[c].frames / fps for c in cams}
+            length = 0
+            ep_stats = _Stats()
+            for t, imgs in frames(ep):
+                n = len(t)
+                for c in cams:
+                    videos[c].write(imgs[c])
+                    sub = imgs[c][:, ::8, ::8].reshape(-1, 3) / 255.0
+                    stats.add(keys[c], sub)
+                batch = {"timestamp": ((length + np.arange(n)) / fps).astype(np.float32),
+                         "frame_index": np.arange(length, length + n, dtype=np.int64),
+                         "episode_index": np.full(n, ep_index, dtype=np.int64),
+                         "index": np.arange(index + length, index + length + n, dtype=np.int64),
+                         "task_index": np.full(n, task_index, dtype=np.int64)}
+                cols: dict[str, Any] = {}
+                for feat, stream in (("observation.state", ep.state), ("action", ep.action or ep.state)):
+                    if stream:
+                        ts, vals = lowdim[stream]
+                        v = sample_at(ts, vals, t)
+                        cols[feat] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
+                        stats.add(feat, v)
+                        ep_stats.add(feat, v)
+                for k, v in batch.items():
+                    cols[k] = pa.array(v)
+                    stats.add(k, v)
+                    ep_stats.add(k, v)
+                table = pa.table(cols)
+                if data_writer is None:
+                    data_writer = pq.ParquetWriter(out / DATA_PATH.format(chunk_index=0, file_index=0), table.schema)
+                data_writer.write_table(table)
+                length += n
+            if length == 0:
+                raise ExportError(f"episode {row['episode_id']!r} has no frames")
+            rec: dict[str, Any] = {
+                "episode_index": ep_index, "tasks": [task], "length": length,
+                "data/chunk_index": 0, "data/file_index": 0,
+                "dataset_from_index": index, "dataset_to_index": index + length,
+                "meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0,
+                "robodata/episode_id": row["episode_id"], "robodata/split": row.get("split", "train"),
+            }
+            for c in cams:
+                rec[f"videos/{keys[c]}/chunk_index"] = 0
+                rec[f"videos/{keys[c]}/file_index"] = 0
+                rec[f"videos/{keys[c]}/from_timestamp"] = video_from[c]
+                rec[f"videos/{keys[c]}/to_timestamp"] = video_from[c] + length / fps
+            for feat in ep_stats.n:
+                for stat, value in ep_stats.get(feat).items():
+                    rec[f"stats/{feat}/{stat}"] = value
+            episodes.append(rec)
+            index += length
+    finally:
+        for v in videos.values():
+            v.close()
+        if data_writer is not None:
+            data_writer.close()
+    pq.write_table(pa.Table.from_pylist(episodes), out / EPISODES_PATH)
+    _write_tasks(out / "meta" / "tasks.parquet", tasks)
+    features = _features(first, cams, keys, shapes, fps)
+    all_stats = {k: stats.get(k, image=k.startswith("observation.images.")) for k in stats.n}
+    splits = {"train": f"0:{len(episodes)}"}
+    info = {
+        "codebase_version": CODEBASE_VERSION, "robot_type": robot_type,
+        "total_episodes": len(episodes), "total_frames": index, "total_tasks": len(tasks),
+        "chunks_size": 1000, "data_files_size_in_mb": 100, "video_files_size_in_mb": 500,
+        "fps": fps, "splits": splits, "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if cams else None, "features": features,
+    }
+    (out / "meta" / "info.json").write_text(json.dumps(info, indent=2))
+    (out / "meta" / "stats.json").write_text(json.dumps(all_stats, indent=2))
+    return {"format": "lerobot", "dir": str(out), "episodes": len(episodes), "frames": index, "tasks": len(tasks),
+            "cameras": cams, "fps": fps}
+
+
+def _features(first, cams, keys, shapes, fps) -> dict[str, Any]:
+    feats: dict[str, Any] = {}
+    for c in cams:
+        h, w, _ = shapes[c]
+        feats[keys[c]] = {"dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
+                          "info": {"video.height": h, "video.width": w, "video.codec": "h264",
+                                   "video.pix_fmt": "yuv420p", "video.is_depth_map": False, "video.fps": fps,
+                                   "video.channels": 3, "has_audio": False}}
+    streams = first.reader.meta.streams
+    for feat, stream in (("observation.state", first.state), ("action", first.action or first.state)):
+        if stream:
+            spec = streams[stream]
+            dim = int(np.prod(spec.shape)) if spec.shape else 1
+            names = list(spec.names) if spec.names else [f"{stream}_{i}" for i in range(dim)]
+            feats[feat] = {"dtype": "float32", "shape": [dim], "names": names}
+    feats["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
+    for k in ("frame_index", "episode_index", "index", "task_index"):
+        feats[k] = {"dtype": "int64", "shape": [1], "names": None}
+    return feats
+
+
+def _write_tasks(path: Path, tasks: dict[str, int]) -> None:
+    """tasks.parquet as pandas writes it: `task` is the index, `task_index` the column."""
+    names = sorted(tasks, key=tasks.get)
+    table = pa.table({"task_index": pa.array([tasks[n] for n in names], pa.int64()), "task": pa.array(names)})
+    pandas_meta = {
+        "index_columns": ["task"],
+        "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
+                            "metadata": {"encoding": "UTF-8"}}],
+        "columns": [
+            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64",
+             "metadata": None},
+            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
+        ],
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": "2.2.3",
+    }
+    table = table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
+    pq.write_table(table, path)
+
+
+class _VideoOut:
+    """One MP4 per camera, episodes appended back to back at a constant frame rate."""
+
+    def __init__(self, path: Path, shape: tuple[int, ...], fps: float):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.container = av.open(str(path), "w")
+        rate = Fraction(fps).limit_denominator(1001)
+        self.stream = self.container.add_stream("libx264", rate=rate)
+        self.stream.height, self.stream.width = int(shape[0]), int(shape[1])
+        self.stream.pix_fmt = "yuv420p"
+        self.stream.options = {"crf": "20", "preset": "veryfast", "g": "30", "bf": "0"}
+        self.stream.codec_context.time_base = 1 / rate
+        self.frames = 0
+
+    def write(self, rgb: np.ndarray) -> None:
+        for img in rgb:
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+            frame.pts = self.frames
+            self.frames += 1
+            for packet in self.stream.encode(frame):
+                self.container.mux(packet)
+
+    def close(self) -> None:
+        for packet in self.stream.encode(None):
+            self.container.mux(packet)
+        self.container.close()

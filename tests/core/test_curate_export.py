@@ -1,0 +1,120 @@
+import json
+from pathlib import Path
+
+import av
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from mcap.reader import make_reader
+from typer.testing import CliRunner
+
+from robodata.catalog.table import Catalog
+from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
+from robodata.curate.run import curate
+from robodata.curate.spec import spec_from_dict
+from robodata.export.episodes import ExportError
+from robodata.export.run import export
+from tests.core.helpers_container import CAMS, small_layout
+
+FPS, H, W, SECONDS = 10.0, 48, 64, 2.5
+
+
+def _write(path: Path, episode_id: str, task: str, seed: int) -> dict:
+    streams = {c: StreamSpec(c, "video", FPS, (H, W, 3)) for c in CAMS}
+    streams["joint_pos"] = StreamSpec("joint_pos", "array", 50.0, (7,), units="rad")
+    streams["cmd"] = StreamSpec("cmd", "array", 25.0, (7,), units="rad")
+    streams["events"] = StreamSpec("events", "events")
+    meta = EpisodeMeta(episode_id, "r1", "sfo-1", task, 1_700_000_000_000_000_000 + seed * 10**9, streams)
+    rng = np.random.default_rng(seed)
+    n = int(SECONDS * FPS)
+    with EpisodeWriter(path, meta, small_layout()) as w:
+        for i in range(n):
+            for c in CAMS:
+                img = np.full((H, W, 3), (i * 9 + seed * 40) % 255, np.uint8)
+                w.write_frame(c, img, int(i * 1e9 / FPS))
+        tj = (np.arange(int(SECONDS * 50)) * 2e7).astype(np.int64)
+        w.write_array("joint_pos", tj, rng.normal(size=(len(tj), 7)).astype(np.float32))
+        tc = (np.arange(int(SECONDS * 25)) * 4e7).astype(np.int64)
+        w.write_array("cmd", tc, rng.normal(size=(len(tc), 7)).astype(np.float32))
+        w.write_events("events", np.array([0, int(1e9)], dtype=np.int64), ["start", "grasp"])
+    r = EpisodeReader.open(path)
+    return {"episode_id": episode_id, "uri": str(path), "site": "sfo-1", "robot": "r1", "task": task,
+            "start_time": meta.start_time_ns // 1000, "duration_s": r.meta.duration_s, "num_frames": n,
+            "num_state_steps": len(tj), "cameras": list(CAMS), "stream_rates_json": "{}",
+            "success": True, "quality_score": 0.95, "qc_status": "pass", "layout_version": r.layout_version,
+            "ingest_batch": "b0", "size_bytes": r.source.size(), "footer_offset": r.footer_offset,
+            "footer_length": r.footer_length}
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    root = tmp_path_factory.mktemp("export")
+    rows = [_write(root / f"ep{i}.rdep", f"ep-{i}", ["fold", "pick"][i % 2], i) for i in range(3)]
+    df = pl.DataFrame(rows).with_columns(pl.from_epoch("start_time", time_unit="us").dt.replace_time_zone("UTC"))
+    cat = Catalog(str(root / "catalog"))
+    cat.merge(df)
+    info, _ = curate(spec_from_dict({"version": 1, "name": "exp", "split": {"val_fraction": 0.0}}), cat, root / "m")
+    return info.path
+
+
+def test_lerobot_v3_layout(manifest, tmp_path):
+    out = tmp_path / "lr"
+    res = export(manifest, out, "lerobot")
+    assert res["episodes"] == 3
+    info = json.loads((out / "meta/info.json").read_text())
+    assert info["codebase_version"] == "v3.0" and info["fps"] == FPS
+    assert info["total_episodes"] == 3 and info["total_tasks"] == 2
+    data = pq.read_table(out / "data/chunk-000/file-000.parquet")
+    assert data.num_rows == info["total_frames"] == 3 * int(SECONDS * FPS)
+    assert data.column("index").to_pylist() == list(range(data.num_rows))
+    assert data.schema.field("observation.state").type.list_size == 7
+    eps = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    assert [e["length"] for e in eps] == [25, 25, 25]
+    assert eps[1]["dataset_from_index"] == 25 and eps[1]["dataset_to_index"] == 50
+    key = "observation.images.cam_left"
+    assert eps[2][f"videos/{key}/from_timestamp"] == pytest.approx(5.0)
+    tasks = pq.read_table(out / "meta/tasks.parquet")
+    assert json.loads(tasks.schema.metadata[b"pandas"])["index_columns"] == ["task"]
+    assert sorted(tasks.column("task").to_pylist()) == ["fold", "pick"]
+    stats = json.loads((out / "meta/stats.json").read_text())
+    assert np.array(stats[key]["mean"]).shape == (3, 1, 1)
+    assert len(stats["observation.state"]["mean"]) == 7
+    with av.open(str(out / f"videos/{key}/chunk-000/file-000.mp4")) as c:
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+    assert len(frames) == 75
+    # episode 2 starts at frame 50: its first frame has the value written for (i=0, seed=2)
+    assert abs(int(frames[50].mean()) - 80) <= 3
+    with pytest.raises(ExportError, match="already holds"):
+        export(manifest, out, "lerobot")
+
+
+def test_mcap_export_opens_and_decodes(manifest, tmp_path):
+    res = export(manifest, tmp_path / "mc", "mcap", limit=1)
+    assert res["episodes"] == 1
+    with open(res["files"][0], "rb") as f:
+        reader = make_reader(f)
+        topics: dict[str, list] = {}
+        for schema, channel, message in reader.iter_messages():
+            topics.setdefault(channel.topic, []).append((schema.name, json.loads(message.data)))
+    assert {"/camera/cam_left", "/joint_pos", "/cmd", "/events"} <= set(topics)
+    assert topics["/camera/cam_left"][0][0] == "foxglove.CompressedVideo"
+    assert len(topics["/joint_pos"]) == int(SECONDS * 50)
+    assert [m["label"] for _, m in topics["/events"]] == ["start", "grasp"]
+    codec = av.CodecContext.create("h264", "r")
+    decoded = 0
+    for _, m in topics["/camera/cam_left"]:
+        import base64
+        decoded += len(codec.decode(av.Packet(base64.b64decode(m["data"]))))
+    decoded += len(codec.decode(None))
+    assert decoded == int(SECONDS * FPS)
+
+
+def test_export_cli_and_errors(manifest, tmp_path):
+    from robodata.cli import app
+
+    res = CliRunner().invoke(app, ["export", "--format", "mcap", str(manifest), str(tmp_path / "o"), "--limit", "1"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["episodes"] == 1
+    res = CliRunner().invoke(app, ["export", "--format", "zip", str(manifest), str(tmp_path / "o")])
+    assert res.exit_code == 2 and "unknown export format" in res.output
