@@ -113,14 +113,18 @@ class Trainer:
             return
         keys = checkpoint_keys(path)
         state = self._state()
-        if not any(k.startswith(f"rng_rank{self.topo.rank}.") for k in keys):
-            state.pop(f"rng_rank{self.topo.rank}")  # this rank did not exist in the saved world
+        rng_key = f"rng_rank{self.topo.rank}"
+        for k in list(state[rng_key]):  # a rank (or a cuda generator) the saved world did not have
+            if f"{rng_key}.{k}" not in keys:
+                del state[rng_key][k]
+        if not state[rng_key]:
+            del state[rng_key]
         state["train"] = ""
         self.ckpt.load(path, state)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         train = json.loads(state["train"])
-        rng = state.get(f"rng_rank{self.topo.rank}")
-        if rng is not None:
+        rng = state.get(rng_key, {})
+        if "torch" in rng:
             torch.set_rng_state(rng["torch"])
             if "cuda" in rng and self.topo.device.type == "cuda":
                 torch.cuda.set_rng_state(rng["cuda"], self.topo.device)
