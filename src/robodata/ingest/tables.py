@@ -48,7 +48,7 @@ def read_batch(path: str | os.PathLike[str], batch: str, columns: list[str] | No
                column: str = "batch") -> pa.Table:
     if not exists(path):
         raise RobodataError(f"{path}: no such table (run the upstream ingestion stage for batch {batch!r} first)")
-    return DeltaTable(str(path)).to_pyarrow_table(partitions=[(column, "=", batch)], columns=columns)
+    return DeltaTable(str(path)).to_pyarrow_table(filters=[(column, "=", batch)], columns=columns)
 
 
 def merge_rows(path: str | os.PathLike[str], table: pa.Table, key: str, partition_by: list[str] | None = None) -> dict:
