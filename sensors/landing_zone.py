@@ -3,7 +3,7 @@
 Listing, batching and the stagger policy are Dagster-free (robodata.ingest.launches); this file
 only turns a tick into dynamic-partition requests and run requests. Configure with env vars:
 ROBODATA_LANDING (local dir or s3://bucket/prefix), ROBODATA_ROOT (ingest state root),
-ROBODATA_BATCH_ITEMS, ROBODATA_MAX_CONCURRENT_RUNS, ROBODATA_RUN_S.
+ROBODATA_BATCH_ITEMS, ROBODATA_SETTLE_S, ROBODATA_MAX_CONCURRENT_RUNS, ROBODATA_RUN_S.
 """
 import json
 import os
@@ -29,7 +29,8 @@ def landing_zone_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     state = LaunchState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
-    t = tick(state, landing, IngestPaths(root), BatchPolicy(max_items=int(_env("ROBODATA_BATCH_ITEMS", "1000"))),
+    t = tick(state, landing, IngestPaths(root), BatchPolicy(max_items=int(_env("ROBODATA_BATCH_ITEMS", "1000")),
+                                                        settle_s=float(_env("ROBODATA_SETTLE_S", "2"))),
              StaggerPolicy(max_concurrent=int(_env("ROBODATA_MAX_CONCURRENT_RUNS", "8")), run_s=float(_env("ROBODATA_RUN_S", "60"))))
     runs = [dg.RunRequest(run_key=b, partition_key=b,
                           run_config=profile_config("bulk", root=root)) for b in t.launch]
