@@ -68,7 +68,7 @@ def throughput(tmp: Path, episodes: int, duration_s: float) -> dict:
 
 def makespan(tmp: Path, n: int, workers: int) -> dict:
     from robodata.ingest.align import aligned_tracks
-    from robodata.ingest.binpack import balance
+    from robodata.ingest.binpack import balance, work_estimate
     from robodata.ingest.convert import convert
     from robodata.ingest.importers.legacy import open_legacy
     from robodata.ingest.landing import scan
@@ -87,7 +87,7 @@ def makespan(tmp: Path, n: int, workers: int) -> dict:
         t0 = time.perf_counter()
         convert(raw, aligned_tracks(raw), tmp / f"mk{i}.rdep")
         secs.append(time.perf_counter() - t0)
-    bins = balance([it.size_bytes for it in items], workers)
+    bins = balance([work_estimate(it.size_bytes) for it in items], workers)
     span = max(sum(secs[i] for i in b) for b in bins)
     return {"makespan_vs_ideal": round(span / (sum(secs) / workers), 3), "makespan_workers": workers,
             "makespan_episodes": n, "bytes_vs_time_corr": round(float(np.corrcoef([it.size_bytes for it in items], secs)[0, 1]), 3)}
@@ -107,7 +107,7 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     with dg.instance_for_test(temp_dir=str(tmp / "dh")) as instance:
         for n in sizes:
             land = tmp / f"ev{n}"
-            synthesize(SynthConfig(episodes=n, duration_s=0.5, cameras=("cam",), height=16, width=16, fps=4.0,
+            synthesize(SynthConfig(episodes=n, duration_s=1.0, cameras=("cam",), height=16, width=16, fps=4.0,
                                    state_hz=10.0, seed=n), land)
             name = f"ev-{n}"
             write_manifest(IngestPaths(str(tmp / "state")), name, new_items(str(land), LandingCursor()))
@@ -132,7 +132,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as d:
         tmp = Path(d)
         result.update(throughput(tmp, 1 if quick else 3, 4.0 if quick else 10.0))
-        result.update(makespan(tmp, 24 if quick else 80, 4))
+        result.update(makespan(tmp, 40 if quick else 120, 4))
         result.update(events(tmp, (100, 1000)))
     emit(result)
 

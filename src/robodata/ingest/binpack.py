@@ -14,6 +14,15 @@ from collections.abc import Sequence
 from robodata.config import require
 
 
+# Fixed cost of one episode (opening readers, encoders, the container) in byte-equivalents of
+# JPEG input: without it many small episodes in one bin are underestimated.
+PER_EPISODE_OVERHEAD_BYTES = 300_000
+
+
+def work_estimate(size_bytes: float) -> float:
+    return float(size_bytes) + PER_EPISODE_OVERHEAD_BYTES
+
+
 def balance(sizes: Sequence[float], n_bins: int, improve_rounds: int = 200) -> list[list[int]]:
     """Indices of `sizes` split into n_bins bins with near-equal sums (empty bins if few items)."""
     require(n_bins >= 1, f"n_bins must be >= 1, got {n_bins}")

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.binpack import balance
+from robodata.ingest.binpack import balance, work_estimate
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
 from robodata.ingest.settings import IngestSettings
@@ -94,7 +94,7 @@ def _run_workers(bins: list[list[dict]], sd: dict) -> list[dict]:
 
 
 def plan_bins(jobs: list[dict], workers: int) -> list[list[dict]]:
-    bins = balance([float(j["size_bytes"]) for j in jobs], max(1, min(workers, len(jobs))))
+    bins = balance([work_estimate(j["size_bytes"]) for j in jobs], max(1, min(workers, len(jobs))))
     return [[jobs[i] for i in b] for b in bins if b]
 
 
