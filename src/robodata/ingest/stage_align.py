@@ -18,6 +18,7 @@ ALIGNED_SCHEMA = pa.schema([
     ("source", pa.string()), ("vendor", pa.string()), ("robot", pa.string()), ("site", pa.string()),
     ("task", pa.string()), ("ok", pa.bool_()), ("error", pa.string()), ("alignment_error_ms", pa.float64()),
     ("assign_error_ms", pa.float64()), ("span_s", pa.float64()), ("size_bytes", pa.int64()),
+    ("decoded_bytes", pa.int64()),    # frames x H x W x 3 over cameras: the conversion work estimate
     ("alignment_json", pa.string()),
 ])
 
@@ -33,7 +34,12 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     return {"uri": uri, "kind": kind, "episode_id": raw.episode_id, "source": raw.source, "vendor": raw.vendor,
             "robot": raw.robot, "site": raw.site, "task": raw.task, "ok": True, "error": "",
             "alignment_error_ms": al.alignment_error_ms, "assign_error_ms": al.assign_error_ms,
-            "span_s": max((t.last_s for t in al.timing.values()), default=0.0), "alignment_json": al.to_json()}
+            "span_s": max((t.last_s for t in al.timing.values()), default=0.0), "alignment_json": al.to_json(),
+            "decoded_bytes": decoded_bytes(raw)}
+
+
+def decoded_bytes(raw) -> int:
+    return int(sum(len(c.t_ns) * c.height * c.width * 3 for c in raw.cameras.values()))
 
 
 def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dict:

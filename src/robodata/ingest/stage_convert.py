@@ -94,7 +94,8 @@ def _run_workers(bins: list[list[dict]], sd: dict) -> list[dict]:
 
 
 def plan_bins(jobs: list[dict], workers: int) -> list[list[dict]]:
-    bins = balance([work_estimate(j["size_bytes"]) for j in jobs], max(1, min(workers, len(jobs))))
+    bins = balance([work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in jobs],
+                   max(1, min(workers, len(jobs))))
     return [[jobs[i] for i in b] for b in bins if b]
 
 
@@ -106,7 +107,7 @@ def settings_dict(settings: IngestSettings) -> dict:
 
 def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, episodes: set[str] | None = None) -> dict:
     al = read_batch(paths.table("aligned_tracks"), batch,
-                    ["uri", "kind", "episode_id", "ok", "size_bytes", "alignment_json"]).to_pylist()
+                    ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]).to_pylist()
     skip = quarantined(paths, batch, "pre")
     jobs = [dict(r, container=paths.container(batch, r["episode_id"])) for r in al
             if r["ok"] and r["uri"] not in skip and (episodes is None or r["episode_id"] in episodes)]
@@ -124,7 +125,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
         r["batch"] = batch
     replace_batch(paths.table("conversions"), pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
-    loads = [sum(j["size_bytes"] for j in b) for b in bins]
+    loads = [sum(work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in b) for b in bins]
     return {"converted": len(ok), "failed": len(rows) - len(ok), "skipped_quarantined": len(skip),
             "bytes_written": sum(r["size_bytes"] for r in ok), "wall_s": round(wall, 3), "bins": len(bins),
-            "bin_bytes_max_over_mean": round(max(loads) / (sum(loads) / len(loads)), 4) if loads else 0.0}
+            "bin_work_max_over_mean": round(max(loads) / (sum(loads) / len(loads)), 4) if loads else 0.0}
