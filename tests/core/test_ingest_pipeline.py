@@ -118,3 +118,22 @@ def test_landing_zone_on_s3(tmp_path):
         cur = LandingCursor()
         cur.advance(items)
         assert new_items("s3://land-bucket/landing", cur, storage_options=s3["storage_options"]) == []
+
+
+def test_parallel_alignment_matches_serial(tmp_path):
+    from robodata.ingest.batch import observe
+    from robodata.ingest.stage_align import align_batch
+    from robodata.ingest.synth import SynthConfig, synthesize
+    from robodata.ingest.tables import read_batch
+
+    synthesize(SynthConfig(episodes=8, duration_s=0.6, height=16, width=16, fps=5.0, state_hz=10.0), tmp_path / "land")
+    items = new_items(str(tmp_path / "land"), LandingCursor())
+    got = {}
+    for workers in (1, 2):
+        s = IngestSettings(root=str(tmp_path / f"st{workers}"), workers=workers)
+        write_manifest(IngestPaths(s.root), "b", items)
+        observe(IngestPaths(s.root), "b")
+        assert align_batch(IngestPaths(s.root), "b", s)["aligned"] == 8
+        t = read_batch(IngestPaths(s.root).table("aligned_tracks"), "b", ["uri", "alignment_json", "decoded_bytes"])
+        got[workers] = sorted(zip(*[t.column(c).to_pylist() for c in t.column_names]))
+    assert got[1] == got[2]

@@ -63,7 +63,7 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     return row
 
 
-def _run_workers(bins: list[list[dict]], sd: dict) -> list[dict]:
+def run_workers(bins: list[list[dict]], sd: dict, stage: str = "convert") -> list[dict]:
     """One `python -m robodata.ingest.worker` per bin, all at once; rows stream back as JSON lines."""
     env = dict(os.environ)
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,7 +74,7 @@ def _run_workers(bins: list[list[dict]], sd: dict) -> list[dict]:
         p = subprocess.Popen([sys.executable, "-m", "robodata.ingest.worker"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=err_f, env=env, text=True)
         procs.append((w, b, p, err_f))
-        p.stdin.write(json.dumps({"worker": w, "settings": sd, "jobs": b}))  # type: ignore[union-attr]
+        p.stdin.write(json.dumps({"worker": w, "stage": stage, "settings": sd, "jobs": b}))  # type: ignore[union-attr]
         p.stdin.close()  # type: ignore[union-attr]
     rows: list[dict] = []
     for w, b, p, err_f in procs:
@@ -87,9 +87,10 @@ def _run_workers(bins: list[list[dict]], sd: dict) -> list[dict]:
         rows += got
         done = {r["uri"] for r in got}
         if p.returncode != 0 or len(done) < len(b):
-            why = f"conversion worker {w} exited with code {p.returncode}: {err.strip()[-500:]}"
-            rows += [{"uri": j["uri"], "episode_id": j["episode_id"], "worker": w, "container_uri": "", "ok": False,
-                      "error": why, "seconds": 0.0} for j in b if j["uri"] not in done]
+            why = f"{stage} worker {w} exited with code {p.returncode}: {err.strip()[-500:]}"
+            rows += [{"uri": j["uri"], "kind": j.get("kind", ""), "episode_id": j.get("episode_id", ""), "worker": w,
+                      "container_uri": "", "ok": False, "error": why, "seconds": 0.0, "size_bytes": j.get("size_bytes", 0)}
+                     for j in b if j["uri"] not in done]
     return rows
 
 
@@ -119,7 +120,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
         for b in bins:
             rows += [convert_one(j, settings) for j in b]
     else:
-        rows = _run_workers(bins, sd)
+        rows = run_workers(bins, sd)
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch
