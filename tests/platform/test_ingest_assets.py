@@ -96,3 +96,31 @@ def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance
     shutil.rmtree(tmp_path / "state" / "catalog")
     assert defs.get_job_def("metadata_backfill").execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg).success
     assert DeltaTable(IngestPaths(str(tmp_path / "state")).catalog).to_pyarrow_table().num_rows == 2
+
+
+def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(instance, tmp_path):
+    from assets.ingest_checks import BROKEN_MIN
+
+    land = tmp_path / "land-short"  # every episode shorter than the QC minimum: a systemic problem
+    synthesize(SynthConfig(episodes=BROKEN_MIN, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0), land)
+    write_manifest(IngestPaths(str(tmp_path / "state")), "b-short", new_items(str(land), LandingCursor()))
+    instance.add_dynamic_partitions("ingest_batch", ["b-short"])
+    cfg = {"resources": _config(tmp_path / "state")["resources"]}
+    res = full_job().execute_in_process(instance=instance, partition_key="b-short", run_config=cfg, raise_on_error=False)
+    assert not res.success
+    checks = {e.check_name: e for e in res.get_asset_check_evaluations()}
+    assert not checks["min_duration"].passed and checks["min_duration"].severity == dg.AssetCheckSeverity.ERROR
+    assert "episodes" not in {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
+    # the same check failing for some episodes only is a warning; those episodes are quarantined
+    land2 = tmp_path / "land-mixed"
+    synthesize(SynthConfig(episodes=2, duration_s=1.0, height=16, width=16, fps=10.0, state_hz=20.0, seed=4), land2)
+    synthesize(SynthConfig(episodes=1, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0, seed=5, site="x"), land2)
+    write_manifest(IngestPaths(str(tmp_path / "state")), "b-mixed", new_items(str(land2), LandingCursor()))
+    instance.add_dynamic_partitions("ingest_batch", ["b-mixed"])
+    cfg2 = {"resources": {"ingest": {"config": {"root": str(tmp_path / "state"), "qc_blocking": ["readable", "min_duration", "converted"]}}}}
+    res2 = full_job().execute_in_process(instance=instance, partition_key="b-mixed", run_config=cfg2)
+    assert res2.success
+    md = {e.asset_key.to_user_string(): e.materialization.metadata for e in res2.get_asset_materialization_events()}
+    assert md["qc_results"]["quarantined"].value == 1 and md["episodes"]["converted"].value == 2
+    warn = {e.check_name: e for e in res2.get_asset_check_evaluations()}["min_duration"]
+    assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
