@@ -44,3 +44,10 @@ live_job = dg.define_asset_job("live", selection=INGEST, partitions_def=INGEST_B
 bulk_job = dg.define_asset_job("bulk", selection=INGEST, partitions_def=INGEST_BATCH,
                                config=_cfg(**PROFILE_FIELDS["bulk"]),
                                tags={"robodata/profile": "bulk"}, description="Throughput: bins on every core.")
+
+
+def resolved_full_job():
+    """The resolved `full` job, importable for dg.reconstructable (execute_job, re-execution)."""
+    from definitions import defs
+
+    return defs.get_job_def("full")
