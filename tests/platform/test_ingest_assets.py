@@ -11,17 +11,12 @@ from robodata.ingest.landing import LandingCursor, new_items
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.tables import IngestPaths
 
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 
-
-def full_job():
-    from definitions import defs
-
-    return defs.get_job_def("full")
+from jobs.ingest_profiles import resolved_full_job as full_job
 
 
 def _config(root):
-    return {**IN_PROCESS, "resources": {"ingest": {"config": {"root": str(root), "workers": 1, "visual_frames": 2}}}}
+    return {"resources": {"ingest": {"config": {"root": str(root), "workers": 1, "visual_frames": 2}}}}
 
 
 def _batch(instance, tmp, name, n):
