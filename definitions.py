@@ -11,9 +11,10 @@ import dagster as dg
 import assets
 import jobs
 import sensors
-from resources import deployment_resources, submodules
+from resources import deployment_executor, deployment_resources, submodules
 
 defs = dg.load_definitions_from_modules(
     [*submodules(assets), *submodules(jobs), *submodules(sensors)],
     resources=deployment_resources(),
+    executor=deployment_executor(),
 )

@@ -22,3 +22,10 @@ def deployment_resources() -> dict[str, Any]:
     for mod in submodules(pkg):
         merged.update(getattr(mod, "RESOURCES", {}))
     return merged
+
+
+def deployment_executor() -> Any:
+    """The executor of the selected deployment (ROBODATA_DEPLOYMENT): multiprocess locally, k8s in prod."""
+    from resources.deployment import EXECUTOR
+
+    return EXECUTOR

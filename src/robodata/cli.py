@@ -15,6 +15,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="robodata: da
 COMMAND_MODULES = [
     "robodata.container.commands",
     "robodata.ingest.commands",
+    "robodata.health.commands",
+    "robodata.train.commands",
 ]
 
 for _name in COMMAND_MODULES:

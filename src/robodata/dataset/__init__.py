@@ -1,1 +1,8 @@
+"""Delivery: read patterns, samplers and the PyTorch dataset over manifests."""
 
+from robodata.dataset.index import Anchor, SampleIndex
+from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
+from robodata.dataset.sampler import PatternSampler
+from robodata.dataset.dataset import DatasetConfig, PatternDataset
+
+__all__ = ["Anchor", "SampleIndex", "ReadPattern", "StreamWindow", "preset", "PatternSampler", "DatasetConfig", "PatternDataset"]

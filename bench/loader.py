@@ -1,0 +1,187 @@
+"""Loader benchmark: robodata's PatternDataset vs the legacy JPEG layout and a LeRobot-style
+MP4-per-camera layout, on the same episodes and the same samples, for the wam and vla
+read patterns; bytes per sample vs an interleaved layout; how many episodes' vla working
+sets a fixed page-cache budget holds vs whole-file caching; time to first batch from a
+curation spec over a 1,000,000-row catalog.
+
+    python -m bench.loader --quick
+
+Every loader runs in a torch DataLoader with the same workers and batch size over the same
+keys: a block-shuffled order (runs of neighbouring anchors, shuffled, then shuffled inside)
+from PatternSampler. robodata reads through a warm node page cache. `robodata_global` is
+robodata with a fully random order (no locality), for reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+from torch.utils.data import DataLoader
+
+from bench.common import BENCH_DIR, emit, parse
+from bench.container import interleaved_window_bytes
+from bench.loader_baselines import JpegDataset, Mp4Dataset
+from bench.loader_data import FPS, STATE_HZ, VIDEO, build, manifest, storage
+from bench.loader_first_batch import first_batch_s
+from robodata.cache import PageCache, PageCacheConfig
+from robodata.container.source import LocalFileSource
+from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler, preset
+
+WORKERS = 2
+SETTINGS = {"wam": {"batch": 4, "block": 4}, "vla": {"batch": 32, "block": 8}}
+PAGE = 64 * 1024   # bench page size: about a third of one 1 s camera chunk at this set's bitrate
+
+
+def samples_per_s(ds, keys, batch: int) -> float:
+    """Throughput after the first batch (worker start-up and first opens excluded)."""
+    dl = DataLoader(ds, batch_size=batch, sampler=keys, num_workers=WORKERS, prefetch_factor=2, timeout=900)
+    n, t_first = 0, None
+    for b in dl:
+        if t_first is None:
+            t_first = time.perf_counter()
+            continue
+        n += len(b["episode_index"])
+    return round(n / (time.perf_counter() - t_first), 2) if n else 0.0
+
+
+def robodata_bytes(man, pattern, keys, batch: int) -> tuple[float, float]:
+    """Container bytes read per sample: one sample at a time, and batch by batch."""
+    per = []
+    ds = PatternDataset(man, pattern)
+    for k in keys:
+        r = ds.reader(k.row)
+        before = r.stats.bytes_read
+        ds.__getitems__([k])
+        per.append(r.stats.bytes_read - before)
+    ds2 = PatternDataset(man, pattern)
+    total = 0
+    for i in range(0, len(keys), batch):
+        chunk = keys[i:i + batch]
+        rows = {k.row for k in chunk}
+        before = {row: ds2.reader(row).stats.bytes_read for row in rows}
+        ds2.__getitems__(chunk)
+        total += sum(ds2.reader(row).stats.bytes_read - before[row] for row in rows)
+    return float(np.mean(per)), total / len(keys)
+
+
+def interleaved_bytes(eps, pattern, keys) -> float:
+    srcs, idx = {}, {}
+    gop_ns = int(VIDEO.gop / FPS * 1e9)
+    out = []
+    for k in keys:
+        if k.row not in srcs:
+            srcs[k.row] = LocalFileSource(eps[k.row].interleaved)
+            idx[k.row] = [tuple(x) for x in json.loads((eps[k.row].dir / "interleaved_index.json").read_text())]
+        t_lo, t_hi, cam_lo = [], [], []
+        for w in pattern.windows:
+            rate = FPS if w.kind == "video" else STATE_HZ
+            a, b = k.t + w.first / rate, k.t + w.last / rate
+            t_lo.append(a)
+            t_hi.append(b)
+            if w.kind == "video":
+                cam_lo.append(a)
+        t0 = int(max(0.0, min(cam_lo or t_lo)) * 1e9)
+        out.append(interleaved_window_bytes(srcs[k.row], idx[k.row], t0, int(max(t_hi) * 1e9), bool(cam_lo), gop_ns))
+    return float(np.mean(out))
+
+
+def coverage(root: Path, eps, pattern, n_uris: int = 64, whole_files: int = 8) -> dict:
+    """Fill a cache sized for `whole_files` whole episodes with one vla visit (a block of
+    8 neighbouring anchors) per episode, over `n_uris` distinct episode URIs, then count
+    how many of the most recent episodes are still entirely served from the cache."""
+    cov = root / "coverage"
+    shutil.rmtree(cov, ignore_errors=True)
+    (cov / "uris").mkdir(parents=True)
+    uris = []
+    for i in range(n_uris):
+        link = cov / "uris" / f"ep{i:03d}.rdep"
+        os.symlink(eps[i % len(eps)].rdep.resolve(), link)
+        uris.append(str(link))
+    base = manifest(eps)
+    rows = [dict(base.slice(i % len(eps), 1).to_pylist()[0], uri=u, episode_id=f"cov{i}") for i, u in enumerate(uris)]
+    import pyarrow as pa
+
+    man = pa.Table.from_pylist(rows, schema=base.schema)
+    file_bytes = float(np.mean([e.rdep.stat().st_size for e in eps]))
+    budget = int(whole_files * file_bytes)
+    cache = PageCache(PageCacheConfig(root=str(cov / "cache"), page_size=PAGE, budget_bytes=budget, touch_flush_s=0))
+    ds = PatternDataset(man, pattern, cache=cache, config=DatasetConfig(reader_cache=1))
+    rng = np.random.default_rng(7)
+    visits = []
+    for row in range(n_uris):
+        first = int(ds.index.cum[row - 1]) if row else 0
+        start = first + int(rng.integers(0, int(ds.index.counts[row]) - 8))
+        visits.append([ds.index.locate(s) for s in range(start, start + 8)])
+    for v in visits:
+        ds.__getitems__(v)
+    fit = 0
+    for v in reversed(visits):
+        before = cache.stats().misses
+        ds.__getitems__(v)
+        if cache.stats().misses != before:
+            break
+        fit += 1
+    whole = int(budget // file_bytes)
+    return {"cache_coverage_ratio": round(fit / whole, 2),
+            "cache_coverage_detail": {"budget_bytes": budget, "page_size": PAGE, "episodes_fit_pages": fit,
+                                      "episodes_fit_whole_files": whole, "mean_file_bytes": int(file_bytes),
+                                      "capped_at": n_uris if fit == n_uris else None}}
+
+
+def main() -> None:
+    args = parse(__doc__ or "")
+    n_eps, seconds = (3, 12.0) if args.quick else (6, 30.0)
+    root = BENCH_DIR / "loader"
+    t = time.perf_counter()
+    eps = build(root / "set", n_eps, seconds)
+    build_s = time.perf_counter() - t
+    sizes = storage(eps)
+    man = manifest(eps)
+    cache_dir = root / "cache"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    cache = PageCache(PageCacheConfig(root=str(cache_dir), page_size=PAGE, budget_bytes=4 << 30))
+    for e in eps:  # warm node cache: the steady state of a node that has seen these episodes
+        cache.source(str(e.rdep)).read(0, e.rdep.stat().st_size)
+    result: dict = {"episodes": n_eps, "episode_s": seconds, "cameras": 3, "resolution": "640x480", "fps": FPS,
+                    "state_hz": STATE_HZ, "workers": WORKERS, "layout": {"gop": VIDEO.gop, "bframes": VIDEO.bframes,
+                                                                         "crf": VIDEO.crf, "camera_chunk_s": 1.0},
+                    "storage_bytes": sizes, "build_s": round(build_s, 1)}
+    for name in ("wam", "vla"):
+        pattern = preset(name)
+        cfg = SETTINGS[name]
+        ds = PatternDataset(man, pattern, cache=cache)
+        keys = list(PatternSampler(ds.index, seed=0, shuffle="block", block_size=cfg["block"]))
+        keys_global = list(PatternSampler(ds.index, seed=0, shuffle="global"))
+        limit = len(keys) if name == "wam" else min(len(keys), 12 * cfg["batch"])
+        keys, keys_global = keys[:limit], keys_global[:limit]
+        rates = {
+            "robodata": samples_per_s(ds, keys, cfg["batch"]),
+            "robodata_global": samples_per_s(ds, keys_global, cfg["batch"]),
+            "jpeg_parquet": samples_per_s(JpegDataset(eps, pattern), keys, cfg["batch"]),
+            "mp4_parquet": samples_per_s(Mp4Dataset(eps, pattern), keys, cfg["batch"]),
+        }
+        best = max(rates["jpeg_parquet"], rates["mp4_parquet"])
+        probe = keys[: min(len(keys), 2 * cfg["batch"])]
+        per, batched = robodata_bytes(man, pattern, probe, cfg["batch"])
+        inter = interleaved_bytes(eps, pattern, probe)
+        result[name] = {
+            "samples_per_s": rates, "samples": len(keys), "batch_size": cfg["batch"], "block_size": cfg["block"],
+            "vs_best_baseline": round(rates["robodata"] / best, 2) if best else None,
+            "vs_lerobot_style": round(rates["robodata"] / rates["mp4_parquet"], 2) if rates["mp4_parquet"] else None,
+            "storage_vs_jpeg": round(sizes["jpeg"] / sizes["robodata"], 2),
+            "bytes_per_sample": {"robodata": int(per), "robodata_batched": int(batched), "interleaved": int(inter),
+                                 "vs_interleaved": round(per / inter, 3),
+                                 "batched_vs_interleaved": round(batched / inter, 3)},
+        }
+    result.update(coverage(root, eps, preset("vla")))
+    result.update(first_batch_s(root, eps, 1_000_000))
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""PatternDataset: a map-style torch Dataset over a manifest and a ReadPattern.
+
+Keys are `Anchor`s from PatternSampler (or `int` sample ids). `__getitems__` serves a
+whole batch at once (torch's DataLoader calls it with the batch's keys): samples of the
+same episode share one footer, one range read per chunk and one decode per GOP.
+
+Each sample is a dict: one uint8 tensor (T, H, W, 3) per camera and one float tensor
+(T, *shape) per array stream, `<stream>_is_pad` (T,) bool where a wanted sample fell
+outside the episode (padded with the nearest real one), `episode_index` and `t`. Frames
+stay uint8 through the worker queues; convert to float on the GPU.
+
+Per worker process: an LRU of open readers (footer parsed once, from the manifest's
+footer_offset/footer_length hints: no extra trailer read), a decode thread per camera.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import torch
+from torch.utils.data import Dataset
+
+from robodata.config import require
+from robodata.container import EpisodeReader
+from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest
+from robodata.dataset.index import Anchor, SampleIndex
+from robodata.dataset.pattern import ReadPattern, StreamWindow
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    split: str | None = "train"      # manifest split to use (None: all rows)
+    reader_cache: int = 128          # open readers kept per worker
+    decode_threads: int = 0          # threads per worker for camera decode (0: one per camera)
+    seed: int = 0                    # only used for jittered anchors when keys are ints
+
+    def __post_init__(self) -> None:
+        require(self.reader_cache >= 1, "reader_cache must be >= 1")
+        require(self.decode_threads >= 0, "decode_threads must be >= 0")
+
+
+class PatternDataset(Dataset):
+    def __init__(self, manifest: pa.Table, pattern: ReadPattern, cache: Any = None,
+                 config: DatasetConfig | None = None):
+        self.config = config or DatasetConfig()
+        if self.config.split is not None and "split" in manifest.column_names:
+            manifest = manifest.filter(pa.compute.equal(manifest.column("split"), self.config.split))
+        self.manifest = manifest
+        self.pattern = pattern
+        self.cache = cache
+        self.index = SampleIndex(manifest, pattern)
+        self._uris = manifest.column("uri").to_pylist()
+        self._ids = manifest.column("episode_id").to_pylist()
+        cols = set(manifest.column_names)
+        self._hints = {k: manifest.column(k).to_pylist() if k in cols else [None] * manifest.num_rows
+                       for k in ("size_bytes", "footer_offset", "footer_length")}
+        self._pid = -1
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    # ------------------------------------------------------------------ per-process state
+    def _proc(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._readers: OrderedDict[int, EpisodeReader] = OrderedDict()
+            n = self.config.decode_threads or sum(len(w.streams) for w in self.pattern.video)
+            self._pool = decode_pool(n)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for k in ("_readers", "_pool"):
+            state.pop(k, None)
+        state["_pid"] = -1
+        return state
+
+    def reader(self, row: int) -> EpisodeReader:
+        self._proc()
+        r = self._readers.get(row)
+        if r is not None:
+            self._readers.move_to_end(row)
+            return r
+        uri = self._uris[row]
+        size = self._hints["size_bytes"][row] or None
+        src = self.cache.source(uri, size=size) if self.cache is not None else uri
+        fo, fl = self._hints["footer_offset"][row], self._hints["footer_length"][row]
+        r = EpisodeReader.open(src, footer_offset=fo, footer_length=fl)
+        self._readers[row] = r
+        if len(self._readers) > self.config.reader_cache:
+            _, old = self._readers.popitem(last=False)
+            old.close()
+        return r
+
+    # ------------------------------------------------------------------ samples
+    def __getitem__(self, key: Anchor | int) -> dict[str, Any]:
+        return self.__getitems__([key])[0]
+
+    def __getitems__(self, keys: Sequence[Anchor | int]) -> list[dict[str, Any]]:
+        anchors = [k if isinstance(k, Anchor) else self.index.locate(int(k), self.config.seed) for k in keys]
+        out: list[dict[str, Any] | None] = [None] * len(anchors)
+        by_row: dict[int, list[int]] = {}
+        for i, a in enumerate(anchors):
+            by_row.setdefault(a.row, []).append(i)
+        for row, items in by_row.items():
+            samples = self._episode_samples(row, [anchors[i].t for i in items])
+            for i, s in zip(items, samples):
+                s["episode_index"] = torch.tensor(row, dtype=torch.int64)
+                s["t"] = torch.tensor(anchors[i].t, dtype=torch.float64)
+                out[i] = s
+        return out  # type: ignore[return-value]
+
+    def _targets(self, w: StreamWindow, rate: float, ts: list[float]) -> np.ndarray:
+        steps = w.offset + np.arange(w.length) * w.every
+        return np.asarray(ts)[:, None] + steps[None, :] / rate       # (samples, length) seconds
+
+    def _episode_samples(self, row: int, ts: list[float]) -> list[dict[str, Any]]:
+        r = self.reader(row)
+        streams = r.meta.streams
+        samples: list[dict[str, Any]] = [{} for _ in ts]
+        # ---- cameras: one fetch, one decode per GOP for the whole batch
+        video = [(w, s) for w in self.pattern.video for s in w.streams]
+        if video:
+            targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in video}
+            ranges = {s: (float(t.min()) - 1.0 / streams[s].rate_hz, float(t.max()) + 1.0 / streams[s].rate_hz)
+                      for s, t in targets.items()}
+            frames = fetch_streams(r, ranges)
+            picks = {}
+            wanted = {}
+            for w, s in video:
+                times, pts_by_time = frames[s].by_time()
+                j, ok = nearest(times, targets[s].ravel(), 0.5 / streams[s].rate_hz)
+                pts = pts_by_time[j].reshape(targets[s].shape) if len(times) else None
+                picks[s] = (pts, ok.reshape(targets[s].shape))
+                wanted[s] = set(int(p) for p in pts.ravel()) if pts is not None else set()
+
+            def run(item):
+                w, s = item
+                dec = GopDecoder(r.layout.group_of(s).video.codec, r._extradata.get(s, b""), w.resize,  # type: ignore[union-attr]
+                                 r.meta.episode_id, s)
+                return s, dec.decode(frames[s], wanted[s])
+
+            decoded = dict(self._pool.map(run, video))
+            for w, s in video:
+                pts, ok = picks[s]
+                if pts is None:
+                    raise_missing(r, s, ts)
+                got = decoded[s]
+                r.stats.frames_decoded += len(got)
+                for k in range(len(ts)):
+                    samples[k][s] = torch.from_numpy(np.stack([got[int(p)] for p in pts[k]]))
+                    samples[k][f"{s}_is_pad"] = torch.from_numpy(~ok[k])
+        # ---- low-dimensional streams: one window read covering the batch
+        arrays = [(w, s) for w in self.pattern.windows if w.kind == "array" for s in w.streams]
+        if arrays:
+            targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in arrays}
+            lo = min(float(t.min()) - 1.0 / streams[s].rate_hz for s, t in targets.items())
+            hi = max(float(t.max()) + 1.0 / streams[s].rate_hz for s, t in targets.items())
+            win = r.read_window(max(lo, 0.0), hi, [s for _, s in arrays])
+            for w, s in arrays:
+                data, t = win[s].data, win[s].t
+                if len(t) == 0:
+                    raise_missing(r, s, ts)
+                j, ok = nearest(t, targets[s].ravel(), 0.5 / streams[s].rate_hz)
+                vals = data[j].reshape(*targets[s].shape, *data.shape[1:])
+                okr = ok.reshape(targets[s].shape)
+                for k in range(len(ts)):
+                    samples[k][s] = torch.from_numpy(np.ascontiguousarray(vals[k]))
+                    samples[k][f"{s}_is_pad"] = torch.from_numpy(~okr[k])
+        return samples
+
+    def close(self) -> None:
+        if self._pid == os.getpid():
+            for r in self._readers.values():
+                r.close()
+            self._readers.clear()
+            self._pool.shutdown(wait=False)
+            self._pid = -1
+
+
+def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:
+    from robodata.errors import ContainerError
+
+    raise ContainerError(r.meta.episode_id, f"stream {stream!r} has no samples near t={min(ts):.3f}..{max(ts):.3f} s")

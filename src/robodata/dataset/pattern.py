@@ -1,0 +1,119 @@
+"""ReadPattern: the one typed description of a training workload's reads.
+
+The loader reads it to cut samples, the page cache and the layout advisor read it to
+know which streams are read together, how far apart and how densely.
+
+A sample is taken at an *anchor* time in an episode. Each StreamWindow says which
+streams to return around the anchor: `length` samples, keeping every `every`-th native
+sample (frame subsampling), starting `offset` native samples after the anchor (negative:
+history). Anchors sit in slots `anchor_stride_s` apart; with `anchor_jitter` each anchor
+is placed at a seeded random position inside its slot ("random positions"), otherwise on
+the slot start. Anchors snap to the sample grid of the first video window, so
+overlapping windows share decoded frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robodata.config import from_dict, require
+from robodata.errors import ConfigError
+
+KINDS = ("video", "array")
+
+
+@dataclass(frozen=True)
+class StreamWindow:
+    name: str                                # modality key, e.g. "cameras", "state", "action"
+    streams: tuple[str, ...]                 # streams of that modality, e.g. the 3 cameras
+    kind: str = "array"                      # video | array
+    length: int = 1                          # samples returned per stream
+    every: int = 1                           # keep every k-th native sample (30 fps, every=3 -> 10 fps)
+    offset: int = 0                          # first sample relative to the anchor, native samples
+    resize: tuple[int, int] | None = None    # video only: (height, width) of returned frames
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "streams", tuple(self.streams))
+        if self.resize is not None:
+            object.__setattr__(self, "resize", tuple(int(x) for x in self.resize))
+        require(bool(self.name), "stream window needs a name")
+        require(len(self.streams) > 0, f"window {self.name!r}: no streams")
+        require(self.kind in KINDS, f"window {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        require(self.length >= 1, f"window {self.name!r}: length must be >= 1")
+        require(self.every >= 1, f"window {self.name!r}: every must be >= 1")
+        if self.resize is not None:
+            require(self.kind == "video", f"window {self.name!r}: resize only applies to video")
+            require(len(self.resize) == 2 and all(x > 0 and x % 2 == 0 for x in self.resize),
+                    f"window {self.name!r}: resize must be (even height, even width)")
+
+    @property
+    def first(self) -> int:
+        return self.offset
+
+    @property
+    def last(self) -> int:
+        return self.offset + (self.length - 1) * self.every
+
+    def span_s(self, rate_hz: float) -> tuple[float, float]:
+        """Window extent around the anchor in seconds: (start, end) offsets."""
+        return self.first / rate_hz, self.last / rate_hz
+
+
+@dataclass(frozen=True)
+class ReadPattern:
+    name: str
+    windows: tuple[StreamWindow, ...]
+    anchor_stride_s: float = 1.0
+    anchor_jitter: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "windows", tuple(self.windows))
+        require(bool(self.name), "read pattern needs a name")
+        require(len(self.windows) > 0, f"pattern {self.name!r}: no windows")
+        names = [w.name for w in self.windows]
+        require(len(set(names)) == len(names), f"pattern {self.name!r}: duplicate window names {names}")
+        streams = [s for w in self.windows for s in w.streams]
+        require(len(set(streams)) == len(streams), f"pattern {self.name!r}: a stream is in two windows")
+        require(self.anchor_stride_s > 0, f"pattern {self.name!r}: anchor_stride_s must be > 0")
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        return tuple(s for w in self.windows for s in w.streams)
+
+    @property
+    def video(self) -> tuple[StreamWindow, ...]:
+        return tuple(w for w in self.windows if w.kind == "video")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ReadPattern":
+        return from_dict(cls, d)
+
+
+CAMERAS = ("cam_left", "cam_right", "wrist")
+
+
+def preset(name: str, cameras: tuple[str, ...] = CAMERAS, fps: float = 30.0,
+           resize: tuple[int, int] | None = None) -> ReadPattern:
+    """Named workloads.
+
+    wam: world-action model: 4 s contiguous of every camera at 10 fps (every 3rd frame of
+         30 fps) + joint state and commands at the same 10 Hz; anchors every second.
+    vla: vision-language-action policy: the current and previous frame of every camera,
+         the current joint state, and a 50-step (0.5 s at 100 Hz) action chunk; every frame
+         is an anchor, and the sampler's shuffle puts them at random positions.
+    """
+    if name == "wam":
+        sub = max(1, round(fps / 10.0))
+        n = int(round(4.0 * fps / sub))
+        return ReadPattern("wam", (
+            StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
+            StreamWindow("state", ("joint_pos",), "array", length=n, every=10),
+            StreamWindow("action", ("cmd",), "array", length=n, every=10),
+        ), anchor_stride_s=1.0, anchor_jitter=False)
+    if name == "vla":
+        return ReadPattern("vla", (
+            StreamWindow("cameras", cameras, "video", length=2, every=1, offset=-1, resize=resize),
+            StreamWindow("state", ("joint_pos",), "array", length=1),
+            StreamWindow("action", ("cmd",), "array", length=50),
+        ), anchor_stride_s=1.0 / fps, anchor_jitter=False)
+    raise ConfigError(f"unknown read pattern preset {name!r}; known: ['vla', 'wam']")

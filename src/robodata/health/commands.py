@@ -1,0 +1,134 @@
+"""`robodata health check|show|repair`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from robodata.errors import ConfigError
+
+health_app = typer.Typer(no_args_is_help=True, help="Node preflight (healthy vs assignable) and scheduler repair.")
+EXIT_EXCLUDED = 3
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(health_app, name="health")
+
+
+@health_app.command("check")
+def check(
+    node: Optional[str] = typer.Option(None, help="node name to record (default: hostname)"),
+    table: Optional[str] = typer.Option(None, help="node-health Delta table to append the result to"),
+    config: Optional[Path] = typer.Option(None, help="HealthConfig YAML"),
+    fake_nvml: Optional[Path] = typer.Option(None, help="JSON spec for the fake NVML backend (demos/tests)"),
+    probes: bool = typer.Option(True, help="run the matmul and gloo all-reduce probes"),
+    as_json: bool = typer.Option(False, "--json", help="print the result row as JSON"),
+    every: Optional[float] = typer.Option(None, help="repeat every N seconds (DaemonSet mode; needs --table)"),
+    times: Optional[int] = typer.Option(None, help="with --every: stop after this many checks"),
+) -> None:
+    """Run the preflight on this node. Exit code 3 when the node is not assignable (one-shot mode)."""
+    from robodata.config import load_yaml
+    from robodata.health.config import HealthConfig
+    from robodata.health.fake_nvml import FakeNvml
+    from robodata.health.preflight import run_preflight
+    from robodata.health.store import write_results
+
+    try:
+        cfg = load_yaml(HealthConfig, config) if config else HealthConfig()
+        nvml = FakeNvml.from_file(fake_nvml) if fake_nvml else None
+    except (ConfigError, OSError, json.JSONDecodeError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if every is not None and (every <= 0 or not table):
+        raise typer.BadParameter("--every needs a positive number of seconds and --table")
+    done = 0
+    while True:
+        result = run_preflight(cfg, node=node, nvml=nvml, probes=probes)
+        if table:
+            write_results(table, [result])
+        _print(result, as_json)
+        done += 1
+        if every is None:
+            break
+        if times is not None and done >= times:
+            return
+        time.sleep(every)
+    if not result.verdict.assignable:
+        raise typer.Exit(EXIT_EXCLUDED)
+
+
+def _print(result: Any, as_json: bool) -> None:
+    v = result.verdict
+    if as_json:
+        row = result.to_row()
+        row["checked_at"] = row["checked_at"].isoformat()
+        typer.echo(json.dumps(row, sort_keys=True))
+    else:
+        typer.echo(f"{v.node}: healthy={v.healthy} assignable={v.assignable} ({len(result.gpus)} GPUs, "
+                   f"{result.seconds:.1f}s)")
+        for reason in v.reasons():
+            typer.echo(f"  - {reason}")
+
+
+@health_app.command("show")
+def show(table: str = typer.Argument(..., help="node-health Delta table"),
+         max_age_s: Optional[float] = typer.Option(None, help="ignore records older than this")) -> None:
+    """Newest verdict per node; excluded nodes with their reasons."""
+    from datetime import timedelta
+
+    from robodata.health.store import latest_by_node
+
+    latest = latest_by_node(table, max_age=timedelta(seconds=max_age_s) if max_age_s else None)
+    for name, row in sorted(latest.items()):
+        state = "assignable" if row["assignable"] else "EXCLUDED"
+        typer.echo(f"{name}\t{state}\thealthy={row['healthy']}\t{row['checked_at'].isoformat()}")
+        for reason in row["exclusion_reasons"] or []:
+            typer.echo(f"  - {reason}")
+
+
+@health_app.command("repair")
+def repair(
+    audit: str = typer.Option(..., help="audit Delta table"),
+    health: Optional[str] = typer.Option(None, help="node-health Delta table (needed to restore cordoned nodes)"),
+    apply: bool = typer.Option(False, "--apply", help="make changes (default: dry-run, report only)"),
+    host: Optional[str] = typer.Option(None, help="API server URL (no auth), e.g. a loopback test server"),
+    kubeconfig: Optional[str] = typer.Option(None, help="kubeconfig path (default: $KUBECONFIG / ~/.kube/config)"),
+    context: Optional[str] = typer.Option(None, help="kubeconfig context"),
+    in_cluster: bool = typer.Option(False, help="use the pod's service account"),
+    config: Optional[Path] = typer.Option(None, help="RepairConfig YAML"),
+    state: Optional[Path] = typer.Option(None, help="JSON file keeping first-seen/reported state between runs"),
+) -> None:
+    """One pass of cordon and stale-allocation repair; every action goes to the audit table."""
+    from robodata.cluster.config import RepairConfig
+    from robodata.cluster.kube import api_client
+    from robodata.cluster.repair import run_repair
+    from robodata.cluster.state import RepairState
+    from robodata.config import load_yaml
+
+    try:
+        cfg = load_yaml(RepairConfig, config) if config else RepairConfig()
+        api = api_client(host=host, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    cfg = dataclasses.replace(cfg, dry_run=not apply)
+    st = RepairState()
+    if state and state.exists():
+        st.load_state_dict(json.loads(state.read_text()))
+    from kubernetes.client.rest import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        with api:
+            report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
+    except (ApiException, HTTPError) as exc:
+        typer.echo(f"error: Kubernetes API: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if state:
+        tmp = state.with_suffix(state.suffix + ".partial")
+        tmp.write_text(json.dumps(st.state_dict()))
+        tmp.replace(state)
+    typer.echo(report.summary())

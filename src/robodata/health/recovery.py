@@ -1,0 +1,75 @@
+"""Recovery cost of an automatic resume: lost steps and restart latency, as run metadata.
+
+Dagster-free: it reads the run tags Dagster's run retries set (`dagster/retry_number`,
+`dagster/parent_run_id`, `dagster/root_run_id`) from a plain mapping. The training asset
+passes its resumed checkpoint step, the last step the failed attempt reached, and the
+failed attempt's end time (from the parent run record), and records `as_metadata()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from robodata.errors import RobodataError
+
+RETRY_NUMBER_TAG = "dagster/retry_number"
+PARENT_RUN_ID_TAG = "dagster/parent_run_id"
+ROOT_RUN_ID_TAG = "dagster/root_run_id"
+
+
+@dataclass(frozen=True)
+class RecoveryCost:
+    attempt: int  # 0 for a first run, n for the n-th automatic retry
+    parent_run_id: str | None
+    root_run_id: str | None
+    resumed_from_step: int | None  # checkpoint step the run restarted from (None: from scratch)
+    last_step_before_failure: int | None
+    lost_steps: int
+    restart_latency_s: float | None  # failed attempt's end -> this attempt's start
+
+    @property
+    def is_retry(self) -> bool:
+        return self.attempt > 0
+
+    def as_metadata(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"recovery/attempt": self.attempt, "recovery/lost_steps": self.lost_steps}
+        if self.parent_run_id:
+            out["recovery/parent_run_id"] = self.parent_run_id
+        if self.root_run_id:
+            out["recovery/root_run_id"] = self.root_run_id
+        if self.resumed_from_step is not None:
+            out["recovery/resumed_from_step"] = self.resumed_from_step
+        if self.restart_latency_s is not None:
+            out["recovery/restart_latency_s"] = round(self.restart_latency_s, 3)
+        return out
+
+
+def recovery_cost(
+    tags: Mapping[str, str],
+    *,
+    start_time: float,
+    parent_end_time: float | None = None,
+    last_step_before_failure: int | None = None,
+    resumed_from_step: int | None = None,
+) -> RecoveryCost:
+    """Cost of this attempt's recovery. Steps done after the checkpoint and before the
+    failure are lost; a first run (no retry tag) costs nothing."""
+    try:
+        attempt = int(tags.get(RETRY_NUMBER_TAG, "0"))
+    except ValueError:
+        raise RobodataError(f"run tag {RETRY_NUMBER_TAG}={tags[RETRY_NUMBER_TAG]!r} is not an integer") from None
+    if attempt < 0:
+        raise RobodataError(f"run tag {RETRY_NUMBER_TAG} must be >= 0, got {attempt}")
+    if resumed_from_step is not None and last_step_before_failure is not None \
+            and resumed_from_step > last_step_before_failure:
+        raise RobodataError(f"resumed from step {resumed_from_step}, after the failed attempt's last step "
+                            f"{last_step_before_failure}: the checkpoint is not from the failed attempt")
+    lost = 0
+    if attempt and last_step_before_failure is not None:
+        lost = last_step_before_failure - (resumed_from_step or 0)
+    latency = None
+    if attempt and parent_end_time is not None:
+        latency = max(0.0, start_time - parent_end_time)
+    return RecoveryCost(attempt, tags.get(PARENT_RUN_ID_TAG), tags.get(ROOT_RUN_ID_TAG), resumed_from_step,
+                        last_step_before_failure, lost, latency)

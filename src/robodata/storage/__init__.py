@@ -1,0 +1,5 @@
+"""Where data lives: a storage root (local folder or s3://bucket/prefix) and its options."""
+
+from robodata.storage.location import StorageLocation
+
+__all__ = ["StorageLocation"]

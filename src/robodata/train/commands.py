@@ -1,0 +1,87 @@
+"""`robodata train CONFIG` and `robodata lineage CHECKPOINT`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+
+from robodata.errors import ConfigError, RobodataError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+    app.command("lineage")(lineage)
+
+
+def load_with_overrides(path: str, overrides: list[str] | None):
+    """Load a TrainConfig from YAML, applying dotted `key=value` overrides (values parsed as YAML)."""
+    from robodata.train.config import config_from_dict
+
+    p = Path(path)
+    try:
+        data: Any = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at top level")
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        node = data
+        *parents, leaf = key.split(".")
+        for k in parents:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {key}: {k} is not a mapping")
+        node[leaf] = yaml.safe_load(value)
+    return config_from_dict(data)
+
+
+def train(config: str = typer.Argument(..., help="training config YAML"),
+          set_: list[str] = typer.Option(None, "--set", help="override, e.g. --set topology.nodes=1 (repeatable)")
+          ) -> None:
+    """Train (or resume, from the newest complete checkpoint in run_dir) and print the result."""
+    from robodata.train.launch import train as run
+
+    console = Console(stderr=True)
+    try:
+        cfg = load_with_overrides(config, set_)
+        result = run(cfg)
+    except RobodataError as exc:
+        console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
+        raise typer.Exit(2) from None
+    print(json.dumps({k: v for k, v in result.items() if k != "ranks"}, default=str))
+
+
+def lineage(checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
+            as_json: bool = typer.Option(False, "--json", help="print the whole meta.json")) -> None:
+    """Print the data and code a checkpoint was trained on."""
+    from robodata.train.lineage import LINEAGE_KEYS, read_checkpoint_meta
+
+    console = Console()
+    try:
+        meta = read_checkpoint_meta(checkpoint)
+    except RobodataError as exc:
+        console.print(f"[red]RobodataError:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(meta, indent=1, default=str))
+        return
+    lin = meta.get("lineage", {})
+    print(f"checkpoint: {meta['checkpoint']}")
+    print(f"step: {meta.get('step')}")
+    for key in LINEAGE_KEYS:
+        value = lin.get(key)
+        print(f"{key}: {json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value}")
+    gp = meta.get("goodput", {})
+    if gp:
+        print("goodput: " + " ".join(f"{k}={gp[k]}" for k in ("goodput", "data_wait_fraction", "restarts",
+                                                                 "lost_steps") if k in gp))

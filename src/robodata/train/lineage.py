@@ -1,0 +1,92 @@
+"""Lineage: which exact data and code a checkpoint was trained on.
+
+Every checkpoint's meta.json (and the training_run materialization) carries
+manifest_hash, catalog_version, spec_hash (from the manifest's Parquet key-value metadata,
+written by curation), layout_version(s) of the containers in the manifest, code_version
+(git sha, or the package version outside a checkout) and the sampler position.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
+                                     MANIFEST_META_SPEC_HASH)
+from robodata.errors import RobodataError
+
+LINEAGE_KEYS = ("manifest_hash", "catalog_version", "spec_hash", "layout_version", "code_version",
+                "config_hash", "sampler_position")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """`git:<sha>[-dirty]` of the checkout this code runs from, else `robodata==<version>`."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return f"git:{sha}" + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        try:
+            return f"robodata=={metadata.version('robodata')}"
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+
+def config_hash(cfg_dict: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(cfg_dict, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def manifest_lineage(path: str) -> dict[str, Any]:
+    """Hashes and versions recorded in a manifest's Parquet metadata, plus its layout versions.
+
+    Reads the footer and one column, in batches (memory does not grow with the row count)."""
+    import pyarrow.dataset as pads
+
+    try:
+        ds = pads.dataset(path, format="parquet")
+    except (FileNotFoundError, OSError) as exc:
+        raise RobodataError(f"manifest {path!r} cannot be opened: {exc}") from exc
+    meta = ds.schema.metadata or {}
+
+    def get(key: bytes) -> str | None:
+        v = meta.get(key)
+        return v.decode() if v is not None else None
+
+    layouts: set[str] = set()
+    if "layout_version" in ds.schema.names:
+        for batch in ds.to_batches(columns=["layout_version"], batch_size=1 << 16):
+            layouts.update(v for v in batch.column(0).unique().to_pylist() if v is not None)
+    catalog = get(MANIFEST_META_CATALOG_VERSION)
+    return {
+        "source": "manifest",
+        "manifest": str(path),
+        "manifest_hash": get(MANIFEST_META_CONTENT_HASH),
+        "catalog_version": int(catalog) if catalog is not None and catalog.lstrip("-").isdigit() else catalog,
+        "spec_hash": get(MANIFEST_META_SPEC_HASH),
+        "layout_version": sorted(layouts)[0] if len(layouts) == 1 else sorted(layouts),
+    }
+
+
+def read_checkpoint_meta(path: str | Path) -> dict[str, Any]:
+    """meta.json of a checkpoint directory (or of the newest complete one under a run's checkpoints/)."""
+    from robodata.train.checkpoint import complete_checkpoints
+
+    p = Path(path)
+    if not (p / "meta.json").exists():
+        found = complete_checkpoints(p / "checkpoints" if (p / "checkpoints").is_dir() else p)
+        if not found:
+            raise RobodataError(f"{p} is neither a checkpoint nor a directory holding complete checkpoints")
+        p = found[0]
+    try:
+        return json.loads((p / "meta.json").read_text()) | {"checkpoint": str(p)}
+    except (OSError, ValueError) as exc:
+        raise RobodataError(f"checkpoint {p}: unreadable meta.json: {exc}") from exc
