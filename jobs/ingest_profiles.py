@@ -7,21 +7,25 @@ live               full graph, per arrival: in-process executor, one worker, fas
 bulk               full graph for throughput: conversion bins on every core
 
 All profiles run their steps in one process (in_process_executor): the parallel work happens in
-the conversion / alignment worker processes of a step (work bins), so a process per step would
-only add start-up time and ~45 event-log rows per run (123 instead of 79 measured).
+the conversion / alignment worker processes of a step (work bins), so a process (or pod) per step
+would only add start-up time and ~45 event-log rows per run (123 instead of 79 measured). In prod
+the run pod itself is sized for encoding: the `dagster-k8s/config` run tag from
+step_resources("encode"), which the k8s run launcher applies to the run's pod; batch runs carry
+BATCH_RUN_TAGS so the run queue limits how many run at once.
 """
 import os
 
 import dagster as dg
 
 from assets.ingest import INGEST_BATCH, episode_metadata, features, segments
+from resources.deployment import BATCH_RUN_TAGS, step_resources
 
 INGEST = dg.AssetSelection.groups("ingest")
 
 
 PROFILE_FIELDS = {
     "live": {"workers": 1, "decode_threads": 1, "preset": "ultrafast", "visual_frames": 2},
-    "bulk": {"workers": max(1, os.cpu_count() or 2), "decode_threads": 2},
+    "bulk": {"workers": int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))), "decode_threads": 2},
 }
 
 
@@ -35,8 +39,10 @@ def _cfg(**fields) -> dict:
     return {"resources": {"ingest": {"config": fields}}} if fields else {}
 
 
+RUN_TAGS = {**BATCH_RUN_TAGS, **step_resources("encode")}
+
 full_job = dg.define_asset_job("full", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
-                               description="All ingestion assets and checks for one batch.")
+                               tags=RUN_TAGS, description="All ingestion assets and checks for one batch.")
 metadata_backfill_job = dg.define_asset_job(
     "metadata_backfill", selection=dg.AssetSelection.assets(episode_metadata).without_checks(), partitions_def=INGEST_BATCH,
     description="Recompute catalog rows from existing containers (footers only).")
@@ -44,10 +50,10 @@ relabel_job = dg.define_asset_job("relabel", selection=dg.AssetSelection.assets(
                                   partitions_def=INGEST_BATCH, description="Recompute segments and features only.")
 live_job = dg.define_asset_job("live", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
                                config=_cfg(**PROFILE_FIELDS["live"]),
-                               tags={"robodata/profile": "live"}, description="Low latency, small batches.")
+                               tags={**RUN_TAGS, "robodata/profile": "live"}, description="Low latency, small batches.")
 bulk_job = dg.define_asset_job("bulk", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
                                config=_cfg(**PROFILE_FIELDS["bulk"]),
-                               tags={"robodata/profile": "bulk"}, description="Throughput: bins on every core.")
+                               tags={**RUN_TAGS, "robodata/profile": "bulk"}, description="Throughput: bins on every core.")
 
 
 def resolved_full_job():
