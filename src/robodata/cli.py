@@ -19,6 +19,8 @@ COMMAND_MODULES = [
     "robodata.health.commands",
     "robodata.train.commands",
     "robodata.curate.commands",
+    "robodata.layout.commands",
+    "robodata.upload.commands",
 ]
 
 for _name in COMMAND_MODULES:
