@@ -1,29 +1,75 @@
-"""The demo job: run on the embedded default instance by `make demo`."""
+"""`make demo`: synthetic recordings -> landing zone -> one batch -> the whole ingestion graph,
+on the embedded default instance (SQLite under DAGSTER_HOME, local files).
 
-from __future__ import annotations
-
+    python -m jobs.demo --root .demo [--episodes 6] [--duration 10]
+"""
+import argparse
+import json
 import sys
+import time
+from pathlib import Path
 
 import dagster as dg
 
-demo_job = dg.define_asset_job("demo", selection=dg.AssetSelection.groups("ingest"))
+
+def prepare_landing(landing: Path, episodes: int, duration_s: float) -> None:
+    """Legacy JPEG folders (most), one MCAP recording, one small LeRobot v3.0 dataset."""
+    from robodata.ingest.synth import SynthConfig, synthesize
+    from robodata.ingest.synth_lerobot import write_lerobot
+
+    n_mcap = 1 if episodes > 1 else 0
+    synthesize(SynthConfig(episodes=episodes - n_mcap, duration_s=duration_s), landing)
+    if n_mcap:
+        synthesize(SynthConfig(episodes=1, duration_s=duration_s, format="mcap", site="site-b", seed=11), landing)
+    write_lerobot(landing / "lerobot-demo", "v3.0", episodes=2, frames_per_episode=30, height=96, width=128)
 
 
-def main(root: str) -> int:
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default=".demo")
+    ap.add_argument("--episodes", type=int, default=6)
+    ap.add_argument("--duration", type=float, default=10.0)
+    args = ap.parse_args(argv)
     from definitions import defs
+    from jobs.ingest_profiles import profile_config
+    from robodata.ingest.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.stagger import StaggerPolicy
+    from robodata.ingest.tables import IngestPaths
 
+    root = Path(args.root).resolve()
+    landing = root / "landing"
+    t0 = time.perf_counter()
+    if not landing.exists():
+        prepare_landing(landing, args.episodes, args.duration)
+    print(f"landing zone ready: {landing} ({time.perf_counter() - t0:.1f} s)")
+    state_file = root / "ingest" / "sensor_cursor.json"
+    state = LaunchState()
+    if state_file.exists():
+        state.load_state_dict(json.loads(state_file.read_text()))
+    t = tick(state, str(landing), IngestPaths(str(root)), BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(state.state_dict()))
+    if not t.new_batches:
+        print("no new landing items since the last demo run (delete the root to start over)")
+        return 0
     instance = dg.DagsterInstance.get()
-    job = defs.get_job_def("demo")
-    cfg = {"ops": {name: {"config": {"root": root}} for name in ("synthetic_landing", "demo_containers")}}
-    result = job.execute_in_process(instance=instance, run_config=cfg)
-    if not result.success:
-        return 1
-    for ev in result.get_asset_materialization_events():
-        md = ev.materialization.metadata
-        print(f"{ev.asset_key.to_user_string()}: " + ", ".join(f"{k}={v.value}" for k, v in md.items()))
-    return 0
+    instance.add_dynamic_partitions("ingest_batch", t.new_batches)
+    job = defs.get_job_def("full")
+    ok = True
+    for batch in t.new_batches:
+        res = job.execute_in_process(instance=instance, partition_key=batch, raise_on_error=False,
+                                     run_config=profile_config("bulk", root=str(root)))
+        ok &= res.success
+        print(f"batch {batch}: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
+        for ev in res.get_asset_materialization_events():
+            md = ev.materialization.metadata
+            print(f"  {ev.asset_key.to_user_string()}: " + ", ".join(f"{k}={v.value}" for k, v in md.items()))
+        for ev in res.get_asset_check_evaluations():
+            print(f"  check {ev.asset_key.to_user_string()}:{ev.check_name} passed={ev.passed} "
+                  + ", ".join(f"{k}={v.value}" for k, v in ev.metadata.items()))
+    print(f"catalog: {IngestPaths(str(root)).catalog} ({time.perf_counter() - t0:.1f} s total)")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    sys.exit(main(args[args.index("--root") + 1] if "--root" in args else ".demo"))
+    sys.exit(main(sys.argv[1:]))

@@ -13,11 +13,14 @@ import typer
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="robodata: data platform for robot learning")
 
 COMMAND_MODULES = [
+    "robodata.cache.commands",
     "robodata.container.commands",
     "robodata.ingest.commands",
     "robodata.health.commands",
     "robodata.train.commands",
     "robodata.curate.commands",
+    "robodata.layout.commands",
+    "robodata.upload.commands",
 ]
 
 for _name in COMMAND_MODULES:

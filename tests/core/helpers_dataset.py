@@ -22,5 +22,5 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
         "cameras": [["cam_left", "cam_right", "wrist"]] * n, "stream_rates_json": [rj] * n,
         "layout_version": ["v1"] * n, "size_bytes": sizes or [0] * n,
         "footer_offset": [f[0] for f in footers], "footer_length": [f[1] for f in footers],
-        "split": ["train"] * n, "weight": [1.0] * n,
+        "split": ["train"] * n, "weight": [d / sum(durations) for d in durations],  # as curation writes them
     }, schema=MANIFEST_SCHEMA)

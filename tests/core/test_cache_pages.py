@@ -146,3 +146,25 @@ def test_s3_origin_through_moto(tmp_path):
         assert src.read(PS, PS) == data[PS: 2 * PS]
         assert cache.stats().bytes_fetched == 3 * PS            # all hits
         assert src.read(0, len(data)) == data
+
+
+def test_cli_stats_and_reconcile(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from robodata.cli import app
+
+    uri, data = _origin(tmp_path, 3 * PS)
+    cache = _cache(tmp_path, 10)
+    cache.read(uri, 0, len(data))
+    cache.close()
+    (cache.store.path(object_id(uri), 0).parent / f".{object_id(uri)}.9.999999999.abcd.tmp").write_bytes(b"x")
+    root = str(tmp_path / "cache")
+    res = CliRunner().invoke(app, ["cache-stats", root, "--page-size", str(PS)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["resident_bytes"] == len(data)
+    res = CliRunner().invoke(app, ["cache-reconcile", root, "--page-size", str(PS), "--grace-s", "0"])
+    assert res.exit_code == 0 and json.loads(res.output)["temp_files"] == 1
+    res = CliRunner().invoke(app, ["cache-stats", root])   # wrong page size: a clear error, not a new cache
+    assert res.exit_code != 0 and "page_size" in str(res.exception)

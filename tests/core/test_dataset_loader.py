@@ -107,3 +107,32 @@ def test_dataloader_with_workers_pin_memory_persistent_and_cache(episodes, tmp_p
     assert seen == 2 * len(order)
     s = cache.stats()
     assert first.misses > 0 and s.misses == first.misses and s.hits > first.hits  # second epoch: all from local disk
+
+
+def test_pattern_loader_resumes_at_the_consumed_batch(episodes):
+    from robodata.dataset import LoaderConfig, PatternLoader
+
+    ds = PatternDataset(episodes, PATTERN)
+    cfg = LoaderConfig(batch_size=3, num_workers=2, prefetch_factor=2)
+    full = [(b["episode_index"].tolist(), b["t"].tolist()) for b in
+            PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)]
+    loader = PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)
+    it = iter(loader)
+    head = [next(it) for _ in range(2)]
+    assert head[0]["cam_left"].is_shared()          # built in the worker, straight in shared memory
+    assert head[0]["cam_left"].shape == (3, 4, 48, 64, 3)
+    state = loader.state_dict()                     # workers have prefetched further than this
+    assert state["sampler"]["position"] == 6
+    del it
+    resumed = PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)
+    resumed.load_state_dict(state)
+    tail = [(b["episode_index"].tolist(), b["t"].tolist()) for b in resumed]
+    assert [(h["episode_index"].tolist(), h["t"].tolist()) for h in head] + tail == full
+
+
+def test_workers_forked_after_the_parent_decoded_do_not_hang(episodes):
+    # The parent decodes first (its decode threads own swscale state), then forks workers.
+    ds = PatternDataset(episodes, PATTERN)
+    ds.batch([ds.index.locate(0)])
+    dl = DataLoader(ds, batch_size=2, num_workers=2, timeout=20)
+    assert sum(len(b["t"]) for b in dl) == len(ds)

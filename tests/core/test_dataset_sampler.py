@@ -71,7 +71,10 @@ def test_order_is_a_seeded_permutation(shuffle):
     idx = _index()
     n = len(idx)
     a = _ids(PatternSampler(idx, seed=3, shuffle=shuffle, block_size=4))
-    assert sorted(a) == list(range(n))
+    if shuffle == "block":   # 11 anchors per episode padded to 12: one repeat per episode
+        assert set(a) == set(range(n)) and len(a) == 7 * 12
+    else:
+        assert sorted(a) == list(range(n))
     assert a == _ids(PatternSampler(idx, seed=3, shuffle=shuffle, block_size=4))
     if shuffle != "none":
         assert a != list(range(n))
@@ -82,26 +85,29 @@ def test_order_is_a_seeded_permutation(shuffle):
 
 
 def test_block_shuffle_keeps_neighbours_together():
-    idx = _index()
+    idx = _index()   # 7 episodes x 11 anchors
     a = _ids(PatternSampler(idx, seed=0, shuffle="block", block_size=5))
-    runs = [a[0] // 5]
-    for x in a[1:]:
-        if x // 5 != runs[-1]:
-            runs.append(x // 5)
-    assert len(runs) == len(set(runs)) == -(-len(a) // 5)  # each block is one contiguous run
-    assert a[:5] != sorted(a[:5]) or a[5:10] != sorted(a[5:10])   # and shuffled inside
+    assert len(a) == 7 * 15 and set(a) == set(range(len(idx)))
+    blocks = [a[i:i + 5] for i in range(0, len(a), 5)]
+    for blk in blocks:
+        assert len({x // 11 for x in blk}) == 1                 # one episode per block
+        assert max(blk) - min(blk) < 5 or sorted(x % 11 for x in blk)[:1] == [0]  # neighbours (or the padded tail)
+    assert any(blk != sorted(blk) for blk in blocks)            # shuffled inside
+    assert [b[0] // 11 for b in blocks] != sorted(b[0] // 11 for b in blocks)  # and blocks shuffled
 
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_ranks_split_the_epoch(world):
-    idx = _index()  # 77 samples
+    idx = _index()  # 77 samples; in blocks of 4 padded to 7 x 12 = 84
+    padded = 84
     parts = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4)) for r in range(world)]
-    assert len({len(p) for p in parts}) == 1 and -(-len(idx) // world) <= len(parts[0]) <= -(-len(idx) // world) + 4
+    assert len({len(p) for p in parts}) == 1 and -(-padded // world) <= len(parts[0]) <= -(-padded // world) + 4
     assert set().union(*map(set, parts)) == set(range(len(idx)))
     dl = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4, drop_last=True))
           for r in range(world)]
-    assert len({len(p) for p in dl}) == 1 and len(dl[0]) >= len(idx) // world - 4
-    assert len(set().union(*map(set, dl))) == sum(map(len, dl))  # no duplicates with drop_last
+    assert len({len(p) for p in dl}) == 1 and len(dl[0]) >= padded // world - 4
+    g = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, drop_last=True)) for r in range(world)]
+    assert len(set().union(*map(set, g))) == sum(map(len, g))  # global shuffle + drop_last: no duplicates
 
 
 @pytest.mark.parametrize("shuffle", ["global", "block"])
@@ -119,3 +125,20 @@ def test_resume_continues_the_exact_order(shuffle):
     assert len(head) + len(tail) == len(full) and tail == full[23:]
     with pytest.raises(ConfigError, match="seed"):
         PatternSampler(idx, seed=1, shuffle=shuffle, block_size=3).load_state_dict(state)
+
+
+def test_manifest_weights_set_each_episodes_share():
+    pat = ReadPattern("p", (StreamWindow("act", ("cmd",), "array", length=1),), anchor_stride_s=1.0)
+    m = manifest(["a", "b", "c"], [10.0, 10.0, 10.0])
+    m = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.5, 0.25, 0.25]))
+    idx = SampleIndex(m, pat, use_weights=True)
+    assert list(idx.native) == [11, 11, 11] and list(idx.counts) == [17, 8, 8]
+    rows = [idx.locate(i).row for i in range(len(idx))]
+    assert rows.count(0) == 17
+    t0 = sorted(idx.locate(i).t for i in range(17))
+    assert set(t0) == {float(x) for x in range(11)}              # every anchor of "a" used, some twice
+    assert len({idx.locate(i).t for i in range(17, 25)}) == 8     # "b": 8 distinct of its 11 anchors
+    assert list(SampleIndex(m, pat).counts) == [11, 11, 11]      # natural counts without weights
+    bad = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.0, 0.0, 0.0]))
+    with pytest.raises(ConfigError, match="weights"):
+        SampleIndex(bad, pat, use_weights=True)

@@ -167,3 +167,25 @@ def test_lineage_command_prints_the_checkpoint_lineage(reference):
     assert "code_version: " in res.output and "sampler_position: " in res.output and "step: 16" in res.output
     bad = CliRunner().invoke(app, ["lineage", str(reference / "nope")])
     assert bad.exit_code == 2
+
+
+def test_sigterm_checkpoints_at_the_agreed_step_and_exits_3(tmp_path):
+    cfg = tiny_config(tmp_path / "run", steps=400, topology__nodes=1, topology__gpus_per_node=2)
+    proc = start(cfg, tmp_path)
+    beat = tmp_path / "run" / "heartbeat.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if json.loads(beat.read_text())["step"] >= 5:
+                proc.send_signal(signal.SIGTERM)       # the launcher only, as a preempting scheduler does
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.005)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 3, out[-3000:]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert not result["complete"] and 5 <= result["step"] < 400
+    newest = complete_checkpoints(tmp_path / "run" / "checkpoints")[0]
+    assert newest.name == f"step-{result['step']:08d}" and result["checkpoint"] == str(newest)
+    assert json.loads(beat.read_text())["step"] == result["step"]

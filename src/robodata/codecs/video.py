@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,10 +18,13 @@ _tls = threading.local()
 def to_rgb(frame: av.VideoFrame) -> np.ndarray:
     """YUV -> RGB24 through a per-thread reformatter: its cached SwsContext saves ~1.5 ms/frame
     over frame.to_ndarray(format="rgb24"), which builds a new one for every frame."""
+    # Single-threaded swscale, and a fresh reformatter per process: an inherited one (after
+    # fork, e.g. DataLoader workers) may hold slice threads that no longer exist.
     rf = getattr(_tls, "reformatter", None)
-    if rf is None:
+    if rf is None or getattr(_tls, "pid", None) != os.getpid():
         rf = _tls.reformatter = VideoReformatter()
-    return rf.reformat(frame, format="rgb24").to_ndarray()
+        _tls.pid = os.getpid()
+    return rf.reformat(frame, format="rgb24", threads=1).to_ndarray()
 
 from robodata.codecs import video_codec
 

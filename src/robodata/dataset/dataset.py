@@ -1,8 +1,9 @@
 """PatternDataset: a map-style torch Dataset over a manifest and a ReadPattern.
 
-Keys are `Anchor`s from PatternSampler (or `int` sample ids). `__getitems__` serves a
-whole batch at once (torch's DataLoader calls it with the batch's keys): samples of the
-same episode share one footer, one range read per chunk and one decode per GOP.
+Keys are `Anchor`s from PatternSampler (or `int` sample ids). `batch(keys)` serves a
+whole batch at once (and `__getitems__`, which torch's DataLoader calls with a batch's
+keys): samples of the same episode share one footer, one range read per chunk and one
+decode per GOP. `robodata.dataset.loader.PatternLoader` feeds `batch` to a DataLoader.
 
 Each sample is a dict: one uint8 tensor (T, H, W, 3) per camera and one float tensor
 (T, *shape) per array stream, `<stream>_is_pad` (T,) bool where a wanted sample fell
@@ -16,6 +17,7 @@ footer_offset/footer_length hints: no extra trailer read), a decode thread per c
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -23,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.container import EpisodeReader
@@ -38,6 +40,7 @@ class DatasetConfig:
     reader_cache: int = 128          # open readers kept per worker
     decode_threads: int = 0          # threads per worker for camera decode (0: one per camera)
     seed: int = 0                    # only used for jittered anchors when keys are ints
+    use_weights: bool = True         # sample episodes by the manifest's mixing weights (see SampleIndex)
 
     def __post_init__(self) -> None:
         require(self.reader_cache >= 1, "reader_cache must be >= 1")
@@ -53,7 +56,7 @@ class PatternDataset(Dataset):
         self.manifest = manifest
         self.pattern = pattern
         self.cache = cache
-        self.index = SampleIndex(manifest, pattern)
+        self.index = SampleIndex(manifest, pattern, use_weights=self.config.use_weights)
         self._uris = manifest.column("uri").to_pylist()
         self._ids = manifest.column("episode_id").to_pylist()
         cols = set(manifest.column_names)
@@ -101,65 +104,72 @@ class PatternDataset(Dataset):
         return self.__getitems__([key])[0]
 
     def __getitems__(self, keys: Sequence[Anchor | int]) -> list[dict[str, Any]]:
+        """Per-sample dicts (views into one batch) for torch's default collate."""
+        batch = self.batch(keys, shared=False)
+        return [{k: v[i] for k, v in batch.items()} for i in range(len(keys))]
+
+    def batch(self, keys: Sequence[Anchor | int], shared: bool | None = None) -> dict[str, torch.Tensor]:
+        """One collated batch: every frame is decoded once and written straight into the
+        batch tensors; in a dataloader worker those live in shared memory from the start,
+        so nothing is stacked or copied again on the way to the trainer."""
         anchors = [k if isinstance(k, Anchor) else self.index.locate(int(k), self.config.seed) for k in keys]
-        out: list[dict[str, Any] | None] = [None] * len(anchors)
+        if shared is None:
+            shared = get_worker_info() is not None
+        out = _Batch(len(anchors), shared)
         by_row: dict[int, list[int]] = {}
         for i, a in enumerate(anchors):
             by_row.setdefault(a.row, []).append(i)
         for row, items in by_row.items():
-            samples = self._episode_samples(row, [anchors[i].t for i in items])
-            for i, s in zip(items, samples):
-                s["episode_index"] = torch.tensor(row, dtype=torch.int64)
-                s["t"] = torch.tensor(anchors[i].t, dtype=torch.float64)
-                out[i] = s
-        return out  # type: ignore[return-value]
+            self._fill(row, [anchors[i].t for i in items], items, out)
+        out.tensors["episode_index"] = torch.tensor([a.row for a in anchors], dtype=torch.int64)
+        out.tensors["t"] = torch.tensor([a.t for a in anchors], dtype=torch.float64)
+        return out.tensors
 
     def _targets(self, w: StreamWindow, rate: float, ts: list[float]) -> np.ndarray:
         steps = w.offset + np.arange(w.length) * w.every
         return np.asarray(ts)[:, None] + steps[None, :] / rate       # (samples, length) seconds
 
-    def _episode_samples(self, row: int, ts: list[float]) -> list[dict[str, Any]]:
+    def _fill(self, row: int, ts: list[float], slots: list[int], out: "_Batch") -> None:
         r = self.reader(row)
         streams = r.meta.streams
-        samples: list[dict[str, Any]] = [{} for _ in ts]
-        # ---- cameras: one fetch, one decode per GOP for the whole batch
+        # ---- cameras: one fetch, one decode per GOP for all of this episode's samples
         video = [(w, s) for w in self.pattern.video for s in w.streams]
         if video:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in video}
-            ranges = {s: (float(t.min()) - 1.0 / streams[s].rate_hz, float(t.max()) + 1.0 / streams[s].rate_hz)
+            # nearest-sample tolerance is half a period: fetch no chunk that cannot hold a pick
+            ranges = {s: (float(t.min()) - 0.51 / streams[s].rate_hz, float(t.max()) + 0.51 / streams[s].rate_hz)
                       for s, t in targets.items()}
             frames = fetch_streams(r, ranges)
-            picks = {}
-            wanted = {}
+            picks, wanted = {}, {}
             for w, s in video:
                 times, pts_by_time = frames[s].by_time()
+                if len(times) == 0:
+                    raise_missing(r, s, ts)
                 j, ok = nearest(times, targets[s].ravel(), 0.5 / streams[s].rate_hz)
-                pts = pts_by_time[j].reshape(targets[s].shape) if len(times) else None
-                picks[s] = (pts, ok.reshape(targets[s].shape))
-                wanted[s] = set(int(p) for p in pts.ravel()) if pts is not None else set()
+                picks[s] = (pts_by_time[j].reshape(targets[s].shape), ok.reshape(targets[s].shape))
+                wanted[s] = {int(p) for p in pts_by_time[j]}
 
             def run(item):
                 w, s = item
                 dec = GopDecoder(r.layout.group_of(s).video.codec, r._extradata.get(s, b""), w.resize,  # type: ignore[union-attr]
                                  r.meta.episode_id, s)
-                return s, dec.decode(frames[s], wanted[s])
-
-            decoded = dict(self._pool.map(run, video))
-            for w, s in video:
+                got = dec.decode(frames[s], wanted[s])
                 pts, ok = picks[s]
-                if pts is None:
-                    raise_missing(r, s, ts)
-                got = decoded[s]
-                r.stats.frames_decoded += len(got)
-                for k in range(len(ts)):
-                    samples[k][s] = torch.from_numpy(np.stack([got[int(p)] for p in pts[k]]))
-                    samples[k][f"{s}_is_pad"] = torch.from_numpy(~ok[k])
-        # ---- low-dimensional streams: one window read covering the batch
+                h, wd = w.resize or streams[s].shape[:2]
+                dst = out.array(s, (w.length, h, wd, 3), torch.uint8)
+                for k, slot in enumerate(slots):
+                    for t_i, p in enumerate(pts[k]):
+                        dst[slot, t_i] = got[int(p)]
+                out.array(f"{s}_is_pad", (w.length,), torch.bool)[slots] = ~ok
+                return len(got)
+
+            r.stats.frames_decoded += sum(self._pool.map(run, video))
+        # ---- low-dimensional streams: one window read covering all of this episode's samples
         arrays = [(w, s) for w in self.pattern.windows if w.kind == "array" for s in w.streams]
         if arrays:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in arrays}
-            lo = min(float(t.min()) - 1.0 / streams[s].rate_hz for s, t in targets.items())
-            hi = max(float(t.max()) + 1.0 / streams[s].rate_hz for s, t in targets.items())
+            lo = min(float(t.min()) - 0.51 / streams[s].rate_hz for s, t in targets.items())
+            hi = max(float(t.max()) + 0.51 / streams[s].rate_hz for s, t in targets.items())
             win = r.read_window(max(lo, 0.0), hi, [s for _, s in arrays])
             for w, s in arrays:
                 data, t = win[s].data, win[s].t
@@ -167,11 +177,9 @@ class PatternDataset(Dataset):
                     raise_missing(r, s, ts)
                 j, ok = nearest(t, targets[s].ravel(), 0.5 / streams[s].rate_hz)
                 vals = data[j].reshape(*targets[s].shape, *data.shape[1:])
-                okr = ok.reshape(targets[s].shape)
-                for k in range(len(ts)):
-                    samples[k][s] = torch.from_numpy(np.ascontiguousarray(vals[k]))
-                    samples[k][f"{s}_is_pad"] = torch.from_numpy(~okr[k])
-        return samples
+                dtype = torch.from_numpy(data[:0]).dtype
+                out.array(s, (w.length, *data.shape[1:]), dtype)[slots] = vals
+                out.array(f"{s}_is_pad", (w.length,), torch.bool)[slots] = ~ok.reshape(targets[s].shape)
 
     def close(self) -> None:
         if self._pid == os.getpid():
@@ -180,6 +188,34 @@ class PatternDataset(Dataset):
             self._readers.clear()
             self._pool.shutdown(wait=False)
             self._pid = -1
+
+
+class _Batch:
+    """Batch tensors allocated on first use; in shared memory when `shared` (worker side)."""
+
+    def __init__(self, size: int, shared: bool):
+        self.size = size
+        self.shared = shared
+        self.tensors: dict[str, torch.Tensor] = {}
+        self._np: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def array(self, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> np.ndarray:
+        with self._lock:
+            a = self._np.get(name)
+            if a is None:
+                full = (self.size, *shape)
+                if self.shared:
+                    nbytes = int(np.prod(full)) * torch.empty(0, dtype=dtype).element_size()
+                    storage = torch.UntypedStorage._new_shared(max(nbytes, 1))
+                    t = torch.empty(0, dtype=torch.uint8).set_(storage)[:nbytes].view(dtype).view(full)
+                else:
+                    t = torch.empty(full, dtype=dtype)
+                self.tensors[name] = t
+                a = self._np[name] = t.numpy()
+            elif a.shape[1:] != shape:
+                raise ValueError(f"{name}: samples of one batch have different shapes {a.shape[1:]} and {shape}")
+            return a
 
 
 def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:

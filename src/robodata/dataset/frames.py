@@ -10,6 +10,7 @@ window of a 30 fps camera decodes only I/P frames.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +26,23 @@ from robodata.container.format import checksum
 from robodata.errors import ContainerError
 
 _tls = threading.local()
+_KEEP: list = []   # every reformatter ever made here; see _reformatter
+
+
+def _reformatter() -> VideoReformatter:
+    """One reformatter per thread (it caches its SwsContext across frames), single-threaded.
+
+    swscale's own slice threads would oversubscribe dataloader workers, and a SwsContext
+    that owns threads cannot be freed in a forked child (freeing joins threads that only
+    existed in the parent: a deadlock). So threads=1, and reformatters are never freed:
+    a child that inherits a thread-local one simply makes its own.
+    """
+    rf = getattr(_tls, "reformatter", None)
+    if rf is None or getattr(_tls, "pid", None) != os.getpid():
+        rf = _tls.reformatter = VideoReformatter()
+        _tls.pid = os.getpid()
+        _KEEP.append(rf)
+    return rf
 
 
 @dataclass
@@ -139,14 +157,12 @@ class GopDecoder:
 
     def _take(self, frame, wanted: set[int], out: dict[int, np.ndarray]) -> None:
         if frame.pts in wanted and frame.pts not in out:
-            rf = getattr(_tls, "reformatter", None)
-            if rf is None:  # one per thread: it caches its SwsContext across frames
-                rf = _tls.reformatter = VideoReformatter()
+            rf = _reformatter()
             if self.resize is None:
-                out[frame.pts] = rf.reformat(frame, format="rgb24").to_ndarray()
+                out[frame.pts] = rf.reformat(frame, format="rgb24", threads=1).to_ndarray()
             else:
                 h, w = self.resize
-                out[frame.pts] = rf.reformat(frame, width=w, height=h, format="rgb24").to_ndarray()
+                out[frame.pts] = rf.reformat(frame, width=w, height=h, format="rgb24", threads=1).to_ndarray()
 
 
 def nearest(times: np.ndarray, targets: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,12 @@ def _splitmix(x: int) -> int:
 
 
 class SampleIndex:
-    def __init__(self, manifest: pa.Table, pattern: ReadPattern):
+    """`use_weights`: honour the manifest's `weight` column (the curation spec's mixing
+    shares): episode i gets round(weight_i / sum(weight) * N) samples instead of its
+    natural anchor count (N = total natural anchors), by skipping or repeating anchors
+    evenly. Weights proportional to the natural counts change nothing."""
+
+    def __init__(self, manifest: pa.Table, pattern: ReadPattern, use_weights: bool = False):
         self.pattern = pattern
         n = manifest.num_rows
         duration = manifest.column("duration_s").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -54,6 +59,13 @@ class SampleIndex:
         counts = np.where(span >= -1e-9, np.floor(np.maximum(span, 0) / stride + 1e-9) + 1, 0).astype(np.int64)
         self._hi = a_hi
         self._grid = grid[codes]
+        self.native = counts
+        if use_weights and "weight" in manifest.column_names and n:
+            w = manifest.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
+            if np.any(~np.isfinite(w)) or np.any(w < 0) or w[counts > 0].sum() <= 0:
+                raise ConfigError("manifest weights must be finite, >= 0 and not all 0 on usable episodes")
+            w = np.where(counts > 0, w, 0.0)
+            counts = np.floor(w / w.sum() * counts.sum() + 0.5).astype(np.int64)
         self.counts = counts
         self.cum = np.cumsum(counts)
         self.num_episodes = n
@@ -81,6 +93,9 @@ class SampleIndex:
             raise IndexError(f"sample {sample} out of range [0, {len(self)})")
         row = int(np.searchsorted(self.cum, sample, side="right"))
         slot = sample - (int(self.cum[row - 1]) if row else 0)
+        native, want = int(self.native[row]), int(self.counts[row])
+        if want != native:   # weighted: spread `want` samples evenly over the `native` anchors
+            slot = slot * native // want if want <= native else slot % native
         t = self._lo[row] + slot * self._stride
         if self.pattern.anchor_jitter:
             room = min(self._stride, self._hi[row] - t)

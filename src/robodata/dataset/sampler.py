@@ -5,9 +5,10 @@ with cycle walking), so it costs O(1) memory however many samples there are, and
 resumed run recomputes exactly the same order from (seed, epoch, position).
 
 shuffle="global": every sample at a random position.
-shuffle="block":  consecutive samples (anchors next to each other in one episode) form
-                  blocks of `block_size`; the block order is shuffled and so is the order
-                  inside each block. Neighbouring samples then land in the same batch, so
+shuffle="block":  anchors next to each other in one episode form blocks of `block_size`
+                  (an episode's last block is filled up with its first anchors, so a
+                  block never spans two episodes); the block order is shuffled and so is
+                  the order inside each block. Neighbouring samples then land in the same batch, so
                   they share page-cache pages and one GOP decode (see PatternDataset).
 shuffle="none":   manifest order.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+import numpy as np
 from torch.utils.data import Sampler
 
 from robodata.config import require
@@ -79,6 +81,14 @@ class PatternSampler(Sampler[Anchor]):
         self.drop_last = drop_last
         self.epoch = 0
         self.position = 0          # samples of this epoch already yielded on this rank
+        self._pcum = None
+        self._n = len(index)
+        if self.block_size > 1 and len(index):
+            # Blocks never cross episodes: each episode's anchors are padded to whole blocks
+            # (the padding repeats its first anchors), so every block is B neighbours of one episode.
+            padded = -(-index.counts // self.block_size) * self.block_size
+            self._pcum = np.cumsum(padded)
+            self._n = int(self._pcum[-1])
 
     def __len__(self) -> int:
         counts = self._rank_counts()
@@ -86,7 +96,7 @@ class PatternSampler(Sampler[Anchor]):
 
     def _rank_counts(self) -> list[int]:
         """Samples each rank owns this epoch (whole blocks; one block may be partial)."""
-        n, bs, w = len(self.index), self.block_size, self.world_size
+        n, bs, w = self._n, self.block_size, self.world_size
         nb = -(-n // bs)
         counts = [(nb // w + (1 if r < nb % w else 0)) * bs for r in range(w)]
         if nb and n % bs:
@@ -110,7 +120,7 @@ class PatternSampler(Sampler[Anchor]):
         """Sample ids of this rank for the current epoch, from position `start` on.
 
         Skipping to `start` costs one permutation step per skipped block, not per sample."""
-        n = len(self.index)
+        n = self._n
         if n == 0:
             return
         bs = self.block_size
@@ -131,8 +141,18 @@ class PatternSampler(Sampler[Anchor]):
                 if yielded >= limit:
                     return
                 if yielded >= start:
-                    yield b * bs + inner(i)
+                    yield self._sample(b * bs + inner(i))
                 yielded += 1
+
+    def _sample(self, q: int) -> int:
+        """Padded block-space id -> sample id."""
+        if self._pcum is None:
+            return q
+        idx = self.index
+        row = int(np.searchsorted(self._pcum, q, side="right"))
+        j = q - (int(self._pcum[row - 1]) if row else 0)
+        base = int(idx.cum[row - 1]) if row else 0
+        return base + j % int(idx.counts[row])
 
     def __iter__(self) -> Iterator[Anchor]:
         pos = self.position

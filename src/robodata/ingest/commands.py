@@ -1,4 +1,4 @@
-"""`robodata synth` and `robodata import-legacy`."""
+"""`robodata synth`, `robodata import-legacy` and `robodata ingest`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from robodata.errors import ConfigError
 def register(app: typer.Typer) -> None:
     app.command("synth")(synth)
     app.command("import-legacy")(import_legacy_cmd)
+    app.command("ingest")(ingest_cmd)
 
 
 def synth(root: Path = typer.Argument(..., help="landing directory to write raw episodes into"),
@@ -44,3 +45,28 @@ def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="c
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"{res.episode_id} -> {res.path} ({res.bytes_written} bytes, {res.duration_s:.1f}s)")
+
+
+def ingest_cmd(landing: str = typer.Argument(..., help="landing zone: local dir or s3://bucket/prefix"),
+               root: Path = typer.Option(Path(".demo"), help="ingest state root (tables, containers, catalog)"),
+               batch: str = typer.Option("", help="batch name (default: a timestamp)"),
+               workers: int = typer.Option(1, help="conversion processes (work bins)")) -> None:
+    """Ingest everything complete in a landing zone as one batch, without Dagster."""
+    import json
+    import time
+
+    from robodata.ingest.batch import write_manifest
+    from robodata.ingest.landing import LandingCursor, new_items
+    from robodata.ingest.pipeline import run_batch
+    from robodata.ingest.settings import IngestSettings
+    from robodata.ingest.tables import IngestPaths
+
+    try:
+        settings = IngestSettings(root=str(root), workers=workers)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    items = new_items(landing, LandingCursor())
+    name = batch or time.strftime("cli-%Y%m%dT%H%M%S")
+    write_manifest(IngestPaths(settings.root), name, items)
+    out = run_batch(name, settings)
+    typer.echo(json.dumps({"batch": name, **{k: out[k] for k in ("episodes", "qc_results", "episode_metadata")}}, default=str))

@@ -18,19 +18,8 @@ def register(app: typer.Typer) -> None:
     app.command("lineage")(lineage)
 
 
-def load_with_overrides(path: str, overrides: list[str] | None):
-    """Load a TrainConfig from YAML, applying dotted `key=value` overrides (values parsed as YAML)."""
-    from robodata.train.config import config_from_dict
-
-    p = Path(path)
-    try:
-        data: Any = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {p}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping at top level")
+def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """Apply dotted `key=value` overrides (values parsed as YAML) to a config mapping, in place."""
     for item in overrides or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -42,7 +31,23 @@ def load_with_overrides(path: str, overrides: list[str] | None):
             if not isinstance(node, dict):
                 raise ConfigError(f"--set {key}: {k} is not a mapping")
         node[leaf] = yaml.safe_load(value)
-    return config_from_dict(data)
+    return data
+
+
+def load_with_overrides(path: str, overrides: list[str] | None):
+    """Load and validate a TrainConfig from YAML plus overrides."""
+    from robodata.train.config import config_from_dict
+
+    p = Path(path)
+    try:
+        data: Any = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at top level")
+    return config_from_dict(apply_overrides(data, overrides))
 
 
 def train(config: str = typer.Argument(..., help="training config YAML"),
@@ -54,11 +59,14 @@ def train(config: str = typer.Argument(..., help="training config YAML"),
     console = Console(stderr=True)
     try:
         cfg = load_with_overrides(config, set_)
-        result = run(cfg)
+        result = run(cfg, fresh_process=True)
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
     print(json.dumps({k: v for k, v in result.items() if k != "ranks"}, default=str))
+    if not result["complete"]:
+        console.print(f"stopped at step {result['step']} of {result['steps']}; rerun to resume")
+        raise typer.Exit(3)
 
 
 def lineage(checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),

@@ -10,15 +10,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from robodata.config import from_dict, load_yaml, require
+from robodata.errors import ConfigError
 
 BACKENDS = ("auto", "gloo", "nccl")
 DEVICES = ("auto", "cpu", "cuda")
 START_METHODS = ("auto", "fork", "spawn")
 DATA_KINDS = ("synthetic", "manifest")
+
+
+def check_numbers(obj: object) -> None:
+    """Type-check int/float fields; YAML's "3e-3" (a string in YAML 1.1) becomes 0.003."""
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        v, where = getattr(obj, f.name), f"{type(obj).__name__}.{f.name}"
+        if f.type == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                raise ConfigError(f"{where} must be a number, got {v!r}")
+            try:
+                setattr(obj, f.name, float(v))
+            except ValueError:
+                raise ConfigError(f"{where} must be a number, got {v!r}") from None
+        elif f.type == "int" and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ConfigError(f"{where} must be an integer, got {v!r}")
 
 
 @dataclass
@@ -31,6 +48,7 @@ class TopologyConfig:
     timeout_s: float = 300.0       # collective timeout (a dead peer fails the run, not hangs it)
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(self.nodes >= 1, f"topology.nodes must be >= 1, got {self.nodes}")
         require(self.gpus_per_node >= 1, f"topology.gpus_per_node must be >= 1, got {self.gpus_per_node}")
         require(self.device in DEVICES, f"topology.device must be one of {DEVICES}, got {self.device!r}")
@@ -48,6 +66,8 @@ class TopologyConfig:
 @dataclass
 class ModelConfig:
     cameras: list[str] = field(default_factory=lambda: ["cam_left", "wrist"])
+    state_key: str = "joint_pos"   # batch key of the proprio state, (B, S) or (B, T, S): last step used
+    action_key: str = "cmd"        # batch key of the actions, (B, K', A) with K' >= action_chunk
     channels: list[int] = field(default_factory=lambda: [16, 32, 32])  # conv encoder, stride 2 each
     latent_dim: int = 64
     hidden_dim: int = 128
@@ -58,6 +78,7 @@ class ModelConfig:
     latent_loss_weight: float = 0.5
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(len(self.cameras) >= 1 and len(set(self.cameras)) == len(self.cameras),
                 f"model.cameras must be distinct and non-empty, got {self.cameras}")
         require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model.channels must be >= 1")
@@ -76,26 +97,44 @@ class DataConfig:
     frames: int = 2                # frames per camera per sample: context + the next frame
     num_workers: int = 0           # DataLoader worker processes per rank
     prefetch_factor: int = 2
-    options: dict[str, object] = field(default_factory=dict)  # passed to the dataset builder of `kind`
+    # kind=manifest (robodata.dataset.PatternDataset / PatternSampler):
+    split: str | None = "train"
+    shuffle: str = "global"        # global keeps resumes on another world size exact; block is cache-friendlier
+    block_size: int = 8
+    stride_s: float = 0.5          # anchor spacing of the default read pattern
+    pattern: dict | None = None    # a full ReadPattern (robodata.dataset) instead of the default
+    cache_dir: str | None = None   # node page cache for remote containers
+    cache_budget_gb: float = 8.0
+    storage_options: dict = field(default_factory=dict)  # fsspec options for s3:// manifests and caches
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(self.kind in DATA_KINDS, f"data.kind must be one of {DATA_KINDS}, got {self.kind!r}")
         require(self.kind != "manifest" or bool(self.manifest), "data.kind=manifest needs data.manifest")
         require(self.episodes >= 1, "data.episodes must be >= 1")
         require(self.image_size >= 8 and self.image_size % 2 == 0, "data.image_size must be even and >= 8")
         require(self.frames >= 2, "data.frames must be >= 2 (context frames + the next frame)")
         require(self.num_workers >= 0 and self.prefetch_factor >= 1, "data.num_workers >= 0, prefetch_factor >= 1")
+        require(self.shuffle in ("global", "block", "none"),
+                f"data.shuffle must be global|block|none, got {self.shuffle!r}")
+        require(self.block_size >= 1 and self.stride_s > 0 and self.cache_budget_gb > 0,
+                "data.block_size >= 1, stride_s > 0, cache_budget_gb > 0")
+        if self.pattern is not None:
+            from robodata.dataset import ReadPattern
+
+            ReadPattern.from_dict(self.pattern)  # raises ConfigError on a bad pattern
 
 
 @dataclass
 class OptimConfig:
-    lr: float = 1e-3
+    lr: float = 3e-3
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.95)
     warmup_steps: int = 10
     grad_clip: float = 1.0         # 0 disables clipping
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
         require(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "optim.betas must be two in [0, 1)")
@@ -109,6 +148,7 @@ class CheckpointConfig:
     verify: bool = True            # check per-file CRC32 before resuming from a checkpoint
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(self.every_steps >= 1, f"checkpoint.every_steps must be >= 1, got {self.every_steps}")
         require(self.keep >= 1, f"checkpoint.keep must be >= 1, got {self.keep}")
 
@@ -127,6 +167,7 @@ class TrainConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
 
     def __post_init__(self) -> None:
+        check_numbers(self)
         require(bool(self.run_dir), "run_dir is required")
         require(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
         require(self.log_every >= 1, "log_every must be >= 1")

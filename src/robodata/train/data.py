@@ -1,8 +1,9 @@
 """Training data: a pluggable (dataset, sampler) source and a resumable per-rank loader.
 
 A source is a builder `fn(cfg, rank, world_size) -> DataSource` registered under
-`data.kind`. The dataset is a map-style torch Dataset whose items are dicts of tensors
-({"frames": {camera: uint8 (T, H, W, 3)}, "state": float32, "action": float32}); the
+`data.kind`. The dataset is a map-style torch Dataset whose items are dicts of tensors in
+robodata.dataset's layout ({camera: uint8 (T, H, W, 3), "joint_pos": float32, "cmd": float32});
+the
 sampler is a Stateful distributed sampler (set_epoch, state_at(consumed), load_state_dict)
 that deals the global order round robin (rank r takes items r, r + W, ...).
 
@@ -33,20 +34,28 @@ class DataSource:
 
 # ------------------------------------------------------------------ synthetic world
 class SyntheticEpisodes(Dataset):
-    """Sample i: a blob per camera at a position set by the state, moving with the first
-    action; the action chunk is a fixed smooth function of the state. Deterministic in (seed, i)."""
+    """Sample i: an "arm" blob at a position set by the state and a "goal" blob seen only in
+    the frames; the action chunk reaches for the goal (a fixed smooth function of state and
+    goal, so predicting it needs vision), and the arm moves with the first action over the
+    frames. Deterministic in (seed, i)."""
 
     def __init__(self, n: int, cameras: list[str], frames: int, size: int, state_dim: int, action_dim: int,
-                 chunk: int, seed: int = 0):
+                 chunk: int, seed: int = 0, state_key: str = "joint_pos", action_key: str = "cmd"):
+        self.state_key, self.action_key = state_key, action_key
         self.n, self.cameras, self.frames, self.size = n, list(cameras), frames, size
         self.state_dim, self.action_dim, self.chunk, self.seed = state_dim, action_dim, chunk, seed
-        w = np.random.default_rng([seed, 7]).normal(size=(action_dim, state_dim)) / np.sqrt(state_dim)
-        self.w = w.astype(np.float32)
+        rng = np.random.default_rng([seed, 7])
+        self.w = (rng.normal(size=(action_dim, state_dim)) / np.sqrt(state_dim)).astype(np.float32)
+        self.v = rng.normal(size=(action_dim, 2)).astype(np.float32)
         yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
         self.grid = (yy, xx)
 
     def __len__(self) -> int:
         return self.n
+
+    def _blob(self, cy: float, cx: float) -> np.ndarray:
+        yy, xx = self.grid
+        return np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * (0.08 * self.size) ** 2))[..., None]
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         i = int(i)
@@ -54,21 +63,22 @@ class SyntheticEpisodes(Dataset):
             raise IndexError(f"synthetic sample {i} out of range [0, {self.n})")
         rng = np.random.default_rng([self.seed, i])
         state = rng.uniform(-1, 1, self.state_dim).astype(np.float32)
+        goal = rng.uniform(-1, 1, 2).astype(np.float32)
         ramp = (np.arange(1, self.chunk + 1, dtype=np.float32) / self.chunk)[:, None]
-        action = np.tanh(self.w @ state)[None, :] * ramp
-        yy, xx = self.grid
-        frames = {}
+        action = (np.tanh(0.5 * self.w @ state + self.v @ goal)[None, :] * ramp).astype(np.float32)
+        sample: dict[str, Any] = {self.state_key: torch.from_numpy(state), self.action_key: torch.from_numpy(action)}
+        arm0 = 0.5 + 0.3 * np.array([state[0], state[1 % self.state_dim]])
+        vel = 0.1 * np.array([action[0, 0], action[0, 1 % self.action_dim]])
         for c, cam in enumerate(self.cameras):
-            pos = (0.5 + 0.3 * np.array([state[0], state[1 % self.state_dim]]) + 0.05 * c) * self.size
-            vel = 0.15 * self.size * np.array([action[0, 0], action[0, 1 % self.action_dim]])
-            noise = rng.integers(0, 24, (self.frames, self.size, self.size, 1), dtype=np.uint8)
+            shift = 0.04 * c                                  # each camera sees the scene a bit offset
+            goal_blob = self._blob(*((0.5 + 0.35 * goal + shift) * self.size)) * np.array([40, 60, 220])
+            noise = rng.integers(0, 24, (self.frames, self.size, self.size, 1)).astype(np.float32)
             out = np.empty((self.frames, self.size, self.size, 3), np.uint8)
             for t in range(self.frames):
-                cy, cx = pos + t * vel
-                blob = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * (0.08 * self.size) ** 2))
-                out[t] = noise[t] + (blob[..., None] * np.array([200, 120 + 40 * c, 60])).astype(np.uint8)
-            frames[cam] = torch.from_numpy(out)
-        return {"frames": frames, "state": torch.from_numpy(state), "action": torch.from_numpy(action)}
+                arm = self._blob(*((arm0 + t * vel + shift) * self.size)) * np.array([220, 120, 40])
+                out[t] = np.clip(noise[t] + arm + goal_blob, 0, 255).astype(np.uint8)
+            sample[cam] = torch.from_numpy(out)
+        return sample
 
 
 class RoundRobinSampler(Sampler[int]):
@@ -112,7 +122,7 @@ class RoundRobinSampler(Sampler[int]):
 def build_synthetic(cfg: TrainConfig, rank: int, world_size: int) -> DataSource:
     m, d = cfg.model, cfg.data
     ds = SyntheticEpisodes(d.episodes, m.cameras, d.frames, d.image_size, m.state_dim, m.action_dim,
-                           m.action_chunk, seed=cfg.seed)
+                           m.action_chunk, seed=cfg.seed, state_key=m.state_key, action_key=m.action_key)
     lineage = {"source": "synthetic", "manifest_hash": f"synthetic-{d.episodes}x{d.image_size}-seed{cfg.seed}"}
     return DataSource(ds, RoundRobinSampler(d.episodes, cfg.seed, rank, world_size), lineage)
 

@@ -45,26 +45,29 @@ def config_hash(cfg_dict: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(cfg_dict, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def manifest_lineage(path: str) -> dict[str, Any]:
+def manifest_lineage(path: str, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Hashes and versions recorded in a manifest's Parquet metadata, plus its layout versions.
 
-    Reads the footer and one column, in batches (memory does not grow with the row count)."""
-    import pyarrow.dataset as pads
+    Reads the footer and one column, in batches (memory does not grow with the row count).
+    `path` may be local or any fsspec URL (s3://...)."""
+    import fsspec
+    import pyarrow.parquet as pq
 
     try:
-        ds = pads.dataset(path, format="parquet")
-    except (FileNotFoundError, OSError) as exc:
-        raise RobodataError(f"manifest {path!r} cannot be opened: {exc}") from exc
-    meta = ds.schema.metadata or {}
+        with fsspec.open(path, "rb", **(storage_options or {})) as f:
+            pf = pq.ParquetFile(f)
+            meta = pf.schema_arrow.metadata or {}
+            layouts: set[str] = set()
+            if "layout_version" in pf.schema_arrow.names:
+                for batch in pf.iter_batches(columns=["layout_version"], batch_size=1 << 16):
+                    layouts.update(v for v in batch.column(0).unique().to_pylist() if v is not None)
+    except (OSError, ValueError) as exc:
+        raise RobodataError(f"manifest {path!r} cannot be read: {exc}") from exc
 
     def get(key: bytes) -> str | None:
         v = meta.get(key)
         return v.decode() if v is not None else None
 
-    layouts: set[str] = set()
-    if "layout_version" in ds.schema.names:
-        for batch in ds.to_batches(columns=["layout_version"], batch_size=1 << 16):
-            layouts.update(v for v in batch.column(0).unique().to_pylist() if v is not None)
     catalog = get(MANIFEST_META_CATALOG_VERSION)
     return {
         "source": "manifest",

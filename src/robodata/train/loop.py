@@ -74,6 +74,7 @@ class Trainer:
         self.last_saved = -1
         self.resumed_from: str | None = None
         self.stop_requested = False
+        self.first_loss: tuple[int, float] | None = None   # (step, loss) of this attempt's first step
         self.config_dict = dataclasses.asdict(cfg)
 
     # ---------------------------------------------------------------- state
@@ -112,14 +113,18 @@ class Trainer:
             return
         keys = checkpoint_keys(path)
         state = self._state()
-        if not any(k.startswith(f"rng_rank{self.topo.rank}.") for k in keys):
-            state.pop(f"rng_rank{self.topo.rank}")  # this rank did not exist in the saved world
+        rng_key = f"rng_rank{self.topo.rank}"
+        for k in list(state[rng_key]):  # a rank (or a cuda generator) the saved world did not have
+            if f"{rng_key}.{k}" not in keys:
+                del state[rng_key][k]
+        if not state[rng_key]:
+            del state[rng_key]
         state["train"] = ""
         self.ckpt.load(path, state)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         train = json.loads(state["train"])
-        rng = state.get(f"rng_rank{self.topo.rank}")
-        if rng is not None:
+        rng = state.get(rng_key, {})
+        if "torch" in rng:
             torch.set_rng_state(rng["torch"])
             if "cuda" in rng and self.topo.device.type == "cuda":
                 torch.cuda.set_rng_state(rng["cuda"], self.topo.device)
@@ -164,6 +169,8 @@ class Trainer:
                     torch.cuda.synchronize(topo.device)
                 loss_val = float(loss.detach())
                 self.step += 1
+                if self.first_loss is None:
+                    self.first_loss = (self.step, loss_val)
                 self.goodput.step(t1 - t0, time.perf_counter() - t1)
                 if topo.is_main:
                     self.heartbeat.beat(self.step, loss=loss_val)
@@ -192,7 +199,8 @@ class Trainer:
         result = {
             "step": self.step, "steps": self.cfg.steps, "complete": self.step >= self.cfg.steps,
             "checkpoint": str(self.ckpt.root / f"step-{self.last_saved:08d}"), "resumed_from": self.resumed_from,
-            "loss": loss_val, **parts, "lineage": self.lineage(), "goodput": self.goodput.report(),
+            "loss": loss_val, **parts, "first_loss": self.first_loss,
+            "lineage": self.lineage(), "goodput": self.goodput.report(),
             "checkpoint_interval": self.cfg.checkpoint.every_steps,
             "world_size": self.topo.world_size, "mesh": [self.cfg.topology.nodes, self.cfg.topology.gpus_per_node],
             "optimizer_local_bytes_max": max(i["optimizer"]["local_bytes"] for i in infos),

@@ -51,10 +51,11 @@ class FrameEncoder(nn.Module):
             layers += [nn.Conv2d(c_in, c, 3, stride=2, padding=1), nn.GroupNorm(1, c), nn.GELU()]
             c_in = c
         self.conv = nn.Sequential(*layers)
-        self.proj = nn.Linear(c_in, latent_dim)
+        self.pool = nn.AdaptiveAvgPool2d(4)          # a coarse 4x4 map keeps where things are
+        self.proj = nn.Linear(c_in * 16, latent_dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:  # (N, 3, H, W) -> (N, D)
-        return self.proj(self.conv(images).mean(dim=(2, 3)))
+        return self.proj(self.pool(self.conv(images)).flatten(1))
 
 
 class Trunk(nn.Module):
@@ -71,10 +72,9 @@ class Trunk(nn.Module):
 
 
 def keyed_dropout_mask(shape: torch.Size, p: float, key: NoiseKey, device: torch.device) -> torch.Tensor:
-    g = torch.Generator().manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
-    keep = torch.rand((key.global_rows, *shape[1:]), generator=g) >= p
-    rows = keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
-    return rows.to(device)
+    g = torch.Generator(device=device).manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
+    keep = torch.rand((key.global_rows, *shape[1:]), generator=g, device=device) >= p
+    return keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
 
 
 class WorldActionModel(nn.Module):
@@ -105,7 +105,8 @@ class WorldActionModel(nn.Module):
         FSDP's hooks see one fresh tensor rather than views)."""
         actions, next_latent, target = self.predict(frames, state, key)
         action_loss = F.mse_loss(actions, action)
-        latent_loss = F.mse_loss(next_latent, target)
+        d = target.shape[-1]  # compare normalised latents: the target's scale cannot drift
+        latent_loss = F.mse_loss(F.layer_norm(next_latent, (d,)), F.layer_norm(target, (d,)))
         return torch.stack([action_loss + self.cfg.latent_loss_weight * latent_loss, action_loss, latent_loss])
 
     def loss(self, inputs: Inputs, key: NoiseKey | None = None) -> tuple[torch.Tensor, dict[str, float]]:
@@ -126,23 +127,22 @@ def shard_units(model: WorldActionModel) -> list[nn.Module]:
 def to_inputs(batch: dict[str, Any], cfg: ModelConfig, frames: int, device: torch.device) -> Inputs:
     """Map a collated dataset batch to model inputs, with a clear error on a shape mismatch.
 
-    Expects {"frames": {camera: uint8 (B, T, H, W, 3)}, "state": (B, S) or (B, T, S),
-    "action": (B, K', A) with K' >= action_chunk}.
+    Expects robodata.dataset's layout: one uint8 (B, T, H, W, 3) tensor per camera key,
+    cfg.state_key (B, S) or (B, T, S), cfg.action_key (B, K', A) with K' >= action_chunk.
     """
-    try:
-        cams = [batch["frames"][c] for c in cfg.cameras]
-        state, action = batch["state"], batch["action"]
-    except KeyError as exc:
-        raise RobodataError(f"training batch lacks {exc}; has {sorted(batch)}; "
-                            f"cameras in batch: {sorted(batch.get('frames', {}))}") from None
-    x = torch.stack(cams, dim=1)
+    missing = [k for k in (*cfg.cameras, cfg.state_key, cfg.action_key) if k not in batch]
+    if missing:
+        raise RobodataError(f"training batch lacks {missing}; it has {sorted(batch)}")
+    x = torch.stack([batch[c] for c in cfg.cameras], dim=1)
+    state, action = batch[cfg.state_key], batch[cfg.action_key]
     if x.dtype != torch.uint8 or x.ndim != 6 or x.shape[-1] != 3 or x.shape[2] != frames:
         raise RobodataError(f"frames must be uint8 (B, T={frames}, H, W, 3) per camera, got {x.dtype} {tuple(x.shape)}")
     if state.ndim == 3:
         state = state[:, -1]
-    if state.shape[-1] != cfg.state_dim or action.ndim != 3 or action.shape[1] < cfg.action_chunk \
-            or action.shape[2] != cfg.action_dim:
-        raise RobodataError(f"state {tuple(state.shape)} / action {tuple(action.shape)} do not match the model: "
-                            f"state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, {cfg.action_dim})")
+    if state.ndim != 2 or state.shape[-1] != cfg.state_dim or action.ndim != 3 \
+            or action.shape[1] < cfg.action_chunk or action.shape[2] != cfg.action_dim:
+        raise RobodataError(f"{cfg.state_key} {tuple(state.shape)} / {cfg.action_key} {tuple(action.shape)} do not "
+                            f"match the model: state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, "
+                            f"{cfg.action_dim})")
     frames_f = x.to(device, non_blocking=True).permute(0, 1, 2, 5, 3, 4).float().div_(255.0)
     return Inputs(frames_f, state.to(device, torch.float32), action[:, :cfg.action_chunk].to(device, torch.float32))

@@ -1,0 +1,162 @@
+"""Ingestion benchmark: throughput vs the encoder limit, bin-packed makespan, Dagster events per episode.
+
+    python -m bench.ingest --quick
+
+episode_hours_per_core_hour: legacy JPEG episodes (3 cameras 480x640 30 fps + 100 Hz state) through
+    the whole conversion (JPEG decode on read-ahead threads, x264 encode, container write), per CPU hour.
+vs_encoder_limit: CPU time of encoding the same, already decoded frames through the same writer
+    divided by the pipeline's CPU time (1.0 = decode and everything else are free).
+makespan_vs_ideal: heavy-tailed episodes packed by bytes into N bins; the slowest bin's measured
+    conversion time over total / N.
+events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny episodes / 1,000
+    (and the same for 100, to show it does not grow).
+"""
+from __future__ import annotations
+
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import emit, parse
+
+
+def cpu_s() -> float:
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def own_cpu_s() -> float:
+    a = resource.getrusage(resource.RUSAGE_SELF)
+    return a.ru_utime + a.ru_stime
+
+
+def throughput(tmp: Path, episodes: int, duration_s: float) -> dict:
+    from robodata.container import EpisodeWriter
+    from robodata.ingest.align import aligned_tracks
+    from robodata.ingest.convert import convert, episode_meta, layout_for
+    from robodata.ingest.importers.legacy import open_legacy
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    eps = synthesize(SynthConfig(episodes=episodes, duration_s=duration_s), tmp / "landing")
+    pipe_cpu = enc_cpu = pipe_wall = enc_wall = 0.0
+    ep_s = 0.0
+    for i, ep in enumerate(eps):
+        raw = open_legacy(str(ep), decode_threads=2)
+        al = aligned_tracks(raw)
+        c0, w0 = cpu_s(), time.perf_counter()
+        res = convert(raw, al, tmp / f"p{i}.rdep")
+        pipe_cpu += cpu_s() - c0
+        pipe_wall += time.perf_counter() - w0
+        ep_s += res.duration_s
+        # Encode-only baseline: the same decoded frames, the same writer and layout.
+        raw = open_legacy(str(ep), decode_threads=0)
+        frames = list(raw.frames())
+        cam_t = {c: al.times(c, cam.t_ns) for c, cam in raw.cameras.items()}
+        c0, w0 = cpu_s(), time.perf_counter()
+        with EpisodeWriter(tmp / f"e{i}.rdep", episode_meta(raw, al), layout_for(raw)) as w:
+            for cam, k, rgb in frames:
+                w.write_frame(cam, rgb, int(cam_t[cam][k]))
+            for s, a in raw.arrays.items():
+                w.write_array(s, al.times(s, a.t_ns), a.values)
+        enc_cpu += cpu_s() - c0
+        enc_wall += time.perf_counter() - w0
+        del frames
+    return {"episode_hours_per_core_hour": round((ep_s / 3600) / (pipe_cpu / 3600), 3),
+            "vs_encoder_limit": round(enc_cpu / pipe_cpu, 3), "vs_encoder_limit_wall": round(enc_wall / pipe_wall, 3),
+            "pipeline_cpu_s_per_episode_s": round(pipe_cpu / ep_s, 3), "encode_cpu_s_per_episode_s": round(enc_cpu / ep_s, 3),
+            "throughput_episode_s": round(ep_s, 2)}
+
+
+def makespan(tmp: Path, n: int, workers: int) -> dict:
+    from robodata.ingest.align import aligned_tracks
+    from robodata.ingest.binpack import balance, work_estimate
+    from robodata.ingest.convert import convert
+    from robodata.ingest.importers.legacy import open_legacy
+    from robodata.ingest.landing import scan
+    from robodata.ingest.stage_align import decoded_bytes
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    rng = np.random.default_rng(3)
+    durs = np.clip(rng.lognormal(0.0, 0.8, n), 0.3, 8.0)  # heavy-tailed episode lengths, seconds
+    land = tmp / "mk"
+    for i, d in enumerate(durs):
+        synthesize(SynthConfig(episodes=1, duration_s=float(d), height=64, width=96, fps=15.0, state_hz=50.0,
+                               seed=100 + i, site=f"s{i}"), land)
+    items = sorted(scan(str(land)), key=lambda it: it.name)
+    secs, work = [], []
+    for i, it in enumerate(items):
+        raw = open_legacy(it.uri, decode_threads=0)
+        work.append(work_estimate(decoded_bytes(raw), it.size_bytes))
+        t0 = own_cpu_s()  # CPU time of this process (encoder threads included): steadier than wall under load
+        convert(raw, aligned_tracks(raw), tmp / f"mk{i}.rdep")
+        secs.append(own_cpu_s() - t0)
+    bins = balance(work, workers)
+    span = max(sum(secs[i] for i in b) for b in bins)
+    return {"makespan_vs_ideal": round(span / (sum(secs) / workers), 3), "makespan_workers": workers,
+            "makespan_episodes": n, "work_estimate_vs_time_corr": round(float(np.corrcoef(work, secs)[0, 1]), 3),
+            "makespan_bound_max_item": round(max(secs) / (sum(secs) / workers), 3)}
+
+
+def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
+    import dagster as dg
+
+    from definitions import defs
+    from robodata.ingest.batch import write_manifest
+    from robodata.ingest.landing import LandingCursor, new_items
+    from robodata.ingest.synth import SynthConfig, synthesize
+    from robodata.ingest.tables import IngestPaths
+
+    out = {}
+    (tmp / "dh").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp / "dh")) as instance:
+        for n in sizes:
+            land = tmp / f"ev{n}"
+            synthesize(SynthConfig(episodes=n, duration_s=1.0, cameras=("cam",), height=16, width=16, fps=4.0,
+                                   state_hz=10.0, seed=n), land)
+            name = f"ev-{n}"
+            write_manifest(IngestPaths(str(tmp / "state")), name, new_items(str(land), LandingCursor()))
+            instance.add_dynamic_partitions("ingest_batch", [name])
+            t0 = time.perf_counter()
+            res = defs.get_job_def("full").execute_in_process(
+                instance=instance, partition_key=name, raise_on_error=False,
+                run_config={"resources": {"ingest": {"config": {"root": str(tmp / "state"), "workers": 2, "visual_frames": 2}}}})
+            rows = len(instance.all_logs(res.run_id))
+            conv = [e.materialization.metadata["converted"].value for e in res.get_asset_materialization_events()
+                    if e.asset_key.to_user_string() == "episodes"]
+            out[n] = {"rows": rows, "success": res.success, "wall_s": round(time.perf_counter() - t0, 1),
+                      "converted": conv[0] if conv else 0}
+        big = max(sizes)
+        # The same batch again as the sensor launches it: the `bulk` profile through execute_job.
+        from jobs.ingest_profiles import profile_config, resolved_bulk_job
+
+        t0 = time.perf_counter()
+        with dg.execute_job(dg.reconstructable(resolved_bulk_job), instance, tags={"dagster/partition": f"ev-{big}"},
+                            run_config=profile_config("bulk", root=str(tmp / "state"), workers=2)) as r:
+            mp_rows, mp_ok = len(instance.all_logs(r.run_id)), r.success
+        mp_wall = round(time.perf_counter() - t0, 1)
+    return {"events_per_episode": round(max(out[big]["rows"], mp_rows) / big, 4),
+            "event_rows_per_run": {str(k): v["rows"] for k, v in out.items()},
+            "event_rows_per_run_bulk": mp_rows,
+            "events_runs_succeeded": all(v["success"] for v in out.values()) and mp_ok,
+            "events_batch_converted": {str(k): v["converted"] for k, v in out.items()},
+            "events_run_wall_s": {**{str(k): v["wall_s"] for k, v in out.items()}, f"{big}_bulk": mp_wall}}
+
+
+def main() -> None:
+    args = parse(__doc__.splitlines()[0])
+    quick = args.quick
+    result: dict = {"quick": quick}
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as d:
+        tmp = Path(d)
+        result.update(throughput(tmp, 1 if quick else 3, 4.0 if quick else 10.0))
+        result.update(makespan(tmp, 40 if quick else 120, 4))
+        result.update(events(tmp, (100, 1000)))
+    emit(result)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

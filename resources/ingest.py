@@ -1,0 +1,38 @@
+"""The ingestion asset set's one configuration, as a resource (run profiles set its fields)."""
+from typing import Any
+
+import dagster as dg
+
+from robodata.container.meta import VideoSettings
+from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING, QCSelection
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.topics import TopicRule
+
+
+class IngestResource(dg.ConfigurableResource):
+    root: str = ".demo"
+    workers: int = 1
+    decode_threads: int = 2
+    codec: str = "h264"
+    crf: int = 23
+    preset: str = "veryfast"
+    gop: int = 30
+    qc_checks: list[str] = list(ALL_CHECKS)
+    qc_by_vendor: dict[str, list[str]] = {}
+    qc_by_source: dict[str, list[str]] = {}
+    qc_blocking: list[str] = list(DEFAULT_BLOCKING)
+    topics: list[dict[str, Any]] = []
+    unknown_topics: str = "report"
+    visual_frames: int = 6
+
+    def settings(self) -> IngestSettings:
+        return IngestSettings(
+            root=self.root, workers=self.workers, decode_threads=self.decode_threads,
+            video=VideoSettings(codec=self.codec, gop=self.gop, crf=self.crf, preset=self.preset),
+            topics=tuple(TopicRule(**t) for t in self.topics), unknown_topics=self.unknown_topics,
+            qc=QCSelection(checks=tuple(self.qc_checks), by_vendor={k: tuple(v) for k, v in self.qc_by_vendor.items()},
+                           by_source={k: tuple(v) for k, v in self.qc_by_source.items()}, blocking=tuple(self.qc_blocking)),
+            visual_frames=self.visual_frames)
+
+
+RESOURCES = {"ingest": IngestResource()}

@@ -1,0 +1,94 @@
+"""Conversion: a raw episode plus its alignment -> one container, written atomically."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec
+from robodata.container.meta import VideoSettings, default_layout
+from robodata.errors import RobodataError
+from robodata.ingest.align import AlignedTracks
+from robodata.ingest.raw import RawEpisode, RawEpisodeError
+
+
+@dataclass
+class Converted:
+    episode_id: str
+    uri: str
+    size_bytes: int
+    duration_s: float
+    frames: dict[str, int]
+    state_steps: int
+    layout_version: str
+    footer_offset: int
+    footer_length: int
+    seconds: float
+
+
+def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
+    streams = {c: StreamSpec(c, "video", cam.fps, (cam.height, cam.width, 3)) for c, cam in raw.cameras.items()}
+    for s, a in raw.arrays.items():
+        streams[s] = StreamSpec(s, "array", a.rate_hz, (a.values.shape[1],), units=a.units, names=a.names)
+    if raw.events:
+        streams["events"] = StreamSpec("events", "events")
+    extra = {"source": raw.source, "raw_uri": raw.uri, "alignment_error_ms": round(al.alignment_error_ms, 4)}
+    if raw.success is not None:
+        extra["success"] = bool(raw.success)
+    return EpisodeMeta(raw.episode_id, raw.robot, raw.site, raw.task, raw.epoch_ns + al.t0_ns, streams,
+                       vendor=raw.vendor, extra=extra)
+
+
+def layout_for(raw: RawEpisode, video: VideoSettings | None = None) -> Layout:
+    return default_layout(tuple(raw.cameras), proprio=tuple(raw.arrays),
+                          events=("events",) if raw.events else (), video=video)
+
+
+def convert(raw: RawEpisode, al: AlignedTracks, out_path: str | os.PathLike[str],
+            video: VideoSettings | None = None) -> Converted:
+    """Decode, align and encode into out_path (via `.partial` + rename: never a half container)."""
+    if raw.frames is None:
+        raise RawEpisodeError(f"{raw.uri}: importer gave no frame source")
+    started = time.perf_counter()
+    meta = episode_meta(raw, al)
+    layout = layout_for(raw, video)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    cam_t = {c: al.times(c, cam.t_ns) for c, cam in raw.cameras.items()}
+    counts = {c: 0 for c in raw.cameras}
+    try:
+        with EpisodeWriter(tmp, meta, layout) as w:
+            for cam, i, rgb in raw.frames():
+                w.write_frame(cam, rgb, int(cam_t[cam][i]))
+                counts[cam] += 1
+            for s, a in raw.arrays.items():
+                t = al.times(s, a.t_ns)
+                order = np.argsort(t, kind="stable")
+                w.write_array(s, t[order], a.values[order])
+            if raw.events:
+                t = al.times("events", raw.events_t)
+                order = np.argsort(t, kind="stable")
+                w.write_events("events", t[order], [raw.events[k] for k in order])
+    except RawEpisodeError:
+        tmp.unlink(missing_ok=True)
+        raise
+    except RobodataError as exc:  # writer refused the data (e.g. non-increasing frame times)
+        tmp.unlink(missing_ok=True)
+        raise RawEpisodeError(f"{raw.uri}: {exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    short = {c: (counts[c], len(cam.t_ns)) for c, cam in raw.cameras.items() if counts[c] != len(cam.t_ns)}
+    if short:
+        tmp.unlink(missing_ok=True)
+        raise RawEpisodeError(f"{raw.uri}: frame source ended early (written, expected): {short}")
+    os.replace(tmp, out)
+    r = EpisodeReader.open(out)
+    steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
+    return Converted(raw.episode_id, str(out), out.stat().st_size, r.meta.duration_s, counts, steps,
+                     r.layout_version, r.footer_offset, r.footer_length, time.perf_counter() - started)

@@ -1,0 +1,144 @@
+"""MCAP files and ROS 2 bag directories -> RawEpisode, streams chosen by a TopicMap.
+
+Two passes over the messages: the first (here) collects timestamps, proprio arrays and events;
+frames() is the second and decodes images on the way to the encoder. Per message the device
+time is the header stamp and the host time the log (receive) time; each topic's clock is fit
+from those pairs (robodata.ingest.clock.fit_offset).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from robodata.ingest.clock import fit_offset
+from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
+from robodata.ingest.prefetch import prefetch
+from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
+from robodata.ingest.topics import TopicMap
+
+JOINT_FIELDS = (("position", "joint_pos", "rad"), ("velocity", "joint_vel", "rad/s"),
+                ("effort", "joint_cur", "A"), ("command", "cmd", "rad"))
+
+
+def _rate(t: np.ndarray) -> float:
+    d = np.diff(t)
+    d = d[d > 0]
+    return float(1e9 / np.median(d)) if len(d) else 0.0
+
+
+def _meta(path: Path) -> dict:
+    md = mcap_metadata(path, "robodata.episode")
+    out = {}
+    for k, v in md.items():
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
+    path = Path(uri)
+    if not path.exists():
+        raise RawEpisodeError(f"{path}: missing")
+    video: dict[str, dict] = {}                 # stream -> {topic, t_dev, t_host, shape}
+    arrays: dict[str, dict] = defaultdict(lambda: {"t_dev": [], "t_host": [], "v": []})
+    events: list[tuple[int, int, str]] = []
+    unknown: dict[str, list] = {}
+    ev_topic = ""
+    for topic, schema, log_t, msg in iter_messages(path):
+        hit = topic_map.resolve(topic)
+        if hit is None:
+            u = unknown.setdefault(topic, [schema, 0])
+            u[1] += 1
+            continue
+        rule, stream = hit
+        st = stamp_ns(msg)
+        t_dev = log_t if st is None else st
+        if rule.kind == "ignore":
+            continue
+        if rule.kind == "video":
+            v = video.get(stream)
+            if v is None:
+                img = decode_image(schema, msg, f"{path}: {topic}")
+                v = video[stream] = {"topic": topic, "t_dev": [], "t_host": [], "shape": img.shape, "rate": rule.rate_hz}
+            v["t_dev"].append(t_dev)
+            v["t_host"].append(log_t)
+        elif rule.kind == "joint_state":
+            names = tuple(field(msg, "name", ()) or ())
+            for src, dst, units in JOINT_FIELDS:
+                vals = field(msg, src)
+                if vals is not None and len(vals):
+                    a = arrays[dst]
+                    a.update(names=names, units=units, rate=rule.rate_hz, clock=topic)
+                    a["t_dev"].append(t_dev)
+                    a["t_host"].append(log_t)
+                    a["v"].append(np.asarray(vals, np.float32))
+        elif rule.kind == "array":
+            vals = np.atleast_1d(np.asarray(field(msg, rule.field), np.float32))
+            a = arrays[stream]
+            a.update(names=(), units=rule.units, rate=rule.rate_hz, clock=topic)
+            a["t_dev"].append(t_dev)
+            a["t_host"].append(log_t)
+            a["v"].append(vals)
+        elif rule.kind == "events":
+            ev_topic = topic
+            events.append((t_dev, log_t, str(field(msg, rule.field or "data", ""))))
+    if not video and not arrays:
+        raise RawEpisodeError(f"{path}: no camera or proprio topic matched the topic map "
+                              f"(topics: {sorted(unknown)})")
+    md = _meta(path)
+    all_host = [t for v in video.values() for t in v["t_host"][:1]] + [a["t_host"][0] for a in arrays.values()]
+    epoch = int(min(all_host)) // 1_000_000_000 * 1_000_000_000
+    clocks, cams, arrs = {}, {}, {}
+    for s, v in video.items():
+        td, th = np.asarray(v["t_dev"], np.int64) - epoch, np.asarray(v["t_host"], np.int64) - epoch
+        clocks[s] = fit_offset(td, th)
+        h, w, _ = v["shape"]
+        cams[s] = CameraTrack(td, h, w, v["rate"] or _rate(td))
+    for s, a in arrays.items():
+        td, th = np.asarray(a["t_dev"], np.int64) - epoch, np.asarray(a["t_host"], np.int64) - epoch
+        lens = {len(x) for x in a["v"]}
+        if len(lens) != 1:
+            raise RawEpisodeError(f"{path}: stream {s!r} changes dimension across messages ({sorted(lens)})")
+        clock = f"clock:{a['clock']}"
+        if clock not in clocks:
+            clocks[clock] = fit_offset(td, th)
+        arrs[s] = ArrayTrack(td, np.stack(a["v"]), a["rate"] or _rate(td), a["units"], a["names"], clock)
+    ev_t = np.array([e[0] for e in events], np.int64) - epoch if events else np.empty(0, np.int64)
+    if events:
+        clocks[f"clock:{ev_topic}"] = fit_offset(ev_t, np.array([e[1] for e in events], np.int64) - epoch)
+    issues = [] if topic_map.unknown == "ignore" else [
+        f"unknown_topic: {t} ({schema or 'no schema'}, {n} messages) is not in the topic map"
+        for t, (schema, n) in sorted(unknown.items())]
+    topic_of = {v["topic"]: s for s, v in video.items()}
+    shapes = {s: v["shape"] for s, v in video.items()}
+
+    def frames():
+        counters = {s: 0 for s in video}
+
+        def job(stream, i, schema, msg):
+            img = decode_image(schema, msg, f"{path}: {video[stream]['topic']} frame {i}")
+            if img.shape != shapes[stream]:
+                raise RawEpisodeError(f"{path}: {video[stream]['topic']} frame {i} is {img.shape}, first frame was {shapes[stream]}")
+            return stream, i, img
+
+        def jobs():
+            for topic, schema, _, msg in iter_messages(path, set(topic_of)):
+                s = topic_of[topic]
+                i = counters[s]
+                counters[s] += 1
+                yield lambda s=s, i=i, schema=schema, msg=msg: job(s, i, schema, msg)
+
+        yield from prefetch(jobs(), workers=2, depth=8)
+
+    src = "ros2-bag" if path.is_dir() else "mcap"
+    success = md.get("success")
+    return RawEpisode(str(md.get("episode_id") or path.stem), src, str(path), str(md.get("robot", "")),
+                      str(md.get("site", "")), str(md.get("task", "")), str(md.get("vendor", "")), epoch,
+                      bool(success) if success is not None else None, cams, arrs, ev_t, [e[2] for e in events],
+                      f"clock:{ev_topic}", clocks, issues, frames)

@@ -1,0 +1,152 @@
+"""Read messages from an MCAP file (JSON or ROS 2 CDR encoded) or a ROS 2 bag directory.
+
+Yields (topic, schema_name, log_time_ns, message) where message is a dict (JSON) or a
+rosbags message object; `field()` reads a dotted path from either.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robodata.ingest.raw import RawEpisodeError
+
+Message = tuple[str, str, int, Any]
+
+
+def field(msg: Any, path: str, default: Any = None) -> Any:
+    cur = msg
+    for part in path.split("."):
+        if cur is None:
+            return default
+        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
+    return default if cur is None else cur
+
+
+def stamp_ns(msg: Any) -> int | None:
+    """header.stamp (ROS: sec/nanosec) or timestamp (foxglove JSON: sec/nsec), ns; None if absent."""
+    st = field(msg, "header.stamp") or field(msg, "timestamp")
+    if st is None:
+        return None
+    sec = field(st, "sec", 0)
+    nsec = field(st, "nanosec", None)
+    if nsec is None:
+        nsec = field(st, "nsec", 0)
+    return int(sec) * 1_000_000_000 + int(nsec)
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_HUMBLE)
+
+
+class _Cdr:
+    def __init__(self):
+        self.store = _typestore()
+        self.known: set[str] = set()
+
+    def decode(self, schema_name: str, schema_data: bytes, data: bytes):
+        if schema_name not in self.store.types and schema_name not in self.known:
+            from rosbags.typesys import get_types_from_msg
+
+            self.store.register(get_types_from_msg(schema_data.decode(), schema_name))
+            self.known.add(schema_name)
+        return self.store.deserialize_cdr(data, schema_name)
+
+
+def iter_mcap(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
+    from mcap.reader import make_reader
+
+    cdr: _Cdr | None = None
+    try:
+        with open(path, "rb") as f:
+            reader = make_reader(f)
+            for schema, channel, message in reader.iter_messages(topics=list(topics) if topics else None):
+                enc = channel.message_encoding
+                name = schema.name if schema else ""
+                if enc == "json":
+                    msg = json.loads(message.data)
+                elif enc == "cdr":
+                    cdr = cdr or _Cdr()
+                    msg = cdr.decode(name, schema.data if schema else b"", message.data)
+                else:
+                    raise RawEpisodeError(f"{path}: topic {channel.topic}: unsupported message encoding {enc!r}")
+                yield channel.topic, name, int(message.log_time), msg
+    except RawEpisodeError:
+        raise
+    except Exception as exc:  # mcap raises EndOfFile / InvalidMagic / RecordLengthLimitExceeded ...
+        raise RawEpisodeError(f"{path}: truncated or corrupt MCAP ({type(exc).__name__}: {exc})") from None
+
+
+def iter_bag_dir(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
+    from rosbags.rosbag2 import Reader
+
+    store = _typestore()
+    try:
+        with Reader(path) as reader:
+            conns = [c for c in reader.connections if topics is None or c.topic in topics]
+            for conn, t, raw in reader.messages(connections=conns):
+                if conn.msgtype not in store.types and conn.msgdef:
+                    from rosbags.typesys import get_types_from_msg
+
+                    store.register(get_types_from_msg(conn.msgdef.data, conn.msgtype))
+                yield conn.topic, conn.msgtype, int(t), store.deserialize_cdr(raw, conn.msgtype)
+    except RawEpisodeError:
+        raise
+    except Exception as exc:
+        raise RawEpisodeError(f"{path}: unreadable ROS 2 bag ({type(exc).__name__}: {exc})") from None
+
+
+def iter_messages(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
+    return iter_bag_dir(path, topics) if path.is_dir() else iter_mcap(path, topics)
+
+
+def mcap_metadata(path: Path, name: str) -> dict[str, str]:
+    if path.is_dir():
+        return {}
+    from mcap.reader import make_reader
+
+    try:
+        with open(path, "rb") as f:
+            for rec in make_reader(f).iter_metadata():
+                if rec.name == name:
+                    return dict(rec.metadata)
+    except Exception:  # a truncated file fails again, with a clear message, when messages are read
+        return {}
+    return {}
+
+
+def decode_image(schema: str, msg: Any, where: str) -> np.ndarray:
+    """CompressedImage (JPEG/PNG; JSON base64 or bytes) or raw Image (rgb8/bgr8/mono8) -> RGB uint8."""
+    from PIL import Image
+
+    if "CompressedImage" in schema or field(msg, "format") is not None and field(msg, "encoding") is None:
+        data = field(msg, "data")
+        if isinstance(data, str):
+            data = base64.b64decode(data)
+        try:
+            with Image.open(io.BytesIO(bytes(data))) as im:
+                return np.asarray(im.convert("RGB"))
+        except Exception as exc:
+            raise RawEpisodeError(f"{where}: undecodable compressed image ({exc})") from None
+    h, w, enc = int(field(msg, "height", 0)), int(field(msg, "width", 0)), str(field(msg, "encoding", ""))
+    data = field(msg, "data")
+    buf = np.frombuffer(base64.b64decode(data) if isinstance(data, str) else bytes(data), np.uint8)
+    step = int(field(msg, "step", 0)) or w * (1 if enc == "mono8" else 3)
+    try:
+        rows = buf.reshape(h, step)
+        if enc in ("rgb8", "bgr8"):
+            img = rows[:, : w * 3].reshape(h, w, 3)
+            return np.ascontiguousarray(img[..., ::-1] if enc == "bgr8" else img)
+        if enc == "mono8":
+            return np.repeat(rows[:, :w, None], 3, axis=2)
+    except ValueError as exc:
+        raise RawEpisodeError(f"{where}: image data does not match {w}x{h} {enc} ({exc})") from None
+    raise RawEpisodeError(f"{where}: unsupported image encoding {enc!r}")

@@ -1,0 +1,144 @@
+"""Landing zone: list complete raw recordings under a local dir or an fsspec URL (s3://...).
+
+An item is complete when it can be read in full:
+  legacy-jpeg  `<id>/` with a `_COMPLETE` marker (written last by the uploader)
+  mcap         `<id>.mcap` (uploaders write `.partial` and rename / multipart-complete)
+  ros2-bag     `<id>/metadata.yaml` (rosbag2 writes it on close)
+  lerobot-*    `<name>/meta/info.json`: one item per episode, `uri = <dir>#<episode_index>`
+The cursor is a completion-time watermark plus the names completed at that instant, so its
+size does not grow with the number of items seen; items younger than `settle_s` wait a tick.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import fsspec
+
+from robodata.config import require
+
+
+@dataclass(frozen=True)
+class LandingItem:
+    uri: str
+    kind: str
+    size_bytes: int
+    completed_at: float          # unix seconds (marker / file modification time)
+    name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mtime(info: dict) -> float:
+    for k in ("mtime", "LastModified", "last_modified", "created"):
+        v = info.get(k)
+        if v is None:
+            continue
+        return v.timestamp() if hasattr(v, "timestamp") else float(v)
+    return 0.0
+
+
+def _join(fs, *parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts)
+
+
+def _unstrip(url: str, fs, path: str) -> str:
+    proto = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+    return path if proto in ("file", "local") else f"{proto}://{path}"
+
+
+def _lerobot_items(fs, path: str, url: str, info_meta: dict) -> Iterator[LandingItem]:
+    from robodata.ingest.importers.lerobot import dataset_episodes
+
+    try:
+        episodes = dataset_episodes(url)
+    except Exception:  # unreadable dataset: surface it as one item that will fail QC with a reason
+        yield LandingItem(url + "#0", "lerobot", 0, _mtime(info_meta), path.rsplit("/", 1)[-1])
+        return
+    total = sum(e.length for e in episodes) or 1
+    size = fs.du(path)
+    for e in episodes:
+        yield LandingItem(f"{url}#{e.index}", f"lerobot-{e.version}", int(size * e.length / total),
+                          _mtime(info_meta), f"{path.rsplit('/', 1)[-1]}#{e.index:06d}")
+
+
+def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]:
+    """Every complete item directly under `url` (no particular order)."""
+    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    if not fs.exists(root):
+        return
+    for entry in fs.ls(root, detail=True):
+        path = entry["name"]
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if name.startswith(".") or name.endswith(".partial"):
+            continue
+        full = _unstrip(url, fs, path)
+        if entry["type"] == "file":
+            if name.endswith(".mcap"):
+                yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
+            continue
+        for marker, kind in (("_COMPLETE", "legacy-jpeg"), ("metadata.yaml", "ros2-bag"), ("meta/info.json", "lerobot")):
+            mpath = _join(fs, path, marker)
+            try:
+                minfo = fs.info(mpath)
+            except FileNotFoundError:
+                continue
+            if kind == "lerobot":
+                yield from _lerobot_items(fs, path, full, minfo)
+            else:
+                yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
+            break
+
+
+@dataclass
+class LandingCursor:
+    """Completion watermark: items with (completed_at, name) after it are new."""
+
+    watermark: float = 0.0
+    names_at_watermark: list[str] = field(default_factory=list)
+
+    def is_new(self, item: LandingItem) -> bool:
+        return item.completed_at > self.watermark or (
+            item.completed_at == self.watermark and item.name not in self.names_at_watermark)
+
+    def advance(self, items: list[LandingItem]) -> None:
+        for it in items:
+            if it.completed_at > self.watermark:
+                self.watermark, self.names_at_watermark = it.completed_at, [it.name]
+            elif it.completed_at == self.watermark and it.name not in self.names_at_watermark:
+                self.names_at_watermark.append(it.name)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"watermark": self.watermark, "names_at_watermark": list(self.names_at_watermark)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.watermark = float(state.get("watermark", 0.0))
+        self.names_at_watermark = list(state.get("names_at_watermark", []))
+
+    def to_json(self) -> str:
+        return json.dumps(self.state_dict())
+
+    @classmethod
+    def from_json(cls, s: str | None) -> "LandingCursor":
+        c = cls()
+        if s:
+            c.load_state_dict(json.loads(s))
+        return c
+
+
+def new_items(url: str, cursor: LandingCursor, settle_s: float = 0.0, limit: int = 100_000,
+              storage_options: dict | None = None, now: float | None = None) -> list[LandingItem]:
+    """New, settled items in completion order (at most `limit`); does not move the cursor."""
+    require(limit >= 1, "limit must be >= 1")
+    now = time.time() if now is None else now
+    fresh = [it for it in scan(url, storage_options) if cursor.is_new(it) and it.completed_at <= now - settle_s]
+    fresh.sort(key=lambda it: (it.completed_at, it.name))
+    if len(fresh) > limit:  # never split one completion instant across two calls
+        cut = fresh[limit - 1].completed_at
+        fresh = [it for it in fresh if it.completed_at < cut] or [it for it in fresh if it.completed_at == cut]
+    return fresh

@@ -1,0 +1,90 @@
+"""Sensor policy (Dagster-free): new landing items -> batches -> staggered launches.
+
+State (LaunchState, Stateful) holds the landing cursor and the batches waiting for their
+launch time, so it stays small whatever the number of episodes seen.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from robodata.config import require
+from robodata.ingest.batch import write_manifest
+from robodata.ingest.landing import LandingCursor, LandingItem, new_items
+from robodata.ingest.stagger import StaggerPolicy, launch_offsets
+from robodata.ingest.tables import IngestPaths
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    max_items: int = 1000
+    max_bytes: int = 64 * 2**30
+    settle_s: float = 2.0
+    list_limit: int = 100_000
+
+    def __post_init__(self) -> None:
+        require(self.max_items >= 1 and self.max_bytes >= 1, "batch limits must be >= 1")
+
+
+def cut_batches(items: list[LandingItem], policy: BatchPolicy) -> list[list[LandingItem]]:
+    """Consecutive (completion-ordered) groups within max_items / max_bytes."""
+    out: list[list[LandingItem]] = []
+    cur: list[LandingItem] = []
+    size = 0
+    for it in items:
+        if cur and (len(cur) >= policy.max_items or size + it.size_bytes > policy.max_bytes):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(it)
+        size += it.size_bytes
+    if cur:
+        out.append(cur)
+    return out
+
+
+@dataclass
+class LaunchState:
+    landing: LandingCursor = field(default_factory=LandingCursor)
+    pending: list[tuple[str, float]] = field(default_factory=list)   # (batch, due unix time)
+    seq: int = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"landing": self.landing.state_dict(), "pending": [list(p) for p in self.pending], "seq": self.seq}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.landing.load_state_dict(d.get("landing", {}))
+        self.pending = [(str(b), float(t)) for b, t in d.get("pending", [])]
+        self.seq = int(d.get("seq", 0))
+
+
+@dataclass
+class Tick:
+    new_batches: list[str]
+    launch: list[str]
+    items: int
+
+
+def tick(state: LaunchState, landing_url: str, paths: IngestPaths, batches: BatchPolicy, stagger: StaggerPolicy,
+         now: float | None = None, storage_options: dict | None = None) -> Tick:
+    """List, cut new batches (manifests written), schedule them staggered, return the due ones."""
+    now = time.time() if now is None else now
+    items = new_items(landing_url, state.landing, batches.settle_s, batches.list_limit, storage_options, now)
+    groups = cut_batches(items, batches)
+    stamp = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y%m%dT%H%M%S")
+    names = []
+    for g in groups:
+        state.seq += 1
+        name = f"{stamp}-{state.seq:06d}"
+        write_manifest(paths, name, g)
+        names.append(name)
+    state.landing.advance(items)
+    base = max([now] + [t for _, t in state.pending])  # new launches queue behind pending ones
+    offs = launch_offsets(len(names), StaggerPolicy(stagger.max_concurrent, stagger.run_s, stagger.jitter,
+                                                    stagger.seed + state.seq))
+    state.pending += [(n, base + o if state.pending else now + o) for n, o in zip(names, offs)]
+    due = [b for b, t in state.pending if t <= now]
+    state.pending = [(b, t) for b, t in state.pending if t > now]
+    return Tick(names, due, len(items))

@@ -1,0 +1,29 @@
+"""The whole ingestion graph for one batch without an orchestrator (tests, benches, CLI).
+
+The Dagster assets in assets/ingest.py call the same stage functions, one per step.
+"""
+
+from __future__ import annotations
+
+from robodata.ingest.batch import observe
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.stage_align import align_batch
+from robodata.ingest.stage_catalog import metadata_batch
+from robodata.ingest.stage_convert import convert_batch
+from robodata.ingest.stage_derived import features_batch, segments_batch
+from robodata.ingest.stage_qc import post_qc, pre_qc, qc_rollup
+from robodata.ingest.tables import IngestPaths
+
+
+def run_batch(batch: str, settings: IngestSettings, derived: bool = True) -> dict:
+    paths = IngestPaths(settings.root)
+    out = {"raw_episodes": observe(paths, batch), "aligned_tracks": align_batch(paths, batch, settings)}
+    out["qc_pre"] = pre_qc(paths, batch, settings.qc)
+    out["episodes"] = convert_batch(paths, batch, settings)
+    out["qc_post"] = post_qc(paths, batch, settings.qc)
+    out["qc_results"] = qc_rollup(paths, batch)
+    out["episode_metadata"] = metadata_batch(paths, batch)
+    if derived:
+        out["segments"] = segments_batch(paths, batch)
+        out["features"] = features_batch(paths, batch, settings.visual_frames)
+    return out

@@ -1,0 +1,151 @@
+"""QC checks: pure functions over the facts a stage recorded, selected per vendor / source.
+
+Pre-conversion checks judge an episode's alignment (robodata.ingest.align); post-conversion
+checks judge the written container. Each returns (passed, reason). Which checks run for an
+episode, and which of them quarantine it when they fail (blocking), is configuration.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from robodata.config import require
+from robodata.ingest.align import AlignedTracks
+
+
+@dataclass(frozen=True)
+class QCThresholds:
+    rate_tolerance: float = 0.15         # |measured / nominal - 1|
+    max_gap_periods: float = 4.0         # largest sample gap, in nominal periods
+    joint_abs_max: float = 2 * math.pi   # |joint_pos| limit
+    max_clock_error_ms: float = 5.0      # clock-fit residual
+    min_duration_s: float = 0.5
+    duration_tolerance_s: float = 0.5    # container duration vs aligned span
+
+    def __post_init__(self) -> None:
+        require(self.rate_tolerance > 0 and self.max_gap_periods > 1, "QC thresholds: rate_tolerance > 0, max_gap_periods > 1")
+        require(self.joint_abs_max > 0 and self.max_clock_error_ms > 0, "QC thresholds must be > 0")
+
+
+@dataclass
+class Outcome:
+    check: str
+    passed: bool
+    reason: str = ""
+
+
+PreCheck = Callable[[AlignedTracks, QCThresholds], tuple[bool, str]]
+
+
+def _readable(al, th):  # evaluated specially (no alignment when unreadable); here for completeness
+    return True, ""
+
+
+def _topics_known(al: AlignedTracks, th: QCThresholds):
+    unknown = [i for i in al.issues if i.startswith("unknown_topic:")]
+    return (not unknown, "; ".join(unknown[:5]) + (f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""))
+
+
+def _monotonic(al: AlignedTracks, th: QCThresholds):
+    bad = {s: t.nonmonotonic for s, t in al.timing.items() if t.nonmonotonic and t.kind != "events"}
+    return (not bad, ", ".join(f"{s}: {n} non-increasing timestamps" for s, n in bad.items()))
+
+
+def _rate(al: AlignedTracks, th: QCThresholds):
+    bad = []
+    for s, t in al.timing.items():
+        if t.kind == "events" or t.nominal_hz <= 0 or t.count < 3:
+            continue
+        if abs(t.measured_hz / t.nominal_hz - 1) > th.rate_tolerance:
+            bad.append(f"{s}: {t.measured_hz:.2f} Hz vs nominal {t.nominal_hz:.2f} Hz")
+    return (not bad, "; ".join(bad))
+
+
+def _gaps(al: AlignedTracks, th: QCThresholds):
+    bad = []
+    for s, t in al.timing.items():
+        if t.kind == "events" or t.nominal_hz <= 0:
+            continue
+        limit = th.max_gap_periods / t.nominal_hz
+        if t.max_gap_s > limit:
+            bad.append(f"{s}: gap of {t.max_gap_s * 1e3:.0f} ms > {limit * 1e3:.0f} ms ({th.max_gap_periods:g} periods)")
+    return (not bad, "; ".join(bad))
+
+
+def _joints(al: AlignedTracks, th: QCThresholds):
+    bad = []
+    for s, t in al.timing.items():
+        if t.kind != "array" or not s.startswith("joint_pos"):
+            continue
+        if t.nonfinite:
+            bad.append(f"{s}: {t.nonfinite} non-finite values")
+        elif t.vmin is not None and max(abs(t.vmin), abs(t.vmax or 0)) > th.joint_abs_max:
+            bad.append(f"{s}: range [{t.vmin:.3f}, {t.vmax:.3f}] exceeds +-{th.joint_abs_max:.3f}")
+    return (not bad, "; ".join(bad))
+
+
+def _clock(al: AlignedTracks, th: QCThresholds):
+    bad = [f"{s}: clock-fit residual {t.clock_error_ms:.2f} ms" for s, t in al.timing.items()
+           if t.clock_error_ms > th.max_clock_error_ms]
+    return (not bad, "; ".join(bad) + (f" > {th.max_clock_error_ms} ms" if bad else ""))
+
+
+def _duration(al: AlignedTracks, th: QCThresholds):
+    span = max((t.last_s for t in al.timing.values()), default=0.0)
+    return (span >= th.min_duration_s, f"episode spans {span:.2f} s < {th.min_duration_s} s" if span < th.min_duration_s else "")
+
+
+PRE_CHECKS: dict[str, PreCheck] = {
+    "readable": _readable,
+    "topics_known": _topics_known,
+    "timestamps_monotonic": _monotonic,
+    "rate_within_tolerance": _rate,
+    "no_frame_gaps": _gaps,
+    "joints_in_range": _joints,
+    "clock_aligned": _clock,
+    "min_duration": _duration,
+}
+POST_CHECKS = ("converted", "video_decodable", "duration_consistent")
+ALL_CHECKS = (*PRE_CHECKS, *POST_CHECKS)
+DEFAULT_BLOCKING = ("readable", "timestamps_monotonic", "joints_in_range", "converted", "video_decodable")
+
+
+@dataclass(frozen=True)
+class QCSelection:
+    """Which checks run per vendor / source (first match: vendor, then source, then `checks`)."""
+
+    checks: tuple[str, ...] = ALL_CHECKS
+    by_vendor: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_source: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    blocking: tuple[str, ...] = DEFAULT_BLOCKING
+    thresholds: QCThresholds = field(default_factory=QCThresholds)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", tuple(self.checks))
+        object.__setattr__(self, "blocking", tuple(self.blocking))
+        for where, names in [("checks", self.checks), ("blocking", self.blocking),
+                             *[(f"by_vendor.{k}", v) for k, v in self.by_vendor.items()],
+                             *[(f"by_source.{k}", v) for k, v in self.by_source.items()]]:
+            unknown = sorted(set(names) - set(ALL_CHECKS))
+            require(not unknown, f"QC selection {where}: unknown check(s) {unknown}; known: {list(ALL_CHECKS)}")
+
+    def checks_for(self, vendor: str, source: str) -> tuple[str, ...]:
+        chosen = self.by_vendor.get(vendor)
+        if chosen is None:
+            chosen = next((v for k, v in self.by_source.items() if source.startswith(k)), None)
+        names = tuple(chosen if chosen is not None else self.checks)
+        # readable / converted always run: without them nothing else can be judged.
+        return tuple(dict.fromkeys(("readable", *names, "converted")))
+
+
+def evaluate_pre(al: AlignedTracks | None, error: str, names: tuple[str, ...], th: QCThresholds) -> list[Outcome]:
+    if al is None:
+        return [Outcome("readable", False, error or "unreadable")]
+    out = [Outcome("readable", True)]
+    for n in names:
+        if n in PRE_CHECKS and n != "readable":
+            ok, why = PRE_CHECKS[n](al, th)
+            out.append(Outcome(n, bool(ok), "" if ok else why))
+    return out

@@ -1,0 +1,66 @@
+"""What every importer produces: one raw episode, streams still on their device clocks.
+
+Importers only read; alignment (robodata.ingest.align) maps clocks onto one timeline,
+QC judges the result and conversion (robodata.ingest.convert) writes the container.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robodata.errors import RobodataError
+from robodata.ingest.clock import IDENTITY, ClockFit
+
+
+class RawEpisodeError(RobodataError):
+    """A raw episode cannot be read or converted; the message says what is wrong with which file."""
+
+
+@dataclass
+class CameraTrack:
+    t_ns: np.ndarray                 # device clock, one per frame, in file order
+    height: int
+    width: int
+    fps: float                       # nominal rate
+    clock: str = ""                  # key into RawEpisode.clocks ("" -> the camera's own name)
+
+
+@dataclass
+class ArrayTrack:
+    t_ns: np.ndarray
+    values: np.ndarray               # (N, D) float32
+    rate_hz: float
+    units: str = ""
+    names: tuple[str, ...] = ()
+    clock: str = "state"
+
+
+@dataclass
+class RawEpisode:
+    episode_id: str
+    source: str                      # legacy-jpeg | mcap | ros2-bag | lerobot-v2.1 | lerobot-v3.0
+    uri: str
+    robot: str
+    site: str
+    task: str
+    vendor: str
+    epoch_ns: int                    # wall time of host-timeline zero (device times are relative to it)
+    success: bool | None
+    cameras: dict[str, CameraTrack]
+    arrays: dict[str, ArrayTrack]
+    events_t: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    events: list[str] = field(default_factory=list)
+    events_clock: str = "state"
+    clocks: dict[str, ClockFit] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)    # findings while reading (e.g. unknown topics)
+    frames: Callable[[], Iterator[tuple[str, int, np.ndarray]]] | None = field(default=None, repr=False)
+    # frames(): yields (camera, frame_index, rgb uint8 HxWx3), each camera in order; cameras interleaved.
+
+    def clock_for(self, name: str) -> ClockFit:
+        return self.clocks.get(name, IDENTITY)
+
+    def camera_clock(self, cam: str) -> ClockFit:
+        return self.clock_for(self.cameras[cam].clock or cam)

@@ -1,0 +1,35 @@
+"""The one configuration of the ingestion asset set; run profiles only pick values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from robodata.config import from_dict, require
+from robodata.container.meta import VideoSettings
+from robodata.ingest.qc import QCSelection
+from robodata.ingest.topics import TopicMap, TopicRule
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    root: str = ".demo"                   # state: ingest/ tables, containers/, catalog/
+    workers: int = 1                      # conversion processes per batch (work bins)
+    decode_threads: int = 2               # read-ahead decode threads per conversion
+    video: VideoSettings = field(default_factory=VideoSettings)
+    topics: tuple[TopicRule, ...] = ()    # custom MCAP / ROS 2 topic rules, tried before the defaults
+    unknown_topics: str = "report"
+    qc: QCSelection = field(default_factory=QCSelection)
+    visual_frames: int = 6                # frames decoded per episode for visual features
+
+    def __post_init__(self) -> None:
+        require(bool(self.root), "root must be set")
+        require(1 <= self.workers <= 256, f"workers must be in [1, 256], got {self.workers}")
+        require(0 <= self.decode_threads <= 32, "decode_threads must be in [0, 32]")
+
+    @property
+    def topic_map(self) -> TopicMap:
+        return TopicMap(tuple(self.topics) + TopicMap.default().rules, self.unknown_topics)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "IngestSettings":
+        return from_dict(cls, d)

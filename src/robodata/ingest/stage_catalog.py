@@ -1,0 +1,88 @@
+"""episode_metadata stage: one catalog row per episode (robodata.catalog.schema.CATALOG_SCHEMA).
+
+Rows are built from container footers only (one small range read each, never video), the
+conversion record and the QC summary, then merged into the catalog Delta table keyed by
+episode_id. Quarantined episodes get a row too (qc_status = quarantined) so they can be found.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.container import EpisodeReader
+from robodata.errors import RobodataError
+from robodata.ingest.tables import IngestPaths, exists, merge_rows, read_batch
+
+
+def _catalog_merge(paths: IngestPaths, table: pa.Table) -> dict:
+    """Use the catalog package's merge when it provides one; else merge into <root>/catalog/episodes."""
+    try:
+        from robodata.catalog import table as catalog_table  # written by the curation work
+        merge = getattr(catalog_table, "merge_episodes", None)
+    except ImportError:
+        merge = None
+    if merge is not None:
+        return dict(merge(paths.catalog, table) or {})
+    return merge_rows(paths.catalog, table, key="episode_id")
+
+
+def _row_from_container(c: dict, batch: str) -> dict:
+    r = EpisodeReader.open(c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"])
+    m = r.meta
+    start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=timezone.utc)
+    cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
+    arrays = [s for s, spec in m.streams.items() if spec.kind == "array"]
+    main = "joint_pos" if "joint_pos" in arrays else (arrays[0] if arrays else "")
+    counts: dict[str, int] = {}
+    for ch in r.chunks:
+        for p in ch.parts:
+            counts[p.stream] = counts.get(p.stream, 0) + p.count
+    success = m.extra.get("success")
+    return {"episode_id": m.episode_id, "uri": c["container_uri"], "site": m.site, "robot": m.robot, "task": m.task,
+            "vendor": m.vendor, "start_time": start, "day": start.strftime("%Y-%m-%d"), "duration_s": float(m.duration_s),
+            "num_frames": min((counts.get(s, 0) for s in cams), default=0), "num_state_steps": counts.get(main, 0),
+            "cameras": cams, "stream_rates_json": json.dumps({s: spec.rate_hz for s, spec in m.streams.items() if spec.kind != "events"}, sort_keys=True),
+            "success": bool(success) if success is not None else None, "layout_version": r.layout_version,
+            "ingest_batch": batch, "size_bytes": int(r.source.size()), "footer_offset": r.footer_offset,
+            "footer_length": r.footer_length}
+
+
+def _row_from_alignment(a: dict, batch: str) -> dict:
+    return {"episode_id": a["episode_id"] or a["uri"], "uri": "", "site": a.get("site") or "", "robot": a.get("robot") or "",
+            "task": a.get("task") or "", "vendor": a.get("vendor") or "", "start_time": None, "day": "",
+            "duration_s": float(a.get("span_s") or 0.0), "num_frames": 0, "num_state_steps": 0, "cameras": [],
+            "stream_rates_json": "{}", "success": None, "layout_version": "", "ingest_batch": batch,
+            "size_bytes": 0, "footer_offset": 0, "footer_length": 0}
+
+
+def metadata_batch(paths: IngestPaths, batch: str) -> dict:
+    status = {}
+    if exists(paths.table("qc_results")):
+        for q in read_batch(paths.table("qc_results"), batch).to_pylist():
+            if q["stage"] == "summary":
+                status[q["uri"]] = q
+    conv = {c["uri"]: c for c in read_batch(paths.table("conversions"), batch).to_pylist()} if exists(paths.table("conversions")) else {}
+    aligned = read_batch(paths.table("aligned_tracks"), batch).to_pylist()
+    rows, errors = [], []
+    for a in aligned:
+        c = conv.get(a["uri"])
+        q = status.get(a["uri"])
+        try:
+            row = _row_from_container(c, batch) if c and c["ok"] else _row_from_alignment(a, batch)
+        except RobodataError as exc:  # container vanished / corrupt since conversion: quarantine it
+            row, q = _row_from_alignment(a, batch), {"passed": False, "score": 0.0}
+            errors.append(f"{a['uri']}: {exc}")
+        passed = bool(q["passed"]) if q else bool(c and c["ok"])
+        row["qc_status"] = "pass" if passed and c and c["ok"] else "quarantined"
+        row["quality_score"] = float(q["score"]) if q and q["score"] is not None else (1.0 if passed else 0.0)
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
+    stats = _catalog_merge(paths, table) if rows else {}
+    n_pass = sum(r["qc_status"] == "pass" for r in rows)
+    return {"rows": len(rows), "pass": n_pass, "quarantined": len(rows) - n_pass, "catalog": paths.catalog,
+            "inserted": int(stats.get("num_target_rows_inserted", 0)), "updated": int(stats.get("num_target_rows_updated", 0)),
+            "errors": errors[:10]}

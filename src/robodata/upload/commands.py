@@ -1,0 +1,122 @@
+"""`robodata upload run|once|status`: the edge uploader's command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from robodata.errors import ConfigError, RobodataError
+
+upload_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                         help="Upload finished episodes from a local spool to S3; delete only after verification.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(upload_app, name="upload")
+
+
+def _config(config: Optional[Path], **overrides: Any):
+    import yaml
+
+    from robodata.config import from_dict
+    from robodata.upload.config import UploadConfig
+
+    data: dict[str, Any] = {}
+    if config is not None:
+        try:
+            data = yaml.safe_load(config.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise typer.BadParameter(f"cannot read config {config}: {exc}") from None
+        if not isinstance(data, dict):
+            raise typer.BadParameter(f"{config}: expected a mapping at top level")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return from_dict(UploadConfig, data, path=config.name if config else "upload")
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+CONFIG = typer.Option(None, "--config", "-c", help="YAML file with UploadConfig fields")
+SPOOL = typer.Option(None, help="local spool directory")
+BUCKET = typer.Option(None)
+PREFIX = typer.Option(None, "--site-prefix", help="key prefix of this site, e.g. landing/site-a")
+ENDPOINT = typer.Option(None, "--endpoint-url", help="S3-compatible endpoint (default: AWS)")
+BANDWIDTH = typer.Option(None, "--bandwidth", help="cap in bytes/s")
+COMPLETION = typer.Option(None, help="rename (<name>.partial -> <name>) or marker (<name>.done)")
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@upload_app.command("run")
+def run_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
+            site_prefix: Optional[str] = PREFIX, endpoint_url: Optional[str] = ENDPOINT,
+            bandwidth: Optional[float] = BANDWIDTH, completion: Optional[str] = COMPLETION,
+            verbose: bool = typer.Option(True, "--verbose/--quiet")) -> None:
+    """Daemon: upload whatever becomes ready, forever; status.json + metrics.prom in the state dir."""
+    from robodata.upload.daemon import run_daemon
+
+    cfg = _config(config, spool=spool, bucket=bucket, site_prefix=site_prefix, endpoint_url=endpoint_url,
+                  bandwidth_bytes_per_s=bandwidth, completion=completion)
+    _logging(verbose)
+    try:
+        raise typer.Exit(run_daemon(cfg))
+    except RobodataError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@upload_app.command("once")
+def once_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
+             site_prefix: Optional[str] = PREFIX, endpoint_url: Optional[str] = ENDPOINT,
+             bandwidth: Optional[float] = BANDWIDTH, completion: Optional[str] = COMPLETION,
+             progress: bool = typer.Option(True, "--progress/--no-progress")) -> None:
+    """One pass with a progress bar; exit 0 only if every ready episode was uploaded, verified, deleted."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from robodata.upload.daemon import run_once
+
+    cfg = _config(config, spool=spool, bucket=bucket, site_prefix=site_prefix, endpoint_url=endpoint_url,
+                  bandwidth_bytes_per_s=bandwidth, completion=completion)
+    _logging(False)
+    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                   TransferSpeedColumn(), disable=not progress)
+    task = bar.add_task("upload", total=None)
+    try:
+        with bar:
+            outcomes = run_once(cfg, on_total=lambda n: bar.update(task, total=n),
+                                on_bytes=lambda n: bar.advance(task, n))
+    except RobodataError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(outcomes, sort_keys=True))
+    if set(outcomes) - {"uploaded", "gone"}:
+        raise typer.Exit(1)
+
+
+@upload_app.command("status")
+def status_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
+               site_prefix: Optional[str] = PREFIX,
+               fmt: str = typer.Option("json", "--format", help="json or prometheus")) -> None:
+    """Counters, ready/open/rejected episodes, read from the journal (safe while the daemon runs)."""
+    from robodata.upload.journal import Journal
+    from robodata.upload.spool import ready_names
+    from robodata.upload.status import collect, prometheus
+
+    cfg = _config(config, spool=spool, bucket=bucket or "unset", site_prefix=site_prefix or "unset")
+    journal_path = cfg.state_path / "journal.sqlite"
+    if not journal_path.exists():
+        typer.echo(f"error: no journal at {journal_path} (has the uploader run on this spool?)", err=True)
+        raise typer.Exit(2)
+    journal = Journal(journal_path)
+    try:
+        st = collect(journal, ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s))
+    finally:
+        journal.close()
+    typer.echo(prometheus(st) if fmt == "prometheus" else json.dumps(st, indent=1, sort_keys=True))
