@@ -37,36 +37,44 @@ def test_prod_instance_yaml_runs_on_postgres(prod_instance):
         assert inst.event_log_storage.get_concurrency_info(pool).slot_count == n
 
 
-def _demo_config(root):
-    return {"ops": {name: {"config": {"root": root, "episodes": 2, "duration_s": 1.0}}
-                    for name in ("synthetic_landing", "demo_containers")}}
+def full_job():
+    from jobs.ingest_profiles import resolved_full_job
+
+    return resolved_full_job()
 
 
-def demo_job():
-    from definitions import defs
+def test_ingestion_graph_end_to_end_on_postgres(prod_instance, tmp_path, monkeypatch):
+    """Landing zone -> sensor policy (batches, staggered launch) -> the whole ingestion graph with its
+    QC checks, on the prod instance yaml (Postgres); asset and check events land in Postgres."""
+    from deltalake import DeltaTable
 
-    return defs.resolve_job_def("demo")
+    from robodata.ingest.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.stagger import StaggerPolicy
+    from robodata.ingest.synth import SynthConfig, synthesize
+    from robodata.ingest.tables import IngestPaths
 
-
-def test_ingestion_graph_end_to_end_on_postgres_and_s3(prod_instance, tmp_path, monkeypatch):
-    from deploy.services import LoopbackS3
-
-    with LoopbackS3.start("robodata-e2e") as s3:
-        for k, v in s3.env().items():
-            monkeypatch.setenv(k, v)
-        monkeypatch.setenv("ROBODATA_STORAGE_ROOT", s3.location("prod").root)
-        # Real multiprocess executor: each step is a subprocess that reaches Postgres through the instance ref.
-        with dg.execute_job(dg.reconstructable(demo_job), instance=prod_instance,
-                            run_config=_demo_config(str(tmp_path / "demo"))) as result:
-            assert result.success, [e.message for e in result.all_events if e.is_failure]
-            run_id = result.run_id
-        run = prod_instance.get_run_by_id(run_id)
-        assert run.status == dg.DagsterRunStatus.SUCCESS
-        mats = prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
-        keys = {r.event_log_entry.dagster_event.asset_key.to_user_string() for r in mats}
-        assert {"synthetic_landing", "demo_containers"} <= keys
-        latest = prod_instance.get_latest_materialization_event(dg.AssetKey("demo_containers"))
-        assert latest.asset_materialization.metadata["converted"].value == 2
+    landing, root = tmp_path / "landing", tmp_path / "state"
+    synthesize(SynthConfig(episodes=2, duration_s=1.0, height=32, width=32, fps=10.0, state_hz=20.0), landing)
+    monkeypatch.setenv("ROBODATA_STORAGE_ROOT", str(root))
+    t = tick(LaunchState(), str(landing), IngestPaths(str(root)), BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    assert len(t.new_batches) == 1 and t.launch == t.new_batches
+    batch = t.launch[0]
+    prod_instance.add_dynamic_partitions("ingest_batch", [batch])
+    run_config = {"resources": {"ingest": {"config": {"root": str(root), "workers": 1, "visual_frames": 2}}}}
+    with dg.execute_job(dg.reconstructable(full_job), instance=prod_instance, run_config=run_config,
+                        tags={"dagster/partition": batch}) as result:
+        assert result.success, [e.message for e in result.all_events if e.is_failure]
+        run_id = result.run_id
+    assert prod_instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.SUCCESS
+    mats = prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=1000).records
+    keys = {r.event_log_entry.dagster_event.asset_key.to_user_string() for r in mats}
+    assert {"raw_episodes", "episodes", "episode_metadata"} <= keys
+    checks = prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=1000).records
+    assert checks and all(r.event_log_entry.dagster_event.event_specific_data.passed for r in checks)
+    assert prod_instance.get_latest_materialization_event(dg.AssetKey("episodes")).run_id == run_id
+    assert DeltaTable(IngestPaths(str(root)).catalog).to_pyarrow_table().num_rows == 2
+    # a handful of events per batch run, never per episode
+    assert len(prod_instance.all_logs(run_id)) < 150
 
 
 def _sql_statements(path):
