@@ -89,8 +89,8 @@ def test_asset_graph_groups_and_checks_in_chromium(webserver):
         # expand every group box (the UI remembers it), then reload so the layout fits the expanded graph
         page.click_all('[aria-label="unfold_more"]')
         page.goto(f"{base}/asset-groups")
-        page.wait_for_text([*named, *(k.split("/")[-1] for k in assets), "Asset checks"], timeout_s=60,
-                           absent=("Loading...",))
+        # (at fit-to-screen zoom a large graph may draw nodes without text; assets are checked per group below)
+        page.wait_for_text([*named, "Asset checks"], timeout_s=60, absent=("Loading...",))
         time.sleep(1)  # let the zoom-to-fit animation finish
         page.screenshot(SCREENSHOT, scale=0.66)
         for group in groups:
