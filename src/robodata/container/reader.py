@@ -98,12 +98,10 @@ class EpisodeReader:
             if s not in self.meta.streams:
                 raise KeyError(f"episode {self.meta.episode_id!r} has no stream {s!r}; has {sorted(self.meta.streams)}")
         lo, hi = self._t0 + int(round(t0 * 1e9)), self._t0 + int(round(t1 * 1e9))
-        wanted = self._plan(set(streams), lo, hi)
-        blobs = self._fetch(wanted)
+        fetched = self.fetch_parts({s: (lo, hi) for s in streams})
 
         def decode(s: str) -> Window:
-            pieces = [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in wanted for p in w.parts if p.stream == s]
-            return self._decode_stream(s, pieces, lo, hi, every)
+            return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every)
 
         cams = [s for s in streams if self.meta.streams[s].kind == "video"]
         if len(cams) > 1:  # one decode thread per camera (PyAV releases the GIL while decoding)
@@ -128,15 +126,24 @@ class EpisodeReader:
         if close is not None:
             close()
 
-    def _plan(self, streams: set[str], lo: int, hi: int) -> list[_Wanted]:
+    def fetch_parts(self, ranges: dict[str, tuple[int, int]]) -> list[tuple[ChunkInfo, PartInfo, bytes]]:
+        """Verified bytes of every part of `stream` overlapping its [lo_ns, hi_ns], in file order.
+
+        One range read per touched chunk (covering only the wanted parts of it); the chunk CRC is
+        checked when the whole chunk is read, else each part's CRC.
+        """
         plan = []
         for c in self.chunks:
-            if c.t_end < lo or c.t_start > hi:
-                continue
-            parts = [p for p in c.parts if p.stream in streams and p.t_end >= lo and p.t_start <= hi]
+            parts = [p for p in c.parts
+                     if p.stream in ranges and p.t_end >= ranges[p.stream][0] and p.t_start <= ranges[p.stream][1]]
             if parts:
                 plan.append(_Wanted(c, parts))
-        return plan
+        blobs = self._fetch(plan)
+        return [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in plan for p in w.parts]
+
+    def codec_extradata(self, stream: str) -> bytes:
+        """Codec parameter sets of a video stream (what a decoder needs before the first packet)."""
+        return self._extradata.get(stream, b"")
 
     def _fetch(self, wanted: list[_Wanted]) -> dict[tuple[int, str], bytes]:
         out: dict[tuple[int, str], bytes] = {}

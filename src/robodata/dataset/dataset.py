@@ -151,7 +151,7 @@ class PatternDataset(Dataset):
 
             def run(item):
                 w, s = item
-                dec = GopDecoder(r.layout.group_of(s).video.codec, r._extradata.get(s, b""), w.resize,  # type: ignore[union-attr]
+                dec = GopDecoder(r.layout.group_of(s).video.codec, r.codec_extradata(s), w.resize,  # type: ignore[union-attr]
                                  r.meta.episode_id, s)
                 got = dec.decode(frames[s], wanted[s])
                 pts, ok = picks[s]

@@ -22,7 +22,6 @@ from av.video.reformatter import VideoReformatter
 from robodata.codecs import video_codec
 from robodata.codecs.arrays import decode_packets
 from robodata.container import EpisodeReader
-from robodata.container.format import checksum
 from robodata.errors import ContainerError
 
 _tls = threading.local()
@@ -65,27 +64,9 @@ class StreamFrames:
 
 def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]]) -> dict[str, StreamFrames]:
     """Packets of each camera overlapping its (t0, t1) seconds; one read per chunk."""
-    lo_ns = {s: int(t0 * 1e9) for s, (t0, _) in ranges.items()}
-    hi_ns = {s: int(t1 * 1e9) for s, (_, t1) in ranges.items()}
     pieces: dict[str, list] = {s: [] for s in ranges}
-    for c in reader.chunks:
-        parts = [p for p in c.parts if p.stream in ranges and p.t_end >= lo_ns[p.stream] and p.t_start <= hi_ns[p.stream]]
-        if not parts:
-            continue
-        start = c.offset + min(p.offset for p in parts)
-        end = c.offset + max(p.offset + p.length for p in parts)
-        blob = reader.source.read(start, end - start)
-        reader.stats.range_reads += 1
-        reader.stats.bytes_read += len(blob)
-        reader.stats.chunks_read += 1
-        if len(blob) != end - start:
-            raise ContainerError(reader.meta.episode_id, f"short read ({len(blob)} of {end - start} bytes)", c.index)
-        for p in parts:
-            rel = c.offset + p.offset - start
-            part = blob[rel: rel + p.length]
-            if checksum(part) != p.checksum:
-                raise ContainerError(reader.meta.episode_id, f"part {p.stream!r} checksum mismatch (corrupted data)", c.index)
-            pieces[p.stream].append((c.index, decode_packets(part)))
+    for chunk, part, blob in reader.fetch_parts({s: (int(t0 * 1e9), int(t1 * 1e9)) for s, (t0, t1) in ranges.items()}):
+        pieces[part.stream].append((chunk.index, decode_packets(blob)))
     out = {}
     for s, tabs in pieces.items():
         if not tabs:

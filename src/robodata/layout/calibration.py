@@ -245,7 +245,7 @@ def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration")
             self.pts, self.dts, self.data = pts, dts, data
 
     pkts = [_Pkt(int(a), int(b), d.as_py()) for a, b, d in zip(tab.column("pts"), tab.column("dts"), tab.column("data"))]
-    dec, _ = _decode_timed(cal.codec, reader._extradata.get(cam, b""), pkts, v.gop, v.bframes)
+    dec, _ = _decode_timed(cal.codec, reader.codec_extradata(cam), pkts, v.gop, v.bframes)
     rate = reader.meta.streams[cam].rate_hz
     fpc = part.count
     n_frames = int(round(reader.meta.duration_s * rate)) + 1
