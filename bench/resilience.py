@@ -4,9 +4,9 @@
 
 Every fault is one entry in FAULTS: a name, its owner and a function that injects the
 fault into a scratch directory and reports whether the system survived it and how many
-records / objects that should have been kept were lost. Training faults ("kill a
-training worker", "corrupt the newest checkpoint") are added as more entries with
-`register(Fault(...))` from the training side; nothing else here changes.
+records / objects that should have been kept were lost. The training faults ("kill a
+training worker", "corrupt the newest checkpoint") live in bench/resilience_training.py
+and are registered below with `register(Fault(...))`.
 
 The last stdout line is {"faults_tried", "faults_survived", "data_lost", "peak_rss_mb", ...}.
 """
