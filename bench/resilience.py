@@ -4,9 +4,9 @@
 
 Every fault is one entry in FAULTS: a name, its owner and a function that injects the
 fault into a scratch directory and reports whether the system survived it and how many
-records / objects that should have been kept were lost. Training faults ("kill a
-training worker", "corrupt the newest checkpoint") are added as more entries with
-`register(Fault(...))` from the training side; nothing else here changes.
+records / objects that should have been kept were lost. The training faults ("kill a
+training worker", "corrupt the newest checkpoint") live in bench/resilience_training.py
+and are registered below with `register(Fault(...))`.
 
 The last stdout line is {"faults_tried", "faults_survived", "data_lost", "peak_rss_mb", ...}.
 """
@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from bench import resilience_training
 from bench.common import emit, parse
 from robodata.cluster.audit import read_audit
 from robodata.cluster.config import RepairConfig
@@ -178,6 +179,8 @@ for _fn, _owner in [(lifetime_ecc_zero_volatile, "health"), (volatile_ecc_errors
                     (pending_retired_pages, "health"), (healthy_node_cordoned, "cluster"),
                     (stale_allocation, "cluster")]:
     register(Fault(_fn.__name__, _owner, _fn))
+register(Fault("kill_training_worker", "training", resilience_training.kill_training_worker))
+register(Fault("corrupt_newest_checkpoint", "training", resilience_training.corrupt_newest_checkpoint))
 
 
 def scaled_repair_pass(nodes: int) -> dict[str, Any]:
@@ -247,4 +250,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import bench.resilience  # one registry: the training faults build results of that module's classes
+
+    bench.resilience.main()

@@ -25,3 +25,20 @@ def test_bad_inputs_are_clear_errors():
         recovery_cost({"dagster/retry_number": "x"}, start_time=0)
     with pytest.raises(RobodataError, match="not from the failed attempt"):
         recovery_cost({"dagster/retry_number": "1"}, start_time=0, last_step_before_failure=10, resumed_from_step=20)
+
+
+def test_failure_note_round_trips_and_a_broken_one_is_a_clear_error(tmp_path):
+    from robodata.health.recovery import FAILURE_NOTE, clear_failure, note_failure, read_failure
+
+    assert read_failure(tmp_path) is None
+    note_failure(tmp_path, 7, "rank 1 died", ended_at=123.5)
+    note = read_failure(tmp_path)
+    assert (note.last_step, note.ended_at, note.error) == (7, 123.5, "rank 1 died")
+    note_failure(tmp_path, None, "never trained")
+    assert read_failure(tmp_path).last_step is None
+    (tmp_path / FAILURE_NOTE).write_text("{not json")
+    with pytest.raises(RobodataError, match="unreadable failure note"):
+        read_failure(tmp_path)
+    clear_failure(tmp_path)
+    clear_failure(tmp_path)  # idempotent
+    assert read_failure(tmp_path) is None

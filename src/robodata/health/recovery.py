@@ -4,11 +4,19 @@ Dagster-free: it reads the run tags Dagster's run retries set (`dagster/retry_nu
 `dagster/parent_run_id`, `dagster/root_run_id`) from a plain mapping. The training asset
 passes its resumed checkpoint step, the last step the failed attempt reached, and the
 failed attempt's end time (from the parent run record), and records `as_metadata()`.
+
+A step retry inside one run (Dagster `RetryPolicy`) has no parent run record: the failed
+attempt leaves a note in the run dir (`note_failure`) that the next attempt reads
+(`read_failure`) for the same two facts, and clears once it has finished.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from robodata.errors import RobodataError
@@ -16,6 +24,7 @@ from robodata.errors import RobodataError
 RETRY_NUMBER_TAG = "dagster/retry_number"
 PARENT_RUN_ID_TAG = "dagster/parent_run_id"
 ROOT_RUN_ID_TAG = "dagster/root_run_id"
+FAILURE_NOTE = "last_failure.json"
 
 
 @dataclass(frozen=True)
@@ -73,3 +82,36 @@ def recovery_cost(
         latency = max(0.0, start_time - parent_end_time)
     return RecoveryCost(attempt, tags.get(PARENT_RUN_ID_TAG), tags.get(ROOT_RUN_ID_TAG), resumed_from_step,
                         last_step_before_failure, lost, latency)
+
+
+@dataclass(frozen=True)
+class FailureNote:
+    ended_at: float            # when the failed attempt ended (epoch seconds)
+    last_step: int | None      # the last step it finished (its heartbeat), None if it never trained
+    error: str
+
+
+def note_failure(run_dir: str | Path, last_step: int | None, error: str, ended_at: float | None = None) -> None:
+    """Record, atomically, that an attempt on run_dir failed (read by the retry)."""
+    path = Path(run_dir) / FAILURE_NOTE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"ended_at": time.time() if ended_at is None else ended_at,
+                               "last_step": last_step, "error": error[-2000:]}))
+    os.replace(tmp, path)
+
+
+def read_failure(run_dir: str | Path) -> FailureNote | None:
+    path = Path(run_dir) / FAILURE_NOTE
+    try:
+        raw = json.loads(path.read_text())
+        step = raw["last_step"]
+        return FailureNote(float(raw["ended_at"]), None if step is None else int(step), str(raw.get("error", "")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RobodataError(f"unreadable failure note {path}: {exc}") from exc
+
+
+def clear_failure(run_dir: str | Path) -> None:
+    (Path(run_dir) / FAILURE_NOTE).unlink(missing_ok=True)
