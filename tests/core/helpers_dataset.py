@@ -24,3 +24,33 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
         "footer_offset": [f[0] for f in footers], "footer_length": [f[1] for f in footers],
         "split": ["train"] * n, "weight": [d / sum(durations) for d in durations],  # as curation writes them
     }, schema=MANIFEST_SCHEMA)
+
+
+def write_manifest_of_small_episodes(directory, n: int, duration_s: float, content_hash: bytes, spec_hash: bytes,
+                                     catalog_version: int):
+    """n small containers (helpers_container.write_small) plus a manifest Parquet over them, with
+    lineage metadata as curation writes it; returns the manifest path."""
+    import os
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
+                                         MANIFEST_META_SPEC_HASH)
+    from robodata.container import EpisodeReader
+    from tests.core.helpers_container import write_small
+
+    directory = Path(directory)
+    paths, hints = [], []
+    for i in range(n):
+        p = directory / f"ep{i}.rdep"
+        write_small(p, duration_s=duration_s)
+        r = EpisodeReader.open(p)
+        paths.append(str(p))
+        hints.append((r.footer_offset, r.footer_length))
+    table = manifest(paths, [duration_s] * n, sizes=[os.path.getsize(p) for p in paths], footers=hints)
+    table = table.replace_schema_metadata({MANIFEST_META_CONTENT_HASH: content_hash, MANIFEST_META_SPEC_HASH: spec_hash,
+                                           MANIFEST_META_CATALOG_VERSION: str(catalog_version).encode()})
+    path = directory / "m.parquet"
+    pq.write_table(table, path)
+    return path

@@ -4,35 +4,19 @@ the checkpoint and result name the manifest hash, catalog version, spec hash, la
 from __future__ import annotations
 
 import json
-import os
 
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
-                                     MANIFEST_META_SPEC_HASH)
 from robodata.cli import app
-from robodata.container import EpisodeReader
-from tests.core.helpers_container import write_small
-from tests.core.helpers_dataset import manifest
+from tests.core.helpers_dataset import write_manifest_of_small_episodes
 from tests.core.test_train_resume import run, tiny_config
 
 pytestmark = pytest.mark.timeout(300)
 
 
 def test_train_on_a_manifest_records_its_lineage(tmp_path):
-    paths = []
-    for i in range(2):
-        p = tmp_path / f"ep{i}.rdep"
-        write_small(p, duration_s=3.0)
-        paths.append(str(p))
-    hints = [(EpisodeReader.open(p).footer_offset, EpisodeReader.open(p).footer_length) for p in paths]
-    table = manifest(paths, [3.0, 3.0], sizes=[os.path.getsize(p) for p in paths], footers=hints)
-    table = table.replace_schema_metadata({MANIFEST_META_CONTENT_HASH: b"c0ffee", MANIFEST_META_SPEC_HASH: b"spec42",
-                                           MANIFEST_META_CATALOG_VERSION: b"7"})
-    mpath = tmp_path / "m.parquet"
-    pq.write_table(table, mpath)
+    mpath = write_manifest_of_small_episodes(tmp_path, 2, 3.0, b"c0ffee", b"spec42", 7)
     cfg = tiny_config(tmp_path / "run", steps=4, global_batch_size=4, topology__nodes=1,
                       topology__gpus_per_node=2, data__kind="manifest", data__manifest=str(mpath),
                       data__stride_s=0.25, model__cameras=["cam_left", "wrist"])

@@ -1,18 +1,12 @@
 """training_run downstream of a materialized `manifest`: it finds the manifest through the
 upstream materialization's `path` metadata and records that manifest's lineage."""
 
-import os
 
 import dagster as dg
-import pyarrow.parquet as pq
 import pytest
 
 from assets.training import training_run
-from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
-                                     MANIFEST_META_SPEC_HASH)
-from robodata.container import EpisodeReader
-from tests.core.helpers_container import write_small
-from tests.core.helpers_dataset import manifest as manifest_table
+from tests.core.helpers_dataset import write_manifest_of_small_episodes
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -20,16 +14,7 @@ pytestmark = pytest.mark.timeout(300)
 def test_training_run_trains_on_the_upstream_manifest(tmp_path):
     @dg.asset(name="manifest")
     def fake_manifest() -> dg.MaterializeResult:
-        paths = []
-        for i in range(2):
-            p = tmp_path / f"ep{i}.rdep"
-            write_small(p, duration_s=2.0)
-            paths.append(str(p))
-        hints = [(EpisodeReader.open(p).footer_offset, EpisodeReader.open(p).footer_length) for p in paths]
-        table = manifest_table(paths, [2.0, 2.0], sizes=[os.path.getsize(p) for p in paths], footers=hints)
-        table = table.replace_schema_metadata({MANIFEST_META_CONTENT_HASH: b"feed", MANIFEST_META_SPEC_HASH: b"s1",
-                                               MANIFEST_META_CATALOG_VERSION: b"3"})
-        pq.write_table(table, tmp_path / "m.parquet")
+        write_manifest_of_small_episodes(tmp_path, 2, 2.0, b"feed", b"s1", 3)
         return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(tmp_path / "m.parquet"))})
 
     overrides = ["steps=2", "global_batch_size=4", "topology.nodes=1", "topology.gpus_per_node=2",
