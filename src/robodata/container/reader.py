@@ -56,7 +56,6 @@ class EpisodeReader:
         self._decode_threads = decode_threads
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
-        self._t0 = 0  # stream timestamps are ns since meta.start_time_ns
         size = source.size()
         for c in self.chunks:
             if c.offset + c.length > footer_offset or c.offset < 0:
@@ -97,7 +96,7 @@ class EpisodeReader:
         for s in streams:
             if s not in self.meta.streams:
                 raise KeyError(f"episode {self.meta.episode_id!r} has no stream {s!r}; has {sorted(self.meta.streams)}")
-        lo, hi = self._t0 + int(round(t0 * 1e9)), self._t0 + int(round(t1 * 1e9))
+        lo, hi = int(round(t0 * 1e9)), int(round(t1 * 1e9))  # stream timestamps: ns since meta.start_time_ns
         fetched = self.fetch_parts({s: (lo, hi) for s in streams})
 
         def decode(s: str) -> Window:
@@ -192,7 +191,7 @@ class EpisodeReader:
             empty_shape = (0, *spec.shape)
             return Window(np.empty(empty_shape, dtype=object if spec.kind == "events" else spec.dtype), np.empty(0))
         t_all = np.concatenate(ts)
-        return Window(np.concatenate(vals), (t_all - self._t0) / 1e9)
+        return Window(np.concatenate(vals), t_all / 1e9)
 
     def _decode_video(self, stream: str, pieces, lo: int, hi: int, every: int) -> Window:
         """Decode the window's frames of one camera, chunk by chunk, each from its keyframe.
@@ -248,11 +247,7 @@ class EpisodeReader:
                 times.append(wanted[p])
         if not frames:
             return Window(np.empty((0, *spec.shape), np.uint8), np.empty(0))
-        return Window(np.stack(frames), (np.asarray(times, dtype=np.int64) - self._t0) / 1e9)
-
-    @property
-    def duration_s(self) -> float:
-        return self.meta.duration_s
+        return Window(np.stack(frames), np.asarray(times, dtype=np.int64) / 1e9)
 
 
 def read_window(episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1,
