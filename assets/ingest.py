@@ -14,7 +14,6 @@ from robodata.ingest.stage_catalog import metadata_batch
 from robodata.ingest.stage_convert import convert_batch
 from robodata.ingest.stage_derived import features_batch, segments_batch
 from robodata.ingest.stage_qc import qc_rollup
-from robodata.ingest.tables import IngestPaths
 
 INGEST_BATCH = dg.DynamicPartitionsDefinition(name="ingest_batch")
 GROUP = "ingest"
@@ -34,46 +33,46 @@ def _result(out: dict, **extra) -> dg.MaterializeResult:
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, description="Landing-zone items of the batch (Delta raw_episodes).")
 def raw_episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(observe(paths, batch_key(context)), table=paths.table("raw_episodes"))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[raw_episodes],
           description="Every stream on one timeline: clock fits, timing stats, alignment error (Delta aligned_tracks).")
 def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(align_batch(paths, batch_key(context), ingest.settings()), table=paths.table("aligned_tracks"))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[aligned_tracks],
           description="One container per accepted episode, converted in bins of near-equal bytes (Delta conversions).")
 def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(convert_batch(paths, batch_key(context), ingest.settings()), table=paths.table("conversions"))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes],
           description="Per-episode QC outcomes with reasons; one summary row per episode (Delta qc_results).")
 def qc_results(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(qc_rollup(paths, batch_key(context)), table=paths.table("qc_results"))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
           description="Catalog rows (CATALOG_SCHEMA) from container footers, merged by episode_id.")
 def episode_metadata(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    return _result(metadata_batch(IngestPaths(ingest.root), batch_key(context)))
+    return _result(metadata_batch(ingest.paths(), batch_key(context)))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
           description="Task-phase segments from events / gripper state (non-critical; Delta segments).")
 def segments(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(segments_batch(paths, batch_key(context)), table=paths.table("segments"))
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
           description="Per-episode motion and visual statistics (non-critical; Delta features).")
 def features(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
-    paths = IngestPaths(ingest.root)
+    paths = ingest.paths()
     return _result(features_batch(paths, batch_key(context), ingest.visual_frames), table=paths.table("features"))

@@ -12,7 +12,6 @@ from assets.ingest import aligned_tracks, batch_key, episodes
 from resources.ingest import IngestResource
 from robodata.ingest.qc import POST_CHECKS, PRE_CHECKS
 from robodata.ingest.stage_qc import post_qc, pre_qc
-from robodata.ingest.tables import IngestPaths
 
 BROKEN_MIN = 10
 
@@ -32,12 +31,12 @@ def _results(summary: dict, names, asset) -> list[dg.AssetCheckResult]:
 @dg.multi_asset_check(specs=[dg.AssetCheckSpec(n, asset=aligned_tracks, blocking=True) for n in PRE_CHECKS],
                       name="qc_pre_conversion")
 def qc_pre_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
-    summary = pre_qc(IngestPaths(ingest.root), batch_key(context), ingest.settings().qc)
+    summary = pre_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
     yield from _results(summary, PRE_CHECKS, aligned_tracks)
 
 
 @dg.multi_asset_check(specs=[dg.AssetCheckSpec(n, asset=episodes, blocking=True) for n in POST_CHECKS],
                       name="qc_post_conversion")
 def qc_post_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
-    summary = post_qc(IngestPaths(ingest.root), batch_key(context), ingest.settings().qc)
+    summary = post_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
     yield from _results(summary, POST_CHECKS, episodes)

@@ -1,4 +1,9 @@
-"""The ingestion asset set's one configuration, as a resource (run profiles set its fields)."""
+"""The ingestion asset set's one configuration, as a resource (run profiles set its fields).
+
+`root` is a local folder or s3://bucket/prefix. S3 endpoint, region and credentials never enter
+run config: `paths()` reads the AWS_* variables of the process that runs the step
+(StorageLocation.from_env), as the `storage` resource does (resources/deployment.py).
+"""
 from typing import Any
 
 import dagster as dg
@@ -6,6 +11,8 @@ import dagster as dg
 from robodata.container.meta import VideoSettings
 from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING, QCSelection
 from robodata.ingest.settings import IngestSettings
+from robodata.ingest.tables import IngestPaths
+from robodata.storage import StorageLocation
 from robodata.ingest.topics import TopicRule
 
 
@@ -24,6 +31,9 @@ class IngestResource(dg.ConfigurableResource):
     topics: list[dict[str, Any]] = []
     unknown_topics: str = "report"
     visual_frames: int = 6
+
+    def paths(self) -> IngestPaths:
+        return IngestPaths(StorageLocation.from_env(self.root))
 
     def settings(self) -> IngestSettings:
         return IngestSettings(

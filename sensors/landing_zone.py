@@ -2,8 +2,9 @@
 
 Listing, batching and the stagger policy are Dagster-free (robodata.ingest.launches); this file
 only turns a tick into dynamic-partition requests and run requests. Configure with env vars:
-ROBODATA_LANDING (local dir or s3://bucket/prefix), ROBODATA_ROOT (ingest state root),
-ROBODATA_BATCH_ITEMS, ROBODATA_SETTLE_S, ROBODATA_MAX_CONCURRENT_RUNS, ROBODATA_RUN_S.
+ROBODATA_LANDING (local dir or s3://bucket/prefix), ROBODATA_ROOT (ingest state root: local dir or
+s3://...; default ROBODATA_STORAGE_ROOT, else .demo), ROBODATA_BATCH_ITEMS, ROBODATA_SETTLE_S,
+ROBODATA_MAX_CONCURRENT_RUNS, ROBODATA_RUN_S. S3 endpoint and credentials: the AWS_* variables.
 """
 import json
 import os
@@ -22,7 +23,7 @@ def _env(name: str, default: str) -> str:
 
 
 def _evaluate(context: dg.SensorEvaluationContext, profile: str, batches: BatchPolicy, stagger: StaggerPolicy) -> dg.SensorResult:
-    root = _env("ROBODATA_ROOT", ".demo")
+    root = _env("ROBODATA_ROOT", "") or _env("ROBODATA_STORAGE_ROOT", "") or ".demo"
     landing = _env("ROBODATA_LANDING", os.path.join(root, "landing"))
     state = LaunchState()
     if context.cursor:

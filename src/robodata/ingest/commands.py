@@ -48,7 +48,7 @@ def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="c
 
 
 def ingest_cmd(landing: str = typer.Argument(..., help="landing zone: local dir or s3://bucket/prefix"),
-               root: Path = typer.Option(Path(".demo"), help="ingest state root (tables, containers, catalog)"),
+               root: str = typer.Option(".demo", help="ingest state root (tables, containers, catalog): dir or s3://bucket/prefix"),
                batch: str = typer.Option("", help="batch name (default: a timestamp)"),
                workers: int = typer.Option(1, help="conversion processes (work bins)")) -> None:
     """Ingest everything complete in a landing zone as one batch, without Dagster."""
@@ -62,7 +62,7 @@ def ingest_cmd(landing: str = typer.Argument(..., help="landing zone: local dir 
     from robodata.ingest.tables import IngestPaths
 
     try:
-        settings = IngestSettings(root=str(root), workers=workers)
+        settings = IngestSettings(root=root, workers=workers)
     except ConfigError as exc:
         raise typer.BadParameter(str(exc)) from None
     items = new_items(landing, LandingCursor())

@@ -12,6 +12,7 @@ size does not grow with the number of items seen; items younger than `settle_s` 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import fsspec
 
 from robodata.config import require
+from robodata.storage import StorageLocation, objects
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,12 @@ def _unstrip(url: str, fs, path: str) -> str:
     return path if proto in ("file", "local") else f"{proto}://{path}"
 
 
-def _lerobot_items(fs, path: str, url: str, info_meta: dict) -> Iterator[LandingItem]:
+def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: dict | None) -> Iterator[LandingItem]:
     from robodata.ingest.importers.lerobot import dataset_episodes
 
-    try:
-        episodes = dataset_episodes(url)
+    try:  # the episode list lives under meta/ (staged locally when the landing zone is remote)
+        with objects.local_input(url.rstrip("/") + "/meta", storage_options) as meta:
+            episodes = dataset_episodes(os.path.dirname(meta))
     except Exception:  # unreadable dataset: surface it as one item that will fail QC with a reason
         yield LandingItem(url + "#0", "lerobot", 0, _mtime(info_meta), path.rsplit("/", 1)[-1])
         return
@@ -68,8 +71,14 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict) -> Iterator[Landing
 
 
 def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]:
-    """Every complete item directly under `url` (no particular order)."""
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    """Every complete item directly under `url` (no particular order). Remote URLs without
+    explicit options use the AWS_* variables (StorageLocation.from_env), like the storage root."""
+    if storage_options is None and objects.is_remote(url):
+        storage_options = StorageLocation.from_env(url).fsspec_options()
+    opts = dict(storage_options or {})
+    if objects.is_remote(url):
+        opts["use_listings_cache"] = False   # a long-lived sensor process must see new arrivals
+    fs, root = fsspec.core.url_to_fs(url, **opts)
     if not fs.exists(root):
         return
     for entry in fs.ls(root, detail=True):
@@ -89,7 +98,7 @@ def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]
             except FileNotFoundError:
                 continue
             if kind == "lerobot":
-                yield from _lerobot_items(fs, path, full, minfo)
+                yield from _lerobot_items(fs, path, full, minfo, storage_options)
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
             break

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from robodata.ingest.align import aligned_tracks
-from robodata.ingest.importers import open_raw
+from robodata.ingest.importers import staged_raw
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.tables import IngestPaths, read_batch, replace_batch
+from robodata.ingest.tables import IngestPaths
 
 ALIGNED_SCHEMA = pa.schema([
     ("batch", pa.string()), ("uri", pa.string()), ("kind", pa.string()), ("episode_id", pa.string()),
@@ -25,8 +25,8 @@ ALIGNED_SCHEMA = pa.schema([
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     try:
-        raw = open_raw(uri, kind, settings.topic_map, decode_threads=0)
-        al = aligned_tracks(raw)
+        with staged_raw(uri, kind, settings.topic_map, decode_threads=0) as raw:
+            al = aligned_tracks(raw)
     except RawEpisodeError as exc:
         return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": str(exc)}
     except Exception as exc:  # an importer bug or an unexpected format: still one episode's problem
@@ -48,7 +48,7 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
     from robodata.ingest.binpack import balance
     from robodata.ingest.stage_convert import run_workers, settings_dict
 
-    raw = read_batch(paths.table("raw_episodes"), batch, ["uri", "kind", "size_bytes"]).to_pylist()
+    raw = paths.read("raw_episodes", batch, ["uri", "kind", "size_bytes"]).to_pylist()
     if settings.workers > 1 and len(raw) >= 4 * settings.workers:
         bins = balance([float(r["size_bytes"]) + 1e5 for r in raw], settings.workers)
         rows = run_workers([[raw[i] for i in b] for b in bins if b], settings_dict(settings), stage="align")
@@ -56,7 +56,7 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
     for row in rows:
         row["batch"] = batch
-    replace_batch(paths.table("aligned_tracks"), pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
+    paths.replace("aligned_tracks", pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
     return {"episodes": len(rows), "aligned": len(ok), "unreadable": len(rows) - len(ok),
             "max_alignment_error_ms": round(max((r["alignment_error_ms"] for r in ok), default=0.0), 4)}

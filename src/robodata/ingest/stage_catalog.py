@@ -15,7 +15,7 @@ import pyarrow as pa
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
-from robodata.ingest.tables import IngestPaths, exists, merge_rows, read_batch
+from robodata.ingest.tables import IngestPaths, merge_rows
 
 
 def _catalog_merge(paths: IngestPaths, table: pa.Table) -> dict:
@@ -26,12 +26,13 @@ def _catalog_merge(paths: IngestPaths, table: pa.Table) -> dict:
     except ImportError:
         merge = None
     if merge is not None:
-        return dict(merge(paths.catalog, table) or {})
-    return merge_rows(paths.catalog, table, key="episode_id")
+        return dict(merge(paths.catalog, table, storage_options=paths.delta_options()) or {})
+    return merge_rows(paths.catalog, table, key="episode_id", storage_options=paths.delta_options())
 
 
-def _row_from_container(c: dict, batch: str) -> dict:
-    r = EpisodeReader.open(c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"])
+def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
+    r = EpisodeReader.open(c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"],
+                           **paths.fsspec_options())
     m = r.meta
     start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=timezone.utc)
     cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
@@ -61,18 +62,18 @@ def _row_from_alignment(a: dict, batch: str) -> dict:
 
 def metadata_batch(paths: IngestPaths, batch: str) -> dict:
     status = {}
-    if exists(paths.table("qc_results")):
-        for q in read_batch(paths.table("qc_results"), batch).to_pylist():
+    if paths.has("qc_results"):
+        for q in paths.read("qc_results", batch).to_pylist():
             if q["stage"] == "summary":
                 status[q["uri"]] = q
-    conv = {c["uri"]: c for c in read_batch(paths.table("conversions"), batch).to_pylist()} if exists(paths.table("conversions")) else {}
-    aligned = read_batch(paths.table("aligned_tracks"), batch).to_pylist()
+    conv = {c["uri"]: c for c in paths.read("conversions", batch).to_pylist()} if paths.has("conversions") else {}
+    aligned = paths.read("aligned_tracks", batch).to_pylist()
     rows, errors = [], []
     for a in aligned:
         c = conv.get(a["uri"])
         q = status.get(a["uri"])
         try:
-            row = _row_from_container(c, batch) if c and c["ok"] else _row_from_alignment(a, batch)
+            row = _row_from_container(paths, c, batch) if c and c["ok"] else _row_from_alignment(a, batch)
         except RobodataError as exc:  # container vanished / corrupt since conversion: quarantine it
             row, q = _row_from_alignment(a, batch), {"passed": False, "score": 0.0}
             errors.append(f"{a['uri']}: {exc}")

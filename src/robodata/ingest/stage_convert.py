@@ -21,9 +21,10 @@ from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
 from robodata.ingest.binpack import balance, work_estimate
 from robodata.ingest.convert import convert
-from robodata.ingest.importers import open_raw
+from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.tables import IngestPaths, exists, read_batch, replace_batch
+from robodata.ingest.tables import IngestPaths
+from robodata.storage import StorageLocation, objects
 
 CONVERSION_SCHEMA = pa.schema([
     ("batch", pa.string()), ("uri", pa.string()), ("episode_id", pa.string()), ("container_uri", pa.string()),
@@ -36,9 +37,9 @@ CONVERSION_SCHEMA = pa.schema([
 
 def quarantined(paths: IngestPaths, batch: str, stage: str = "pre") -> set[str]:
     """uris with a failed blocking check in `stage` (or any stage when stage is '')."""
-    if not exists(paths.table("qc_results")):
+    if not paths.has("qc_results"):
         return set()
-    t = read_batch(paths.table("qc_results"), batch, ["uri", "stage", "passed", "blocking"])
+    t = paths.read("qc_results", batch, ["uri", "stage", "passed", "blocking"])
     m = pc.and_(pc.invert(t.column("passed")), t.column("blocking"))
     if stage:
         m = pc.and_(m, pc.equal(t.column("stage"), stage))
@@ -49,10 +50,12 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     t0 = time.perf_counter()
     row = {"uri": j["uri"], "episode_id": j["episode_id"], "worker": worker}
     try:
-        raw = open_raw(j["uri"], j["kind"], s.topic_map, decode_threads=s.decode_threads)
         al = AlignedTracks.from_json(j["alignment_json"])
-        res = convert(raw, al, j["container"], s.video)
-        row.update(container_uri=res.uri, ok=True, error="", size_bytes=res.size_bytes, duration_s=res.duration_s,
+        dest = j["container"]
+        with staged_raw(j["uri"], j["kind"], s.topic_map, s.decode_threads) as raw, \
+                objects.local_output(dest, StorageLocation.from_env(s.root).fsspec_options()) as out:
+            res = convert(raw, al, out, s.video)
+        row.update(container_uri=dest, ok=True, error="", size_bytes=res.size_bytes, duration_s=res.duration_s,
                    frames_min=min(res.frames.values(), default=0), state_steps=res.state_steps,
                    layout_version=res.layout_version, footer_offset=res.footer_offset, footer_length=res.footer_length)
     except RobodataError as exc:
@@ -107,7 +110,7 @@ def settings_dict(settings: IngestSettings) -> dict:
 
 
 def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, episodes: set[str] | None = None) -> dict:
-    al = read_batch(paths.table("aligned_tracks"), batch,
+    al = paths.read("aligned_tracks", batch,
                     ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]).to_pylist()
     skip = quarantined(paths, batch, "pre")
     jobs = [dict(r, container=paths.container(batch, r["episode_id"])) for r in al
@@ -124,7 +127,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch
-    replace_batch(paths.table("conversions"), pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
+    paths.replace("conversions", pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
     loads = [sum(work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in b) for b in bins]
     return {"converted": len(ok), "failed": len(rows) - len(ok), "skipped_quarantined": len(skip),

@@ -14,7 +14,7 @@ from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
 from robodata.ingest.qc import Outcome, QCSelection, evaluate_pre
-from robodata.ingest.tables import IngestPaths, exists, read_batch, replace_batch
+from robodata.ingest.tables import IngestPaths
 
 QC_SCHEMA = pa.schema([
     ("batch", pa.string()), ("uri", pa.string()), ("episode_id", pa.string()), ("stage", pa.string()),
@@ -45,20 +45,20 @@ def _summarize(rows: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def pre_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[str, int]]:
-    aligned = read_batch(paths.table("aligned_tracks"), batch).to_pylist()
+    aligned = paths.read("aligned_tracks", batch).to_pylist()
     rows = []
     for r in aligned:
         al = AlignedTracks.from_json(r["alignment_json"]) if r["ok"] else None
         names = sel.checks_for(r.get("vendor") or "", r.get("source") or r["kind"])
         rows += _rows(batch, r, "pre", evaluate_pre(al, r["error"] or "", names, sel.thresholds), sel.blocking)
-    replace_batch(paths.table("qc_results"), pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "pre"})
+    paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "pre"})
     return _summarize(rows)
 
 
-def _decodable(uri: str) -> tuple[bool, str, float]:
+def _decodable(uri: str, storage_options: dict) -> tuple[bool, str, float]:
     """Open the container and decode the first and last frames of every camera."""
     try:
-        r = EpisodeReader.open(uri)
+        r = EpisodeReader.open(uri, **storage_options)
         cams = [s for s, spec in r.meta.streams.items() if spec.kind == "video"]
         dur = r.meta.duration_s
         for lo, hi in ((0.0, 0.2), (max(0.0, dur - 0.2), dur + 0.01)):
@@ -74,8 +74,8 @@ def _decodable(uri: str) -> tuple[bool, str, float]:
 
 
 def post_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[str, int]]:
-    aligned = {r["uri"]: r for r in read_batch(paths.table("aligned_tracks"), batch).to_pylist()}
-    conv = read_batch(paths.table("conversions"), batch).to_pylist() if exists(paths.table("conversions")) else []
+    aligned = {r["uri"]: r for r in paths.read("aligned_tracks", batch).to_pylist()}
+    conv = paths.read("conversions", batch).to_pylist() if paths.has("conversions") else []
     rows = []
     for c in conv:
         a = aligned.get(c["uri"], {})
@@ -84,7 +84,7 @@ def post_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[
         if c["ok"]:
             dur = c["duration_s"]
             if "video_decodable" in names:
-                ok, why, dur = _decodable(c["container_uri"])
+                ok, why, dur = _decodable(c["container_uri"], paths.fsspec_options())
                 out.append(Outcome("video_decodable", ok, why))
             if "duration_consistent" in names:
                 span = float(a.get("span_s") or 0.0)
@@ -92,13 +92,13 @@ def post_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[
                 ok = abs(dur - span) <= tol
                 out.append(Outcome("duration_consistent", ok, "" if ok else f"container {dur:.2f} s vs aligned span {span:.2f} s"))
         rows += _rows(batch, {**a, **c}, "post", out, sel.blocking)
-    replace_batch(paths.table("qc_results"), pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "post"})
+    paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "post"})
     return _summarize(rows)
 
 
 def qc_rollup(paths: IngestPaths, batch: str) -> dict:
     """One summary row per episode: passed = no blocking check failed in any stage."""
-    t = read_batch(paths.table("qc_results"), batch)
+    t = paths.read("qc_results", batch)
     per: dict[str, dict] = {}
     for r in t.to_pylist():
         if r["stage"] == "summary":
@@ -116,7 +116,7 @@ def qc_rollup(paths: IngestPaths, batch: str) -> dict:
         score = e["passed"] / e["n"] if e["n"] else 0.0
         rows += _rows(batch, e["row"], "summary", [Outcome("status", not e["fail"], reason)], ("status",))
         rows[-1]["score"] = score
-    replace_batch(paths.table("qc_results"), pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "summary"})
+    paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "summary"})
     bad = [r for r in rows if not r["passed"]]
     return {"episodes": len(rows), "passed": len(rows) - len(bad), "quarantined": len(bad),
             "quarantine_reasons": [f"{r['episode_id'] or r['uri']}: {r['reason']}" for r in bad[:10]]}

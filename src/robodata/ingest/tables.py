@@ -7,25 +7,44 @@ stage for a batch (re-execution, backfill) replaces its rows instead of duplicat
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
 
 from robodata.errors import RobodataError
+from robodata.storage import StorageLocation
 
 
 def _lit(v: str) -> str:
     return "'" + str(v).replace("'", "''") + "'"
 
 
-def exists(path: str | os.PathLike[str]) -> bool:
-    return DeltaTable.is_deltatable(str(path))
+Options = dict[str, str] | None
+
+
+def _prepare(path: str) -> None:
+    if "://" not in path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def open_table(path: str | os.PathLike[str], storage_options: Options = None) -> DeltaTable | None:
+    """The table at `path`, or None when there is none yet."""
+    try:
+        return DeltaTable(str(path), storage_options=storage_options)
+    except TableNotFoundError:
+        return None
+
+
+def exists(path: str | os.PathLike[str], storage_options: Options = None) -> bool:
+    # not DeltaTable.is_deltatable: it holds the GIL while it waits on S3, which deadlocks an
+    # in-process S3 server (tests) until the request times out
+    return open_table(path, storage_options) is not None
 
 
 def replace_batch(path: str | os.PathLike[str], table: pa.Table, batch: str, column: str = "batch",
-                  where: dict[str, str] | None = None) -> None:
+                  where: dict[str, str] | None = None, storage_options: Options = None) -> None:
     """Rows of `batch` (and `where` column values) at `path` become exactly `table`.
 
     The table is created partitioned by the batch column.
@@ -34,61 +53,96 @@ def replace_batch(path: str | os.PathLike[str], table: pa.Table, batch: str, col
     if table.num_rows and set(table.column(column).to_pylist()) != {batch}:
         raise RobodataError(f"{path}: rows for batch {batch!r} carry other {column} values")
     pred = " AND ".join(f"{k} = {_lit(v)}" for k, v in {column: batch, **(where or {})}.items())
-    if not exists(path):
-        Path(path).mkdir(parents=True, exist_ok=True)
-        write_deltalake(path, table, mode="append", partition_by=[column])
+    dt = open_table(path, storage_options)
+    if dt is None:
+        _prepare(path)
+        write_deltalake(path, table, mode="append", partition_by=[column], storage_options=storage_options)
         return
     if table.num_rows == 0:
-        DeltaTable(path).delete(pred)
+        dt.delete(pred)
         return
-    write_deltalake(path, table, mode="overwrite", predicate=pred, schema_mode="merge")
+    write_deltalake(dt, table, mode="overwrite", predicate=pred, schema_mode="merge")
 
 
 def read_batch(path: str | os.PathLike[str], batch: str, columns: list[str] | None = None,
-               column: str = "batch") -> pa.Table:
-    if not exists(path):
+               column: str = "batch", storage_options: Options = None) -> pa.Table:
+    dt = open_table(path, storage_options)
+    if dt is None:
         raise RobodataError(f"{path}: no such table (run the upstream ingestion stage for batch {batch!r} first)")
-    return DeltaTable(str(path)).to_pyarrow_table(filters=[(column, "=", batch)], columns=columns)
+    return dt.to_pyarrow_table(filters=[(column, "=", batch)], columns=columns)
 
 
-def merge_rows(path: str | os.PathLike[str], table: pa.Table, key: str, partition_by: list[str] | None = None) -> dict:
+def merge_rows(path: str | os.PathLike[str], table: pa.Table, key: str, partition_by: list[str] | None = None,
+               storage_options: Options = None) -> dict:
     """Upsert rows by `key` (insert new, update existing)."""
     path = str(path)
-    if not exists(path):
-        Path(path).mkdir(parents=True, exist_ok=True)
-        write_deltalake(path, table, mode="append", partition_by=partition_by)
+    dt = open_table(path, storage_options)
+    if dt is None:
+        _prepare(path)
+        write_deltalake(path, table, mode="append", partition_by=partition_by, storage_options=storage_options)
         return {"num_target_rows_inserted": table.num_rows, "num_target_rows_updated": 0}
-    return (DeltaTable(path).merge(table, predicate=f"t.{key} = s.{key}", source_alias="s", target_alias="t")
+    return (dt.merge(table, predicate=f"t.{key} = s.{key}", source_alias="s", target_alias="t")
             .when_matched_update_all().when_not_matched_insert_all().execute())
 
 
-@dataclass(frozen=True)
 class IngestPaths:
-    """Where ingestion keeps its state under one root (local path)."""
+    """Where ingestion keeps its state under one root: a local folder or s3://bucket/prefix.
 
-    root: str
+    Built from a StorageLocation, or from a root string resolved with `StorageLocation.from_env`
+    (endpoint, region and credentials from the AWS_* variables of this process). Every stage
+    reads and writes through it: Delta tables with `delta_options()`, files with `fsspec_options()`.
+    """
 
-    def _p(self, *parts: str) -> str:
-        return str(Path(self.root, *parts))
+    def __init__(self, root: str | os.PathLike[str] | StorageLocation):
+        self.location = root if isinstance(root, StorageLocation) else StorageLocation.from_env(os.fspath(root))
+
+    def __repr__(self) -> str:
+        return f"IngestPaths({self.location.root!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IngestPaths) and other.location == self.location
+
+    def __hash__(self) -> int:
+        return hash(self.location)
+
+    @property
+    def root(self) -> str:
+        return self.location.root
+
+    def fsspec_options(self) -> dict:
+        return self.location.fsspec_options()
+
+    def delta_options(self) -> dict[str, str]:
+        return self.location.delta_options()
 
     @property
     def batches(self) -> str:
-        return self._p("ingest", "batches")
+        return self.location.join("ingest", "batches")
 
     def batch_manifest(self, batch: str) -> str:
-        return self._p("ingest", "batches", f"{batch}.json")
+        return self.location.join("ingest", "batches", f"{batch}.json")
 
     @property
     def containers(self) -> str:
-        return self._p("containers")
+        return self.location.join("containers")
 
     def container(self, batch: str, episode_id: str) -> str:
-        return self._p("containers", batch, f"{episode_id}.rdep")
+        return self.location.join("containers", batch, f"{episode_id}.rdep")
 
     def table(self, name: str) -> str:
         """raw_episodes | aligned_tracks | qc_results | conversions | segments | features"""
-        return self._p("ingest", name)
+        return self.location.join("ingest", name)
 
     @property
     def catalog(self) -> str:
-        return self._p("catalog", "episodes")
+        return self.location.join("catalog", "episodes")
+
+    # Delta tables under the root, with this root's storage options
+    def has(self, name: str) -> bool:
+        return exists(self.table(name), self.delta_options())
+
+    def read(self, name: str, batch: str, columns: list[str] | None = None) -> pa.Table:
+        return read_batch(self.table(name), batch, columns, storage_options=self.delta_options())
+
+    def replace(self, name: str, table: pa.Table, batch: str, where: dict[str, str] | None = None) -> None:
+        replace_batch(self.table(name), table, batch, where=where, storage_options=self.delta_options())

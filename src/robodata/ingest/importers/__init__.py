@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
+from robodata.storage import StorageLocation, objects
 
 
 def open_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_threads: int = 2) -> RawEpisode:
@@ -23,4 +27,26 @@ def open_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_thre
     raise RawEpisodeError(f"{uri}: unknown landing item kind {kind!r}")
 
 
-__all__ = ["open_raw", "RawEpisode", "RawEpisodeError"]
+@contextmanager
+def staged_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_threads: int = 2) -> Iterator[RawEpisode]:
+    """open_raw for an item anywhere: a local path as is; an object-store item (s3://, endpoint and
+    credentials from the AWS_* variables) staged to local scratch for the block, then deleted.
+    The episode keeps the landing uri; a LeRobot `<dir>#<index>` stages the dataset dir."""
+    base, sep, frag = uri.partition("#") if kind.startswith("lerobot") else (uri, "", "")
+    opts = StorageLocation.from_env(base).fsspec_options() if objects.is_remote(base) else {}
+    with ExitStack() as stack:
+        try:
+            local = stack.enter_context(objects.local_input(base, opts))
+        except FileNotFoundError:
+            raise RawEpisodeError(f"{uri}: missing") from None
+        except OSError as exc:
+            raise RawEpisodeError(f"{uri}: cannot stage ({type(exc).__name__}: {exc})") from None
+        try:
+            raw = open_raw(local + sep + frag, kind, topic_map, decode_threads)
+        except RawEpisodeError as exc:
+            raise RawEpisodeError(str(exc).replace(local, base)) from None
+        raw.uri = uri
+        yield raw
+
+
+__all__ = ["open_raw", "staged_raw", "RawEpisode", "RawEpisodeError"]

@@ -1,0 +1,134 @@
+"""Files and objects under a local folder or s3:// with one code path (fsspec / s3fs).
+
+Everything takes a URI (absolute path, file://..., s3://bucket/key) and the fsspec options of
+its StorageLocation (`loc.fsspec_options()`; {} for local paths). Code that needs a real local
+file (importers, the container writer) goes through `local_input` / `local_output`: for a local
+URI they hand back the path itself; for an object store they stage one copy in the scratch
+directory (`ROBODATA_SCRATCH`, default the system temp dir), checked against its free space
+up front and removed on exit, so scratch use is bounded by the items in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import fsspec
+
+from robodata.errors import RobodataError
+
+_SCRATCH_HEADROOM = 64 * 2**20   # keep this much free on the scratch disk beyond a staged item
+
+
+def is_remote(uri: str) -> bool:
+    return "://" in uri and not uri.startswith("file://")
+
+
+def local_path(uri: str) -> str:
+    return uri.removeprefix("file://")
+
+
+def filesystem(uri: str, options: dict[str, Any] | None = None) -> fsspec.AbstractFileSystem:
+    """The fsspec filesystem for `uri` (local: creates parent folders on write)."""
+    if not is_remote(uri):
+        return fsspec.filesystem("file", auto_mkdir=True)
+    return fsspec.core.url_to_fs(uri, **(options or {}))[0]
+
+
+def write_bytes(uri: str, data: bytes, options: dict[str, Any] | None = None) -> None:
+    """Write atomically: readers see the old object or the whole new one, never a part."""
+    fs = filesystem(uri, options)
+    tmp = uri + ".partial"
+    fs.pipe_file(tmp, data)
+    fs.mv(tmp, uri)
+
+
+def read_bytes(uri: str, options: dict[str, Any] | None = None) -> bytes:
+    """The object's bytes; FileNotFoundError when it does not exist."""
+    return filesystem(uri, options).cat_file(uri)
+
+
+def exists(uri: str, options: dict[str, Any] | None = None) -> bool:
+    return filesystem(uri, options).exists(uri)
+
+
+def size(uri: str, options: dict[str, Any] | None = None) -> int:
+    fs = filesystem(uri, options)
+    fs.invalidate_cache(uri)
+    return int(fs.size(uri))
+
+
+def upload(local: str, uri: str, options: dict[str, Any] | None = None) -> int:
+    """Copy a local file to `uri` (multipart for big files on S3) and verify the stored size."""
+    want = os.path.getsize(local)
+    fs = filesystem(uri, options)
+    if is_remote(uri):
+        fs.put_file(local, uri)          # an S3 PUT / multipart completion is atomic
+    else:
+        tmp = local_path(uri) + ".partial"
+        fs.put_file(local, tmp)
+        fs.mv(tmp, local_path(uri))
+    got = size(uri, options)
+    if got != want:
+        fs.rm(uri)
+        raise RobodataError(f"upload of {local} to {uri}: stored {got} bytes, expected {want}; removed it")
+    return got
+
+
+def scratch_dir() -> str:
+    d = os.environ.get("ROBODATA_SCRATCH") or tempfile.gettempdir()
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _need_space(where: str, nbytes: int, what: str) -> None:
+    free = shutil.disk_usage(where).free
+    if nbytes + _SCRATCH_HEADROOM > free:
+        raise RobodataError(f"scratch {where}: {free} bytes free, staging {what} needs {nbytes} "
+                            "(set ROBODATA_SCRATCH to a bigger volume)")
+
+
+@contextmanager
+def local_input(uri: str, options: dict[str, Any] | None = None) -> Iterator[str]:
+    """A local path holding the file or folder at `uri`, with the same base name."""
+    if not is_remote(uri):
+        yield local_path(uri)
+        return
+    fs = filesystem(uri, options)
+    is_dir = fs.isdir(uri)
+    if not is_dir and not fs.exists(uri):
+        raise FileNotFoundError(uri)
+    stage = tempfile.mkdtemp(prefix="robodata-in-", dir=scratch_dir())
+    try:
+        _need_space(stage, int(fs.du(uri) if is_dir else fs.size(uri)), uri)
+        dest = os.path.join(stage, uri.rstrip("/").rsplit("/", 1)[-1])
+        if is_dir:
+            fs.get(uri.rstrip("/"), dest, recursive=True)
+        else:
+            fs.get_file(uri, dest)
+        yield dest
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextmanager
+def local_output(uri: str, options: dict[str, Any] | None = None) -> Iterator[str]:
+    """A local path to write `uri`'s content to. Local URIs: the path itself (the writer publishes
+    it). Remote: a scratch file uploaded (size-verified) when the block succeeds; on an exception
+    nothing is uploaded. The scratch copy is removed either way."""
+    if not is_remote(uri):
+        yield local_path(uri)
+        return
+    stage = tempfile.mkdtemp(prefix="robodata-out-", dir=scratch_dir())
+    try:
+        local = os.path.join(stage, uri.rstrip("/").rsplit("/", 1)[-1])
+        yield local
+        if not os.path.isfile(local):
+            raise RobodataError(f"{uri}: nothing was written to the staged file {local}")
+        upload(local, uri, options)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
