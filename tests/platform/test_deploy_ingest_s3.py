@@ -2,6 +2,7 @@
 state root (manifests, Delta tables, containers, catalog) on S3 (a moto server on loopback)."""
 
 import os
+import uuid
 
 import dagster as dg
 import fsspec
@@ -11,14 +12,13 @@ from deltalake import DeltaTable
 
 from tests.platform.deploy_support import postgres, prod_instance_home
 
-BUCKET = "robodata-ingest"
 
 
 @pytest.fixture
 def s3(monkeypatch):
     from deploy.services import LoopbackS3
 
-    with LoopbackS3.start(BUCKET) as srv:
+    with LoopbackS3.start(f"robodata-ingest-{uuid.uuid4().hex[:8]}") as srv:  # moto state is per process
         for k, v in srv.env().items():  # how prod is configured: AWS_* in the pods' environment
             monkeypatch.setenv(k, v)
         yield srv
@@ -52,7 +52,7 @@ def _landing_on_s3(tmp_path, s3) -> dict[str, str]:
     good = write_ros2_mcap(src / "ros-good.mcap", seconds=1.0, extra_topic=None)
     (src / "ros-truncated.mcap").write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     fs = fsspec.filesystem("s3", **s3.location().fsspec_options())
-    fs.put(str(src) + "/", f"s3://{BUCKET}/landing/", recursive=True)
+    fs.put(str(src) + "/", f"s3://{s3.bucket}/landing/", recursive=True)
     return {"good_a": eps[0].name, "good_b": eps[1].name, "bad_jpeg": eps[2].name,
             "mcap_good": "ros-good.mcap", "mcap_truncated": "ros-truncated.mcap"}
 
@@ -68,10 +68,10 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     cwd.mkdir()
     monkeypatch.chdir(cwd)                               # a relative path written by mistake lands here
     monkeypatch.setenv("ROBODATA_SCRATCH", str(scratch))  # staged inputs / outputs: must be cleaned up
-    root = f"s3://{BUCKET}/state"
+    root = f"s3://{s3.bucket}/state"
     paths = IngestPaths(root)                             # endpoint + credentials from AWS_* (from_env)
     assert paths.location == s3.location("state")
-    t = tick(LaunchState(), f"s3://{BUCKET}/landing", paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    t = tick(LaunchState(), f"s3://{s3.bucket}/landing", paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
     assert len(t.new_batches) == 1 and t.items == 5
     batch = t.launch[0]
     prod_instance.add_dynamic_partitions("ingest_batch", [batch])
@@ -98,20 +98,20 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     assert all(summary[cases[k]]["passed"] for k in ("good_a", "good_b", "mcap_good"))
     assert "not a decodable JPEG" in summary[cases["bad_jpeg"]]["reason"]
     assert "truncated or corrupt MCAP" in summary[cases["mcap_truncated"]]["reason"]
-    assert all(f"s3://{BUCKET}/landing/" in r["uri"] for r in summary.values())
+    assert all(f"s3://{s3.bucket}/landing/" in r["uri"] for r in summary.values())
     # the catalog on S3 points at container objects in the bucket, which decode
     cat = DeltaTable(paths.catalog, storage_options=loc.delta_options()).to_pyarrow_table()
     assert cat.num_rows == 5
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
     assert len(ok) == 3 and {r["ingest_batch"] for r in ok} == {batch}
-    objs = {f"s3://{p}": fs.size(p) for p in fs.find(f"{BUCKET}/state/containers/{batch}")}
+    objs = {f"s3://{p}": fs.size(p) for p in fs.find(f"{s3.bucket}/state/containers/{batch}")}
     assert {r["uri"] for r in ok} <= set(objs) and all(objs[r["uri"]] == r["size_bytes"] for r in ok)
     for r in ok:
         rd = EpisodeReader.open(r["uri"], footer_offset=r["footer_offset"], footer_length=r["footer_length"],
                                 **loc.fsspec_options())
         cam = r["cameras"][0]
         assert len(rd.read_window(0.0, 0.5, [cam])[cam].data) >= 4
-    assert not any(p.endswith(".partial") for p in fs.find(f"{BUCKET}/state"))
+    assert not any(p.endswith(".partial") for p in fs.find(f"{s3.bucket}/state"))
     feats = DeltaTable(paths.table("features"), storage_options=loc.delta_options()).to_pyarrow_table()
     assert feats.num_rows == 3 and not any(feats.column("error").to_pylist())
     # nothing on the local disk: no state under the working dir, scratch copies removed

@@ -12,7 +12,6 @@ size does not grow with the number of items seen; items younger than `settle_s` 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -58,8 +57,8 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
     from robodata.ingest.importers.lerobot import dataset_episodes
 
     try:  # the episode list lives under meta/ (staged locally when the landing zone is remote)
-        with objects.local_input(url.rstrip("/") + "/meta", storage_options) as meta:
-            episodes = dataset_episodes(os.path.dirname(meta))
+        with objects.local_input(url, storage_options, only=["meta"]) as local:
+            episodes = dataset_episodes(local)
     except Exception:  # unreadable dataset: surface it as one item that will fail QC with a reason
         yield LandingItem(url + "#0", "lerobot", 0, _mtime(info_meta), path.rsplit("/", 1)[-1])
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,24 +92,65 @@ def _need_space(where: str, nbytes: int, what: str) -> None:
                             "(set ROBODATA_SCRATCH to a bigger volume)")
 
 
+def _listing(fs, uri: str, only: Iterable[str]) -> dict[str, dict]:
+    """{path relative to the folder `uri`: info} of the files under each of `only` ("" = all)."""
+    base = fs._strip_protocol(uri).rstrip("/")
+    out: dict[str, dict] = {}
+    for rel in only:
+        for path, info in fs.find(f"{base}/{rel}".rstrip("/"), detail=True).items():
+            if info.get("type") == "file":
+                out[path[len(base) + 1:]] = info
+    return out
+
+
+def _mtime(info: dict) -> float | None:
+    v = info.get("LastModified") or info.get("mtime")
+    return v.timestamp() if hasattr(v, "timestamp") else (float(v) if v is not None else None)
+
+
+def fetch_into(uri: str, only: Iterable[str], dest: str, options: dict[str, Any] | None = None) -> None:
+    """Copy the files or folders `only` (relative to the folder `uri`) into the local folder `dest`,
+    keeping relative paths and modification times. A local `uri` needs no copy: nothing happens."""
+    only = list(only)
+    if not is_remote(uri) or not only:
+        return
+    fs = filesystem(uri, options)
+    files = _listing(fs, uri, only)
+    if not files:
+        raise FileNotFoundError(f"{uri}: nothing under {sorted(only)}")
+    _need_space(dest, sum(int(i.get("size") or 0) for i in files.values()), uri)
+    base = uri.rstrip("/")
+    lpaths = [os.path.join(dest, rel) for rel in files]
+    for lp in lpaths:
+        os.makedirs(os.path.dirname(lp), exist_ok=True)
+    fs.get([f"{base}/{rel}" for rel in files], lpaths)   # concurrent requests on S3
+    for lp, info in zip(lpaths, files.values()):
+        mt = _mtime(info)
+        if mt is not None:
+            os.utime(lp, (mt, mt))
+
+
 @contextmanager
-def local_input(uri: str, options: dict[str, Any] | None = None) -> Iterator[str]:
-    """A local path holding the file or folder at `uri`, with the same base name."""
+def local_input(uri: str, options: dict[str, Any] | None = None, only: Iterable[str] | None = None) -> Iterator[str]:
+    """A local path holding the file or folder at `uri` under the same base name (modification
+    times kept). `only`: stage just these files / subfolders of a folder `uri`."""
     if not is_remote(uri):
         yield local_path(uri)
         return
-    fs = filesystem(uri, options)
-    is_dir = fs.isdir(uri)
-    if not is_dir and not fs.exists(uri):
-        raise FileNotFoundError(uri)
     stage = tempfile.mkdtemp(prefix="robodata-in-", dir=scratch_dir())
     try:
-        _need_space(stage, int(fs.du(uri) if is_dir else fs.size(uri)), uri)
         dest = os.path.join(stage, uri.rstrip("/").rsplit("/", 1)[-1])
-        if is_dir:
-            fs.get(uri.rstrip("/"), dest, recursive=True)
-        else:
+        fs = filesystem(uri, options)
+        if only is None and not fs.isdir(uri):
+            info = fs.info(uri)   # FileNotFoundError when missing
+            _need_space(stage, int(info.get("size") or 0), uri)
             fs.get_file(uri, dest)
+            mt = _mtime(info)
+            if mt is not None:
+                os.utime(dest, (mt, mt))
+        else:
+            os.makedirs(dest)
+            fetch_into(uri, [""] if only is None else only, dest, options)
         yield dest
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -74,13 +74,32 @@ def _video_path(root: Path, info: dict, ep: LeRobotEpisode, key: str) -> tuple[P
     return root / p, float(r[f"videos/{key}/from_timestamp"]), float(r[f"videos/{key}/to_timestamp"])
 
 
-def _data(root: Path, info: dict, ep: LeRobotEpisode):
+def _data_path(root: Path, info: dict, ep: LeRobotEpisode) -> Path:
     if ep.version == "v2.1":
         chunk = ep.index // int(info.get("chunks_size", 1000))
-        path = root / info["data_path"].format(episode_chunk=chunk, episode_index=ep.index)
-    else:
-        path = root / info["data_path"].format(chunk_index=int(ep.row["data/chunk_index"]),
-                                                file_index=int(ep.row["data/file_index"]))
+        return root / info["data_path"].format(episode_chunk=chunk, episode_index=ep.index)
+    return root / info["data_path"].format(chunk_index=int(ep.row["data/chunk_index"]),
+                                           file_index=int(ep.row["data/file_index"]))
+
+
+def episode_files(root: str | Path, index: int) -> list[str]:
+    """Files open_lerobot reads for one episode besides meta/, relative to the dataset root
+    (so a remote dataset is staged per episode, never whole). [] for an unknown index."""
+    root = Path(root)
+    info = _info(root)
+    ep = {e.index: e for e in dataset_episodes(str(root))}.get(index)
+    if ep is None:
+        return []
+    try:
+        paths = [_data_path(root, info, ep)] + [_video_path(root, info, ep, k)[0] for k, ft in
+                                                info.get("features", {}).items() if ft.get("dtype") == "video"]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise RawEpisodeError(f"{root}/meta: bad path template or episode row ({type(exc).__name__}: {exc})") from None
+    return sorted({str(p.relative_to(root)) for p in paths})
+
+
+def _data(root: Path, info: dict, ep: LeRobotEpisode):
+    path = _data_path(root, info, ep)
     try:
         t = pq.read_table(path)
     except Exception as exc:
