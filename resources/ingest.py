@@ -4,6 +4,7 @@
 run config: `paths()` reads the AWS_* variables of the process that runs the step
 (StorageLocation.from_env), as the `storage` resource does (resources/deployment.py).
 """
+import os
 from typing import Any
 
 import dagster as dg
@@ -16,8 +17,13 @@ from robodata.storage import StorageLocation
 from robodata.ingest.topics import TopicRule
 
 
+def default_root() -> str:
+    """ROBODATA_ROOT, else the deployment's storage root (ROBODATA_STORAGE_ROOT), else .demo."""
+    return os.environ.get("ROBODATA_ROOT") or os.environ.get("ROBODATA_STORAGE_ROOT") or ".demo"
+
+
 class IngestResource(dg.ConfigurableResource):
-    root: str = ".demo"
+    root: str = default_root()
     workers: int = 1
     decode_threads: int = 2
     codec: str = "h264"

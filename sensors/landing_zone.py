@@ -13,6 +13,7 @@ import dagster as dg
 
 from assets.ingest import INGEST_BATCH
 from jobs.ingest_profiles import profile_config
+from resources.ingest import default_root
 from robodata.ingest.launches import BatchPolicy, LaunchState, tick
 from robodata.ingest.stagger import StaggerPolicy
 from robodata.ingest.tables import IngestPaths
@@ -23,7 +24,7 @@ def _env(name: str, default: str) -> str:
 
 
 def _evaluate(context: dg.SensorEvaluationContext, profile: str, batches: BatchPolicy, stagger: StaggerPolicy) -> dg.SensorResult:
-    root = _env("ROBODATA_ROOT", "") or _env("ROBODATA_STORAGE_ROOT", "") or ".demo"
+    root = default_root()
     landing = _env("ROBODATA_LANDING", os.path.join(root, "landing"))
     state = LaunchState()
     if context.cursor:

@@ -12,7 +12,7 @@ from robodata.ingest.topics import TopicMap, TopicRule
 
 @dataclass(frozen=True)
 class IngestSettings:
-    root: str = ".demo"                   # state: ingest/ tables, containers/, catalog/
+    root: str = ".demo"                   # state: ingest/ tables, containers/, catalog/ (dir or s3://)
     workers: int = 1                      # conversion processes per batch (work bins)
     decode_threads: int = 2               # read-ahead decode threads per conversion
     video: VideoSettings = field(default_factory=VideoSettings)
