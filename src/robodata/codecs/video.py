@@ -68,17 +68,36 @@ def is_reference(codec: str, data: bytes) -> bool:
     return True
 
 
+def _full_range(frame: av.VideoFrame) -> bool:
+    """Full-range samples: the J formats, frames tagged JPEG range, and RGB."""
+    name = frame.format.name
+    return name.startswith("yuvj") or int(frame.color_range) == 2 or not name.startswith("yuv")
+
+
+def encoder_pix_fmt(codec: str, first: np.ndarray | av.VideoFrame) -> str:
+    """The encoder's input format for a stream whose first frame is `first`: H.264 takes a
+    JPEG's full-range yuvj420p as it is (tagged full range in the bitstream, decoded back as
+    yuvj420p); everything else is converted to yuv420p."""
+    if codec == "h264" and isinstance(first, av.VideoFrame) and first.format.name == "yuvj420p":
+        return "yuvj420p"
+    return "yuv420p"
+
+
 class VideoEncoder:
-    """Encodes RGB uint8 frames (H, W, 3) into packets; keyframes every `gop` frames exactly."""
+    """Encodes frames (RGB uint8 (H, W, 3) arrays or av.VideoFrames) into packets; keyframes
+    every `gop` frames exactly."""
 
     def __init__(self, codec: str, width: int, height: int, rate_hz: float, gop: int, crf: int,
-                 preset: str = "veryfast", bframes: int = 0, threads: int = 0):
+                 preset: str = "veryfast", bframes: int = 0, threads: int = 0, pix_fmt: str = "yuv420p"):
         spec = video_codec(codec)
         self.gop = gop
         self.codec = codec
         ctx = av.CodecContext.create(spec.encoder, "w")
         ctx.width, ctx.height = width, height
-        ctx.pix_fmt = "yuv420p"
+        ctx.pix_fmt = pix_fmt
+        self.pix_fmt = pix_fmt
+        self._full_range = pix_fmt.startswith("yuvj")
+        self._reformatter = VideoReformatter()
         rate = Fraction(rate_hz).limit_denominator(1001)
         ctx.framerate = rate
         ctx.time_base = 1 / rate
@@ -98,13 +117,26 @@ class VideoEncoder:
     def extradata(self) -> bytes:
         return bytes(self._ctx.extradata or b"")
 
-    def encode(self, rgb: np.ndarray) -> list[Packet]:
-        frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+    def encode(self, image: np.ndarray | av.VideoFrame) -> list[Packet]:
+        """One frame: an RGB uint8 array, or a decoded frame in any pixel format (a frame already
+        in the encoder's format, e.g. a JPEG's yuvj420p for a yuvj420p encoder, goes in as is)."""
+        if isinstance(image, av.VideoFrame):
+            same = image.format.name == self.pix_fmt and _full_range(image) == self._full_range
+            frame = image if same else self._convert(image)
+        else:
+            frame = self._convert(av.VideoFrame.from_ndarray(image, format="rgb24"))
         frame.pts = self._n
-        if self._n % self.gop == 0:
-            frame.pict_type = av.video.frame.PictureType.I
+        frame.time_base = self._ctx.time_base  # a demuxed frame carries its file's time base: PyAV would rescale pts
+        # Decoded JPEG frames all carry pict_type I: set the type of every frame explicitly.
+        frame.pict_type = av.video.frame.PictureType.I if self._n % self.gop == 0 else av.video.frame.PictureType.NONE
         self._n += 1
         return self._packets(self._ctx.encode(frame))
+
+    def _convert(self, frame: av.VideoFrame) -> av.VideoFrame:
+        """To the encoder's pixel format with explicit colour ranges (swscale does not infer them)."""
+        return self._reformatter.reformat(frame, format=self.pix_fmt, threads=1,
+                                          src_color_range=2 if _full_range(frame) else 1,
+                                          dst_color_range=2 if self._full_range else 1)
 
     def flush(self) -> list[Packet]:
         if self._closed:

@@ -17,18 +17,20 @@ from typing import IO, Any
 import numpy as np
 
 from robodata.codecs.arrays import encode_array, encode_events, encode_packets
-from robodata.codecs.video import Packet, VideoEncoder
+from robodata.codecs.image import Image, image_shape
+from robodata.codecs.video import Packet, VideoEncoder, encoder_pix_fmt
 from robodata.container.format import ChunkInfo, PartInfo, checksum, encode_footer, pack_header, pack_trailer
 from robodata.container.meta import EpisodeMeta, Layout, TopicGroup
 from robodata.errors import RobodataError
 
 
 class _Camera:
-    def __init__(self, group: TopicGroup, spec_shape: tuple[int, ...], rate_hz: float):
+    def __init__(self, group: TopicGroup, spec_shape: tuple[int, ...], rate_hz: float, first: Image):
         v = group.video
         assert v is not None
         h, w, _ = spec_shape
-        self.encoder = VideoEncoder(v.codec, w, h, rate_hz, v.gop, v.crf, v.preset, v.bframes, v.threads)
+        self.encoder = VideoEncoder(v.codec, w, h, rate_hz, v.gop, v.crf, v.preset, v.bframes, v.threads,
+                                    pix_fmt=encoder_pix_fmt(v.codec, first))
         self.shape = spec_shape
         self.t_by_pts: dict[int, int] = {}
         self.last_t: int | None = None
@@ -74,13 +76,17 @@ class EpisodeWriter:
         self._emit(pack_header())
 
     # ----------------------------------------------------------------- public API
-    def write_frame(self, stream: str, rgb: np.ndarray, t_ns: int) -> None:
+    def write_frame(self, stream: str, image: Image, t_ns: int) -> None:
+        """One camera frame: an RGB uint8 (H, W, 3) array or a decoded av.VideoFrame (see
+        robodata.codecs.image); frames go to the encoder without an RGB round trip."""
         spec = self._spec(stream, "video")
-        if rgb.shape != spec.shape or rgb.dtype != np.uint8:
-            raise RobodataError(f"episode {self.meta.episode_id!r}: frame for {stream!r} has shape {rgb.shape} {rgb.dtype}, expected {spec.shape} uint8")
+        shape = image_shape(image)
+        if shape != spec.shape or (isinstance(image, np.ndarray) and image.dtype != np.uint8):
+            dtype = f" {image.dtype}" if isinstance(image, np.ndarray) else ""
+            raise RobodataError(f"episode {self.meta.episode_id!r}: frame for {stream!r} has shape {shape}{dtype}, expected {spec.shape} uint8")
         cam = self._cams.get(stream)
         if cam is None:
-            cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz)
+            cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
         t_ns = int(t_ns)
         if cam.last_t is not None and t_ns <= cam.last_t:
             raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r} timestamps must increase ({t_ns} after {cam.last_t})")
@@ -88,7 +94,7 @@ class EpisodeWriter:
         cam.t_by_pts[cam.frames] = t_ns
         cam.frames += 1
         self._touch(t_ns)
-        cam.take(cam.encoder.encode(rgb))
+        cam.take(cam.encoder.encode(image))
         self._flush_video(self.layout.group_of(stream), final=False)
 
     def write_array(self, stream: str, t_ns: np.ndarray, values: np.ndarray) -> None:

@@ -4,6 +4,8 @@
 search that moves / swaps items between the heaviest and lightest bins while that lowers
 the heaviest one (LPT is within 4/3 of optimal; the moves usually close most of the rest).
 `first_fit_decreasing` (capacity): bins of at most `capacity` bytes, for cutting batches.
+`lpt_order` + `list_schedule`: the conversion stage does not fix bins up front; workers pull
+jobs largest-first as they finish (robodata.ingest.dispatch), which `list_schedule` replays.
 """
 
 from __future__ import annotations
@@ -67,6 +69,25 @@ def balance(sizes: Sequence[float], n_bins: int, improve_rounds: int = 200) -> l
             bins[hi].append(j)
             loads[lo] -= sizes[j]
             loads[hi] += sizes[j]
+    return bins
+
+
+def lpt_order(sizes: Sequence[float], keys: Sequence[str] | None = None) -> list[int]:
+    """Indices by decreasing size (ties by key, then index): the order a pull-based worker
+    pool hands jobs out (longest processing time first)."""
+    return sorted(range(len(sizes)), key=lambda k: (-sizes[k], keys[k] if keys is not None else "", k))
+
+
+def list_schedule(durations: Sequence[float], workers: int) -> list[list[int]]:
+    """Which worker runs each job when `workers` pull jobs in the given order as they finish
+    (the dispatcher's behaviour, replayed on known durations)."""
+    require(workers >= 1, f"workers must be >= 1, got {workers}")
+    heap = [(0.0, w) for w in range(workers)]
+    bins: list[list[int]] = [[] for _ in range(workers)]
+    for i, d in enumerate(durations):
+        free, w = heapq.heappop(heap)
+        bins[w].append(i)
+        heapq.heappush(heap, (free + float(d), w))
     return bins
 
 

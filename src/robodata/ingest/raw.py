@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robodata.codecs.image import Image
 from robodata.errors import RobodataError
 from robodata.ingest.clock import IDENTITY, ClockFit
 
@@ -56,8 +57,9 @@ class RawEpisode:
     events_clock: str = "state"
     clocks: dict[str, ClockFit] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)    # findings while reading (e.g. unknown topics)
-    frames: Callable[[], Iterator[tuple[str, int, np.ndarray]]] | None = field(default=None, repr=False)
-    # frames(): yields (camera, frame_index, rgb uint8 HxWx3), each camera in order; cameras interleaved.
+    frames: Callable[[], Iterator[tuple[str, int, Image]]] | None = field(default=None, repr=False)
+    # frames(): yields (camera, frame_index, image), each camera in order; cameras interleaved. An image
+    # is RGB uint8 HxWx3 or a decoded av.VideoFrame in its own pixel format (robodata.codecs.image).
 
     def clock_for(self, name: str) -> ClockFit:
         return self.clocks.get(name, IDENTITY)

@@ -1,17 +1,14 @@
-"""episodes stage: convert a batch's accepted episodes into containers, bins in parallel.
+"""episodes stage: convert a batch's accepted episodes into containers, in parallel.
 
-Episodes quarantined by a blocking pre-conversion check are skipped. The rest are split
-into `workers` bins of near-equal bytes (robodata.ingest.binpack) and each bin is converted
-in its own process; a failing episode is recorded (ok = false, error) and the bin goes on.
+Episodes quarantined by a blocking pre-conversion check are skipped. The rest are ordered
+largest estimated work first (robodata.ingest.binpack) and pulled by `workers` processes
+as each finishes its previous one (robodata.ingest.dispatch), so the work bins come out of
+near-equal real time; a failing episode is recorded (ok = false, error) and the rest go on.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 
 import pyarrow as pa
@@ -19,7 +16,7 @@ import pyarrow.compute as pc
 
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.binpack import balance, work_estimate
+from robodata.ingest.binpack import lpt_order, work_estimate
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
@@ -66,41 +63,17 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     return row
 
 
-def run_workers(bins: list[list[dict]], sd: dict, stage: str = "convert") -> list[dict]:
-    """One `python -m robodata.ingest.worker` per bin, all at once; rows stream back as JSON lines."""
-    env = dict(os.environ)
-    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
-    procs = []
-    for w, b in enumerate(bins):
-        err_f = tempfile.TemporaryFile("w+")
-        p = subprocess.Popen([sys.executable, "-m", "robodata.ingest.worker"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=err_f, env=env, text=True)
-        procs.append((w, b, p, err_f))
-        p.stdin.write(json.dumps({"worker": w, "stage": stage, "settings": sd, "jobs": b}))  # type: ignore[union-attr]
-        p.stdin.close()  # type: ignore[union-attr]
-    rows: list[dict] = []
-    for w, b, p, err_f in procs:
-        out = p.stdout.read()  # type: ignore[union-attr]
-        p.wait()
-        err_f.seek(0)
-        err = err_f.read()
-        err_f.close()
-        got = [json.loads(x) for x in out.splitlines() if x.strip()]
-        rows += got
-        done = {r["uri"] for r in got}
-        if p.returncode != 0 or len(done) < len(b):
-            why = f"{stage} worker {w} exited with code {p.returncode}: {err.strip()[-500:]}"
-            rows += [{"uri": j["uri"], "kind": j.get("kind", ""), "episode_id": j.get("episode_id", ""), "worker": w,
-                      "container_uri": "", "ok": False, "error": why, "seconds": 0.0, "size_bytes": j.get("size_bytes", 0)}
-                     for j in b if j["uri"] not in done]
-    return rows
+def run_workers(jobs: list[dict], workers: int, sd: dict, stage: str = "convert") -> list[dict]:
+    """Jobs largest-first, pulled by `workers` processes as they finish (robodata.ingest.dispatch)."""
+    from robodata.ingest.dispatch import run_pool
+
+    return run_pool(jobs, workers, sd, stage)
 
 
-def plan_bins(jobs: list[dict], workers: int) -> list[list[dict]]:
-    bins = balance([work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in jobs],
-                   max(1, min(workers, len(jobs))))
-    return [[jobs[i] for i in b] for b in bins if b]
+def plan_order(jobs: list[dict]) -> list[dict]:
+    """Largest estimated work first (ties by uri): the order the worker pool hands jobs out."""
+    work = [work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in jobs]
+    return [jobs[i] for i in lpt_order(work, [j["uri"] for j in jobs])]
 
 
 def settings_dict(settings: IngestSettings) -> dict:
@@ -115,21 +88,23 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     skip = quarantined(paths, batch, "pre")
     jobs = [dict(r, container=paths.container(batch, r["episode_id"])) for r in al
             if r["ok"] and r["uri"] not in skip and (episodes is None or r["episode_id"] in episodes)]
-    bins = plan_bins(jobs, settings.workers)
+    jobs = plan_order(jobs)
+    n_workers = max(1, min(settings.workers, len(jobs)))
     sd = settings_dict(settings)
     started = time.perf_counter()
-    rows: list[dict] = []
-    if len(bins) <= 1:
-        for b in bins:
-            rows += [convert_one(j, settings) for j in b]
+    if n_workers <= 1:
+        rows = [convert_one(j, settings) for j in jobs]
     else:
-        rows = run_workers(bins, sd)
+        rows = run_workers(jobs, n_workers, sd)
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch
     paths.replace("conversions", pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
-    loads = [sum(work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in b) for b in bins]
+    busy: dict[int, float] = {}
+    for r in rows:
+        busy[r["worker"]] = busy.get(r["worker"], 0.0) + float(r.get("seconds") or 0.0)
+    spread = max(busy.values()) / (sum(busy.values()) / len(busy)) if busy and sum(busy.values()) > 0 else 0.0
     return {"converted": len(ok), "failed": len(rows) - len(ok), "skipped_quarantined": len(skip),
-            "bytes_written": sum(r["size_bytes"] for r in ok), "wall_s": round(wall, 3), "bins": len(bins),
-            "bin_work_max_over_mean": round(max(loads) / (sum(loads) / len(loads)), 4) if loads else 0.0}
+            "bytes_written": sum(r["size_bytes"] for r in ok), "wall_s": round(wall, 3), "workers": n_workers,
+            "worker_busy_max_over_mean": round(spread, 4)}

@@ -1,9 +1,9 @@
-"""Worker process: `python -m robodata.ingest.worker` reads one work bin as JSON on stdin
-({"worker", "stage": "convert" | "align", "settings", "jobs"}) and writes one JSON row per
-finished episode to stdout.
+"""Worker process: `python -m robodata.ingest.worker` reads a header line ({"worker", "stage":
+"convert" | "align", "settings"}) and then one job per line on stdin, and writes one JSON row
+per finished job to stdout (robodata.ingest.dispatch hands out the jobs).
 
-A fresh interpreter per bin (not fork, not multiprocessing's spawn of __main__): safe inside
-any host process (Dagster step, script, test) and its crash loses no finished rows.
+A fresh interpreter (not fork, not multiprocessing's spawn of __main__): safe inside any host
+process (Dagster step, script, test) and its crash loses no finished rows.
 """
 
 from __future__ import annotations
@@ -17,14 +17,17 @@ def main() -> int:
     from robodata.ingest.stage_align import align_one
     from robodata.ingest.stage_convert import convert_one
 
-    doc = json.load(sys.stdin)
-    settings = IngestSettings.from_dict(doc["settings"])
-    stage = doc.get("stage", "convert")
-    for job in doc["jobs"]:
+    head = json.loads(sys.stdin.readline())
+    settings = IngestSettings.from_dict(head["settings"])
+    stage, worker = head.get("stage", "convert"), int(head["worker"])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
         if stage == "align":
             row = {**align_one(job["uri"], job["kind"], settings), "size_bytes": job["size_bytes"]}
         else:
-            row = convert_one(job, settings, int(doc["worker"]))
+            row = convert_one(job, settings, worker)
         sys.stdout.write(json.dumps(row) + "\n")
         sys.stdout.flush()
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robodata.codecs.image import image_shape
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
 from robodata.ingest.prefetch import prefetch
@@ -65,7 +66,7 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
             v = video.get(stream)
             if v is None:
                 img = decode_image(schema, msg, f"{path}: {topic}")
-                v = video[stream] = {"topic": topic, "t_dev": [], "t_host": [], "shape": img.shape, "rate": rule.rate_hz}
+                v = video[stream] = {"topic": topic, "t_dev": [], "t_host": [], "shape": image_shape(img), "rate": rule.rate_hz}
             v["t_dev"].append(t_dev)
             v["t_host"].append(log_t)
         elif rule.kind == "joint_state":
@@ -123,8 +124,8 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
 
         def job(stream, i, schema, msg):
             img = decode_image(schema, msg, f"{path}: {video[stream]['topic']} frame {i}")
-            if img.shape != shapes[stream]:
-                raise RawEpisodeError(f"{path}: {video[stream]['topic']} frame {i} is {img.shape}, first frame was {shapes[stream]}")
+            if image_shape(img) != shapes[stream]:
+                raise RawEpisodeError(f"{path}: {video[stream]['topic']} frame {i} is {image_shape(img)}, first frame was {shapes[stream]}")
             return stream, i, img
 
         def jobs():

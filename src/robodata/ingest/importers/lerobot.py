@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from robodata.codecs.video import to_rgb
 from robodata.ingest.clock import ClockFit, fit_offset
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 
@@ -136,7 +135,7 @@ def _decode(path: Path, t_from: float, t_to: float, n: int):
                 continue
             if ts >= t_to - 1e-4 or k >= n:
                 return
-            yield to_rgb(frame)
+            yield frame  # yuv420p as decoded: the encoder takes it without an RGB round trip
             k += 1
 
 
@@ -186,13 +185,13 @@ def open_lerobot(uri: str) -> RawEpisode:
         while gens:
             for c in list(gens):
                 try:
-                    rgb = next(gens[c])
+                    img = next(gens[c])
                 except StopIteration:
                     del gens[c]
                     continue
                 except av.error.FFmpegError as exc:
                     raise RawEpisodeError(f"{sources[c][0]}: video decode failed at frame {counts[c]} ({exc})") from None
-                yield c, counts[c], rgb
+                yield c, counts[c], img
                 counts[c] += 1
 
     robot = str(info.get("robot_type") or "")

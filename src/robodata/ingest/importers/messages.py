@@ -7,13 +7,14 @@ rosbags message object; `field()` reads a dotted path from either.
 from __future__ import annotations
 
 import base64
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
 
 from robodata.ingest.raw import RawEpisodeError
 
@@ -123,18 +124,15 @@ def mcap_metadata(path: Path, name: str) -> dict[str, str]:
     return {}
 
 
-def decode_image(schema: str, msg: Any, where: str) -> np.ndarray:
-    """CompressedImage (JPEG/PNG; JSON base64 or bytes) or raw Image (rgb8/bgr8/mono8) -> RGB uint8."""
-    from PIL import Image
-
+def decode_image(schema: str, msg: Any, where: str) -> Image:
+    """CompressedImage (JPEG/PNG; JSON base64 or bytes) or raw Image (rgb8/bgr8/mono8) -> an
+    Image: a JPEG stays the decoder's YUV frame, everything else becomes RGB uint8."""
     if "CompressedImage" in schema or field(msg, "format") is not None and field(msg, "encoding") is None:
         data = field(msg, "data")
-        if isinstance(data, str):
-            data = base64.b64decode(data)
+        data = base64.b64decode(data) if isinstance(data, str) else bytes(data)
         try:
-            with Image.open(io.BytesIO(bytes(data))) as im:
-                return np.asarray(im.convert("RGB"))
-        except Exception as exc:
+            return decode_jpeg_bytes(data)  # falls back to PIL for PNG and what libavcodec refuses
+        except ImageError as exc:
             raise RawEpisodeError(f"{where}: undecodable compressed image ({exc})") from None
     h, w, enc = int(field(msg, "height", 0)), int(field(msg, "width", 0)), str(field(msg, "encoding", ""))
     data = field(msg, "data")

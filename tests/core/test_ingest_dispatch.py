@@ -1,0 +1,44 @@
+"""The worker pool: every job gets exactly one row, jobs go out in the given order, and a
+worker that dies mid-job costs that job only (a replacement finishes the queue)."""
+
+from __future__ import annotations
+
+from robodata.ingest.binpack import list_schedule, lpt_order
+from robodata.ingest.dispatch import run_pool
+from robodata.ingest.landing import LandingCursor, new_items
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.stage_convert import settings_dict
+from robodata.ingest.synth import SynthConfig, synthesize
+
+
+def _jobs(tmp_path, n=6):
+    synthesize(SynthConfig(episodes=n, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0), tmp_path / "land")
+    return [{"uri": it.uri, "kind": it.kind, "size_bytes": it.size_bytes}
+            for it in sorted(new_items(str(tmp_path / "land"), LandingCursor()), key=lambda it: it.uri)]
+
+
+def test_one_worker_takes_jobs_in_order_and_rows_come_back_for_all(tmp_path):
+    jobs = _jobs(tmp_path, 4)
+    rows = run_pool(jobs, 1, settings_dict(IngestSettings(root=str(tmp_path / "st"))), stage="align")
+    assert [r["uri"] for r in rows] == [j["uri"] for j in jobs]
+    assert all(r["ok"] for r in rows)
+
+
+def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path):
+    jobs = _jobs(tmp_path, 6)
+    del jobs[1]["size_bytes"]  # the worker itself raises KeyError on this job and exits
+    rows = run_pool(jobs, 2, settings_dict(IngestSettings(root=str(tmp_path / "st"))), stage="align")
+    assert sorted(r["uri"] for r in rows) == sorted(j["uri"] for j in jobs)
+    bad = [r for r in rows if not r["ok"]]
+    assert [r["uri"] for r in bad] == [jobs[1]["uri"]]
+    assert "exited with code 1" in bad[0]["error"] and "KeyError" in bad[0]["error"]
+    assert sum(r["ok"] for r in rows) == 5
+
+
+def test_list_schedule_replays_pull_dispatch():
+    sizes = [5.0, 1.0, 4.0, 3.0, 3.0, 2.0]
+    order = lpt_order(sizes)
+    assert order == [0, 2, 3, 4, 5, 1]
+    bins = list_schedule([sizes[i] for i in order], 2)
+    loads = sorted(sum(sizes[order[k]] for k in b) for b in bins)
+    assert loads == [9.0, 9.0]  # 5+3+1 and 4+3+2
