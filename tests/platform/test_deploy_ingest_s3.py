@@ -58,10 +58,10 @@ def _landing_on_s3(tmp_path, s3) -> dict[str, str]:
 
 
 def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3, tmp_path, monkeypatch):
+    """Sensor (S3 landing, manifests on S3) -> the full graph with its QC checks -> state on S3."""
     from robodata.container import EpisodeReader
-    from robodata.ingest.launches import BatchPolicy, LaunchState, tick
-    from robodata.ingest.stagger import StaggerPolicy
     from robodata.ingest.tables import IngestPaths
+    from sensors.landing_zone import landing_zone_sensor
 
     cases = _landing_on_s3(tmp_path, s3)
     cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"
@@ -69,13 +69,19 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     monkeypatch.chdir(cwd)                               # a relative path written by mistake lands here
     monkeypatch.setenv("ROBODATA_SCRATCH", str(scratch))  # staged inputs / outputs: must be cleaned up
     root = f"s3://{s3.bucket}/state"
+    monkeypatch.delenv("ROBODATA_ROOT", raising=False)   # ingestion follows the deployment's storage root
+    for k, v in {"ROBODATA_STORAGE_ROOT": root, "ROBODATA_LANDING": f"s3://{s3.bucket}/landing",
+                 "ROBODATA_RUN_S": "0", "ROBODATA_SETTLE_S": "0"}.items():
+        monkeypatch.setenv(k, v)
+    tick = landing_zone_sensor(dg.build_sensor_context(instance=prod_instance))
+    (rr,) = tick.run_requests
+    batch = rr.partition_key
+    assert rr.run_config["resources"]["ingest"]["config"]["root"] == root
     paths = IngestPaths(root)                             # endpoint + credentials from AWS_* (from_env)
     assert paths.location == s3.location("state")
-    t = tick(LaunchState(), f"s3://{s3.bucket}/landing", paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
-    assert len(t.new_batches) == 1 and t.items == 5
-    batch = t.launch[0]
     prod_instance.add_dynamic_partitions("ingest_batch", [batch])
-    run_config = {"resources": {"ingest": {"config": {"root": root, "workers": 2, "visual_frames": 2}}}}
+    run_config = {"resources": {"ingest": {"config": {**rr.run_config["resources"]["ingest"]["config"],
+                                                      "workers": 2, "visual_frames": 2}}}}
     with dg.execute_job(dg.reconstructable(full_job), instance=prod_instance, run_config=run_config,
                         tags={"dagster/partition": batch}) as result:
         assert result.success, [e.message for e in result.all_events if e.is_failure]
