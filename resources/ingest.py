@@ -13,8 +13,8 @@ from robodata.container.meta import VideoSettings
 from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING, QCSelection
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
-from robodata.storage import StorageLocation
 from robodata.ingest.topics import TopicRule
+from robodata.storage import StorageLocation
 
 
 def default_root() -> str:

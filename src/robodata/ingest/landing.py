@@ -17,8 +17,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import fsspec
-
 from robodata.config import require
 from robodata.storage import StorageLocation, objects
 
@@ -74,10 +72,8 @@ def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]
     explicit options use the AWS_* variables (StorageLocation.from_env), like the storage root."""
     if storage_options is None and objects.is_remote(url):
         storage_options = StorageLocation.from_env(url).fsspec_options()
-    opts = dict(storage_options or {})
-    if objects.is_remote(url):
-        opts["use_listings_cache"] = False   # a long-lived sensor process must see new arrivals
-    fs, root = fsspec.core.url_to_fs(url, **opts)
+    fs = objects.filesystem(url, storage_options)  # remote: no listing cache (a sensor must see arrivals)
+    root = fs._strip_protocol(url)
     if not fs.exists(root):
         return
     for entry in fs.ls(root, detail=True):

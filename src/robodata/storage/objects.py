@@ -33,10 +33,11 @@ def local_path(uri: str) -> str:
 
 
 def filesystem(uri: str, options: dict[str, Any] | None = None) -> fsspec.AbstractFileSystem:
-    """The fsspec filesystem for `uri` (local: creates parent folders on write)."""
+    """The fsspec filesystem for `uri` (local: creates parent folders on write). Remote listings
+    are never cached: other processes write the same prefixes."""
     if not is_remote(uri):
         return fsspec.filesystem("file", auto_mkdir=True)
-    return fsspec.core.url_to_fs(uri, **(options or {}))[0]
+    return fsspec.core.url_to_fs(uri, **{**(options or {}), "use_listings_cache": False})[0]
 
 
 def write_bytes(uri: str, data: bytes, options: dict[str, Any] | None = None) -> None:
