@@ -98,3 +98,18 @@ def test_cli_ingest_with_s3_landing_and_root(s3, tmp_path, monkeypatch):
     assert bad["uri"] == f"s3://{s3.bucket}/landing/{eps[1].name}" and "state.parquet" in bad["reason"]
     assert f"s3://{s3.bucket}/landing/{eps[1].name}" in bad["reason"]  # the landing uri, not a scratch path
     assert sorted(os.listdir(tmp_path)) == ["scratch", "src"] and os.listdir(tmp_path / "scratch") == []
+
+
+def test_item_too_big_for_scratch_fails_that_episode_with_the_reason(s3, tmp_path, monkeypatch):
+    import shutil
+
+    from robodata.ingest.settings import IngestSettings
+    from robodata.ingest.stage_align import align_one
+
+    (ep,) = synthesize(SynthConfig(episodes=1, **TINY), tmp_path / "src")
+    _fs(s3).put(str(ep), f"s3://{s3.bucket}/landing/{ep.name}", recursive=True)
+    usage = shutil.disk_usage(str(tmp_path))
+    monkeypatch.setattr(objects.shutil, "disk_usage", lambda p: usage._replace(free=1 << 20))  # a full scratch disk
+    row = align_one(f"s3://{s3.bucket}/landing/{ep.name}", "legacy-jpeg", IngestSettings(root=str(tmp_path / "st")))
+    assert not row["ok"] and "ROBODATA_SCRATCH" in row["error"] and ep.name in row["error"]
+    assert os.listdir(tmp_path / "scratch") == []

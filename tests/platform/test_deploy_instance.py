@@ -1,4 +1,5 @@
-"""deploy/dagster.yaml against a real PostgreSQL, and the ingestion graph on Postgres + S3 end to end."""
+"""deploy/dagster.yaml against a real PostgreSQL, and the ingestion graph on Postgres end to end (local root;
+test_deploy_ingest_s3.py runs it with an S3 landing zone and root)."""
 
 import os
 
