@@ -24,7 +24,8 @@ def test_one_worker_takes_jobs_in_order_and_rows_come_back_for_all(tmp_path):
     assert all(r["ok"] for r in rows)
 
 
-def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path):
+def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROBODATA_SCRATCH", str(tmp_path / "scratch"))
     jobs = _jobs(tmp_path, 6)
     del jobs[1]["size_bytes"]  # the worker itself raises KeyError on this job and exits
     rows = run_pool(jobs, 2, settings_dict(IngestSettings(root=str(tmp_path / "st"))), stage="align")
@@ -33,6 +34,7 @@ def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path):
     assert [r["uri"] for r in bad] == [jobs[1]["uri"]]
     assert "exited with code 1" in bad[0]["error"] and "KeyError" in bad[0]["error"]
     assert sum(r["ok"] for r in rows) == 5
+    assert list((tmp_path / "scratch").iterdir()) == []  # the pool's own scratch folder is gone
 
 
 def test_list_schedule_replays_pull_dispatch():

@@ -10,7 +10,8 @@ A worker is `python -m robodata.ingest.worker` (a fresh interpreter: safe inside
 process). It reads a header line ({"worker", "stage", "settings"}) then one job per line
 and writes one JSON row per job. A worker that dies mid-job (a codec crash, OOM kill) costs
 only that job, recorded as failed with its stderr; a replacement takes its slot while jobs
-remain.
+remain. Workers stage S3 items under a scratch folder of the pool's own (ROBODATA_SCRATCH
+for them), removed when the pool ends, so a killed worker leaves no staged copy behind.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,9 +39,10 @@ class _Worker:
     buf: bytearray = field(default_factory=bytearray)
 
 
-def _env() -> dict[str, str]:
+def _env(scratch: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([_SRC, *filter(None, [env.get("PYTHONPATH")])])
+    env["ROBODATA_SCRATCH"] = scratch
     return env
 
 
@@ -62,7 +65,10 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
     queue = deque(jobs)
     rows: list[dict] = []
     sel = selectors.DefaultSelector()
-    env = _env()
+    from robodata.storage.objects import scratch_dir
+
+    scratch = tempfile.mkdtemp(prefix="robodata-pool-", dir=scratch_dir())
+    env = _env(scratch)
 
     def spawn(slot: int) -> _Worker:
         err = tempfile.TemporaryFile("w+b")
@@ -118,4 +124,5 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
             key.data.proc.wait()
             key.data.err.close()
         sel.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     return rows
