@@ -157,15 +157,23 @@ class PatternDataset(Dataset):
                 w, s = item
                 dec = GopDecoder(r.layout.group_of(s).video.codec, r.codec_extradata(s), w.resize,  # type: ignore[union-attr]
                                  r.meta.episode_id, s)
-                got = dec.decode(frames[s], wanted[s])
                 pts, ok = picks[s]
                 h, wd = w.resize or streams[s].shape[:2]
                 dst = out.array(s, (w.length, h, wd, 3), torch.uint8)
+                where: dict[int, list[tuple[int, int]]] = {}     # pts -> every (slot, step) showing it
                 for k, slot in enumerate(slots):
                     for t_i, p in enumerate(pts[k]):
-                        dst[slot, t_i] = got[int(p)]
+                        where.setdefault(int(p), []).append((slot, t_i))
+
+                def sink(p: int, rgb: np.ndarray) -> None:
+                    first, *rest = where[p]
+                    dst[first] = rgb                              # the one copy out of the decoder
+                    for d in rest:
+                        dst[d] = dst[first]
+
+                n = dec.decode_into(frames[s], wanted[s], sink)
                 out.array(f"{s}_is_pad", (w.length,), torch.bool)[slots] = ~ok
-                return len(got)
+                return n
 
             r.stats.frames_decoded += sum(self._pool.map(run, video))
         # ---- low-dimensional streams: one window read covering all of this episode's samples
