@@ -12,6 +12,8 @@ stay uint8 through the worker queues; convert to float on the GPU.
 
 Per worker process: an LRU of open readers (footer parsed once, from the manifest's
 footer_offset/footer_length hints: no extra trailer read), a decode thread per camera.
+Each decoded frame is copied once into the batch (further samples showing the same frame
+copy it from there); with a batch slot (robodata.dataset.ring) that memory is reused.
 """
 
 from __future__ import annotations
