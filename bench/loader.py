@@ -32,8 +32,7 @@ from bench.loader_data import FPS, STATE_HZ, VIDEO, build, manifest, storage
 from bench.loader_first_batch import first_batch_s
 from robodata.cache import PageCache, PageCacheConfig
 from robodata.container.source import LocalFileSource
-from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler, preset
-from robodata.dataset.loader import BatchLoader, LoaderConfig
+from robodata.dataset import BatchLoader, DatasetConfig, LoaderConfig, PatternDataset, PatternSampler, preset
 
 WORKERS = 2
 ROUNDS = 2
