@@ -139,3 +139,19 @@ def test_leases_free_a_slot_only_when_nothing_refers_to_it():
     leases.table[0, 0] = BUSY                  # claimed by a worker for a batch that was then discarded
     leases.reset_stale()
     assert leases.table[0].tolist() == [FREE, FREE]
+
+
+def test_arena_carves_aligned_tensors_and_declines_what_does_not_fit():
+    from robodata.dataset.ring import ALIGN, Arena
+
+    arena = Arena(torch.UntypedStorage._new_shared(4096), min_bytes=64)
+    a = arena.tensor((10, 3), torch.uint8)                 # 30 bytes: below min_bytes, own memory
+    assert a is None
+    b = arena.tensor((100,), torch.uint8)
+    c = arena.tensor((50,), torch.float64)
+    assert b is not None and c is not None
+    assert c.storage_offset() * 8 % ALIGN == 0 and c.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    b.fill_(7)
+    c.fill_(1.5)
+    assert int(b.sum()) == 700 and float(c.sum()) == 75.0  # no overlap
+    assert arena.tensor((4096,), torch.uint8) is None      # no room left: fresh memory instead

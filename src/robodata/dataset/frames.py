@@ -136,7 +136,7 @@ class GopDecoder:
                         continue          # a droppable picture nobody wants: never sent to the decoder
                 else:
                     ctx.skip_frame = "DEFAULT" if pts in wanted else "NONREF"
-                pkt = av.Packet(f.data[i].as_py())
+                pkt = av.Packet(f.data[i].as_buffer())   # the arrow buffer, no bytes copy first
                 pkt.pts, pkt.dts = pts, int(f.dts[i])
                 for frame in ctx.decode(pkt):
                     self._take(frame, wanted, done, sink)
