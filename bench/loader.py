@@ -32,8 +32,7 @@ from bench.loader_data import FPS, STATE_HZ, VIDEO, build, manifest, storage
 from bench.loader_first_batch import first_batch_s
 from robodata.cache import PageCache, PageCacheConfig
 from robodata.container.source import LocalFileSource
-from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler, preset
-from robodata.dataset.loader import _Batches
+from robodata.dataset import BatchLoader, DatasetConfig, LoaderConfig, PatternDataset, PatternSampler, preset
 
 WORKERS = 2
 ROUNDS = 2
@@ -55,11 +54,12 @@ def samples_per_s(ds, keys, batch: int) -> tuple[float, float]:
     run incl. workers). CPU seconds are robust to other jobs on the machine; wall seconds
     are what a trainer sees.
 
-    robodata builds whole batches in the workers (PatternDataset.batch, as PatternLoader
-    does); the baselines use torch's per-sample fetch + default collate."""
+    robodata runs its own loader (BatchLoader, what PatternLoader runs: whole batches built
+    in the workers, in reused shared-memory batch slots); the baselines use torch's
+    per-sample fetch + default collate. Same workers, prefetch and batch size."""
     if isinstance(ds, PatternDataset):
-        dl = DataLoader(_Batches(ds), batch_size=None, sampler=BatchSampler(keys, batch, False), num_workers=WORKERS,
-                        prefetch_factor=2, timeout=900)
+        dl = BatchLoader(ds, BatchSampler(keys, batch, False),
+                         LoaderConfig(batch_size=batch, num_workers=WORKERS, prefetch_factor=2, timeout_s=900))
     else:
         dl = DataLoader(ds, batch_size=batch, sampler=keys, num_workers=WORKERS, prefetch_factor=2, timeout=900)
     cpu0 = _cpu_s()

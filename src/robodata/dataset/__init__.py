@@ -4,7 +4,7 @@ from robodata.dataset.index import Anchor, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
 from robodata.dataset.sampler import PatternSampler
 from robodata.dataset.dataset import DatasetConfig, PatternDataset
-from robodata.dataset.loader import LoaderConfig, PatternLoader
+from robodata.dataset.loader import BatchLoader, LoaderConfig, PatternLoader
 
 __all__ = ["Anchor", "SampleIndex", "ReadPattern", "StreamWindow", "preset", "PatternSampler", "DatasetConfig", "PatternDataset",
-           "LoaderConfig", "PatternLoader"]
+           "BatchLoader", "LoaderConfig", "PatternLoader"]

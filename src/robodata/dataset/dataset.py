@@ -12,6 +12,8 @@ stay uint8 through the worker queues; convert to float on the GPU.
 
 Per worker process: an LRU of open readers (footer parsed once, from the manifest's
 footer_offset/footer_length hints: no extra trailer read), a decode thread per camera.
+Each decoded frame is copied once into the batch (further samples showing the same frame
+copy it from there); with a batch slot (robodata.dataset.ring) that memory is reused.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from robodata.container import EpisodeReader
 from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest
 from robodata.dataset.index import Anchor, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow
+from robodata.dataset.ring import Arena
 
 
 @dataclass(frozen=True)
@@ -108,14 +111,17 @@ class PatternDataset(Dataset):
         batch = self.batch(keys, shared=False)
         return [{k: v[i] for k, v in batch.items()} for i in range(len(keys))]
 
-    def batch(self, keys: Sequence[Anchor | int], shared: bool | None = None) -> dict[str, torch.Tensor]:
+    def batch(self, keys: Sequence[Anchor | int], shared: bool | None = None,
+              arena: Arena | None = None) -> dict[str, torch.Tensor]:
         """One collated batch: every frame is decoded once and written straight into the
         batch tensors; in a dataloader worker those live in shared memory from the start,
-        so nothing is stacked or copied again on the way to the trainer."""
+        so nothing is stacked or copied again on the way to the trainer. With `arena` (a
+        worker's batch slot, see robodata.dataset.ring) the large tensors are carved out of
+        that slot's memory instead of fresh memory."""
         anchors = [k if isinstance(k, Anchor) else self.index.locate(int(k), self.config.seed) for k in keys]
         if shared is None:
             shared = get_worker_info() is not None
-        out = _Batch(len(anchors), shared)
+        out = _Batch(len(anchors), shared, arena)
         by_row: dict[int, list[int]] = {}
         for i, a in enumerate(anchors):
             by_row.setdefault(a.row, []).append(i)
@@ -153,15 +159,23 @@ class PatternDataset(Dataset):
                 w, s = item
                 dec = GopDecoder(r.layout.group_of(s).video.codec, r.codec_extradata(s), w.resize,  # type: ignore[union-attr]
                                  r.meta.episode_id, s)
-                got = dec.decode(frames[s], wanted[s])
                 pts, ok = picks[s]
                 h, wd = w.resize or streams[s].shape[:2]
                 dst = out.array(s, (w.length, h, wd, 3), torch.uint8)
+                where: dict[int, list[tuple[int, int]]] = {}     # pts -> every (slot, step) showing it
                 for k, slot in enumerate(slots):
                     for t_i, p in enumerate(pts[k]):
-                        dst[slot, t_i] = got[int(p)]
+                        where.setdefault(int(p), []).append((slot, t_i))
+
+                def sink(p: int, rgb: np.ndarray) -> None:
+                    first, *rest = where[p]
+                    dst[first] = rgb                              # the one copy out of the decoder
+                    for d in rest:
+                        dst[d] = dst[first]
+
+                n = dec.decode_into(frames[s], wanted[s], sink)
                 out.array(f"{s}_is_pad", (w.length,), torch.bool)[slots] = ~ok
-                return len(got)
+                return n
 
             r.stats.frames_decoded += sum(self._pool.map(run, video))
         # ---- low-dimensional streams: one window read covering all of this episode's samples
@@ -191,11 +205,13 @@ class PatternDataset(Dataset):
 
 
 class _Batch:
-    """Batch tensors allocated on first use; in shared memory when `shared` (worker side)."""
+    """Batch tensors allocated on first use: the large ones in `arena` when given (a reused
+    batch slot), the rest in fresh shared memory when `shared` (worker side)."""
 
-    def __init__(self, size: int, shared: bool):
+    def __init__(self, size: int, shared: bool, arena: Arena | None = None):
         self.size = size
         self.shared = shared
+        self.arena = arena
         self.tensors: dict[str, torch.Tensor] = {}
         self._np: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
@@ -205,11 +221,12 @@ class _Batch:
             a = self._np.get(name)
             if a is None:
                 full = (self.size, *shape)
-                if self.shared:
+                t = self.arena.tensor(full, dtype) if self.arena is not None else None
+                if t is None and self.shared:
                     nbytes = int(np.prod(full)) * torch.empty(0, dtype=dtype).element_size()
                     storage = torch.UntypedStorage._new_shared(max(nbytes, 1))
                     t = torch.empty(0, dtype=torch.uint8).set_(storage)[:nbytes].view(dtype).view(full)
-                else:
+                elif t is None:
                     t = torch.empty(full, dtype=dtype)
                 self.tensors[name] = t
                 a = self._np[name] = t.numpy()

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 import av
 import numpy as np
@@ -26,6 +28,7 @@ from robodata.errors import ContainerError
 
 _tls = threading.local()
 _KEEP: list = []   # every reformatter ever made here; see _reformatter
+_DECODERS_PER_THREAD = 8
 
 
 def _reformatter() -> VideoReformatter:
@@ -92,32 +95,39 @@ class GopDecoder:
         self.stream = stream
 
     def decode(self, frames: StreamFrames, wanted: set[int]) -> dict[int, np.ndarray]:
+        """{pts: RGB frame} for every wanted pts."""
         out: dict[int, np.ndarray] = {}
+        self.decode_into(frames, wanted, out.__setitem__)
+        return out
+
+    def decode_into(self, frames: StreamFrames, wanted: set[int], sink: Callable[[int, np.ndarray], None]) -> int:
+        """Calls sink(pts, rgb) once per wanted pts, in decode order; returns how many.
+
+        `rgb` is a view of the reformatted frame: a sink that copies it where it belongs and
+        drops it keeps one RGB frame per camera alive at a time, not one per wanted pts."""
         if not wanted:
-            return out
+            return 0
         keys = np.nonzero(frames.key)[0]
         if len(keys) == 0 or keys[0] != 0:
             raise ContainerError(self.episode, f"video {self.stream!r}: packets do not start with a keyframe",
                                  int(frames.chunk[0]) if len(frames.chunk) else None)
         bounds = list(keys) + [len(frames.pts)]
+        done: set[int] = set()
         for g in range(len(keys)):
             lo, hi = bounds[g], bounds[g + 1]
-            seg = frames.pts[lo:hi]
             need = [i for i in range(lo, hi) if int(frames.pts[i]) in wanted]
             if not need:
                 continue
-            self._decode_gop(frames, lo, max(need) + 1, {int(seg_p) for seg_p in seg if int(seg_p) in wanted}, out)
-        missing = wanted - set(out)
+            gop_wanted = {int(frames.pts[i]) for i in need}
+            self._decode_gop(frames, lo, max(need) + 1, gop_wanted, done, sink)
+        missing = wanted - done
         if missing:
             raise ContainerError(self.episode, f"video {self.stream!r}: {len(missing)} wanted frame(s) are not in the fetched packets",
                                  int(frames.chunk[0]))
-        return out
+        return len(done)
 
-    def _decode_gop(self, f: StreamFrames, lo: int, hi: int, wanted: set[int], out: dict[int, np.ndarray]) -> None:
-        ctx = av.CodecContext.create(self.codec, "r")
-        if self.extradata:
-            ctx.extradata = self.extradata
-        ctx.thread_type = "NONE"
+    def _decode_gop(self, f: StreamFrames, lo: int, hi: int, wanted: set[int], done: set[int], sink) -> None:
+        ctx = _decoder(self.codec, self.extradata)
         try:
             for i in range(lo, hi):
                 pts = int(f.pts[i])
@@ -126,24 +136,57 @@ class GopDecoder:
                         continue          # a droppable picture nobody wants: never sent to the decoder
                 else:
                     ctx.skip_frame = "DEFAULT" if pts in wanted else "NONREF"
-                pkt = av.Packet(f.data[i].as_py())
+                pkt = av.Packet(f.data[i].as_buffer())   # the arrow buffer, no bytes copy first
                 pkt.pts, pkt.dts = pts, int(f.dts[i])
                 for frame in ctx.decode(pkt):
-                    self._take(frame, wanted, out)
+                    self._take(frame, wanted, done, sink)
             ctx.skip_frame = "DEFAULT"
             for frame in ctx.decode(None):
-                self._take(frame, wanted, out)
+                self._take(frame, wanted, done, sink)
         except av.error.FFmpegError as exc:
+            _drop_decoder(self.codec, self.extradata)
             raise ContainerError(self.episode, f"video {self.stream!r} failed to decode: {exc}", int(f.chunk[lo])) from exc
+        finally:
+            ctx.flush_buffers()   # ready for the next GOP's keyframe, whatever happened to this one
 
-    def _take(self, frame, wanted: set[int], out: dict[int, np.ndarray]) -> None:
-        if frame.pts in wanted and frame.pts not in out:
+    def _take(self, frame, wanted: set[int], done: set[int], sink) -> None:
+        if frame.pts in wanted and frame.pts not in done:
             rf = _reformatter()
             if self.resize is None:
-                out[frame.pts] = rf.reformat(frame, format="rgb24", threads=1).to_ndarray()
+                rgb = rf.reformat(frame, format="rgb24", threads=1)
             else:
                 h, w = self.resize
-                out[frame.pts] = rf.reformat(frame, width=w, height=h, format="rgb24", threads=1).to_ndarray()
+                rgb = rf.reformat(frame, width=w, height=h, format="rgb24", threads=1)
+            done.add(frame.pts)
+            sink(frame.pts, rgb.to_ndarray())
+
+
+def _decoder(codec: str, extradata: bytes) -> av.CodecContext:
+    """This thread's open decoder for (codec, extradata), reused GOP after GOP (flushed
+    in between) so its frame buffers are reused too; a few per thread at most."""
+    cache = getattr(_tls, "decoders", None)
+    if cache is None or getattr(_tls, "dec_pid", None) != os.getpid():
+        cache = _tls.decoders = OrderedDict()
+        _tls.dec_pid = os.getpid()
+    key = (codec, extradata)
+    ctx = cache.get(key)
+    if ctx is None:
+        ctx = av.CodecContext.create(codec, "r")
+        if extradata:
+            ctx.extradata = extradata
+        ctx.thread_type = "NONE"
+        cache[key] = ctx
+        while len(cache) > _DECODERS_PER_THREAD:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return ctx
+
+
+def _drop_decoder(codec: str, extradata: bytes) -> None:
+    cache = getattr(_tls, "decoders", None)
+    if cache is not None:
+        cache.pop((codec, extradata), None)
 
 
 def nearest(times: np.ndarray, targets: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:

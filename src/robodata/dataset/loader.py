@@ -3,21 +3,27 @@ trainer actually consumed.
 
 Batches are built whole inside the workers (one GOP decode per batch and episode, tensors
 written once into shared memory), so the DataLoader runs with batch_size=None over a
-BatchSampler. `state_dict()` records how many samples this loader has *handed out*, not
-how many the sampler has produced (workers prefetch ahead), so a resumed run continues
-with exactly the next batch.
+BatchSampler. The large tensors go into batch slots each worker reuses
+(robodata.dataset.ring): a slot is written again only once nothing in the trainer refers
+to the batch it held, so a batch you keep stays intact. `state_dict()` records how many
+samples this loader has *handed out*, not how many the sampler has produced (workers
+prefetch ahead), so a resumed run continues with exactly the next batch.
+
+`BatchLoader` is the same loader over any iterable of key lists (no resume state).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
-from torch.utils.data import BatchSampler, DataLoader, Dataset
+from torch.utils.data import BatchSampler, DataLoader, Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.dataset.dataset import PatternDataset
+from robodata.dataset.ring import LARGE, Arena, Leases, SlotPool, SlotRef, large_bytes
 from robodata.dataset.sampler import PatternSampler
 
 
@@ -30,23 +36,132 @@ class LoaderConfig:
     prefetch_factor: int = 2
     drop_last: bool = False
     timeout_s: float = 0.0
+    # reused shared-memory batch slots per worker; None: prefetch_factor + 1 (+ 1 more with
+    # one worker), enough for a loop that drops each batch when it takes the next; 0: off
+    batch_slots: int | None = None
+    slot_min_bytes: int = LARGE       # smaller batch tensors get their own memory per batch
 
     def __post_init__(self) -> None:
         require(self.batch_size >= 1, "batch_size must be >= 1")
         require(self.num_workers >= 0, "num_workers must be >= 0")
         require(self.prefetch_factor >= 1, "prefetch_factor must be >= 1")
         require(not self.persistent_workers or self.num_workers > 0, "persistent_workers needs num_workers > 0")
+        require(self.batch_slots is None or self.batch_slots >= 0, "batch_slots must be >= 0")
+        require(self.slot_min_bytes >= 1, "slot_min_bytes must be >= 1")
+
+    @property
+    def slots(self) -> int:
+        if self.num_workers == 0:
+            return 0
+        if self.batch_slots is not None:
+            return self.batch_slots
+        return self.prefetch_factor + (2 if self.num_workers == 1 else 1)
 
 
 class _Batches(Dataset):
-    def __init__(self, dataset: PatternDataset):
-        self.dataset = dataset
+    """What the DataLoader indexes: a key list -> one batch, as (SlotRef, batch) once the
+    loader has set `table` (the shared slot table)."""
 
-    def __getitem__(self, keys: list) -> dict[str, torch.Tensor]:
-        return self.dataset.batch(keys)
+    def __init__(self, dataset: PatternDataset, min_bytes: int = LARGE):
+        self.dataset = dataset
+        self.min_bytes = min_bytes
+        self.table: torch.Tensor | None = None
+        self._pool: SlotPool | None = None
+        self._pid = -1
+
+    def __getitem__(self, keys: list) -> Any:
+        info = get_worker_info()
+        if self.table is None:
+            return self.dataset.batch(keys)
+        if info is None:
+            return SlotRef(-1, -1, None), self.dataset.batch(keys)
+        if self._pid != os.getpid():
+            self._pool, self._pid = SlotPool(self.table, info.id), os.getpid()
+        pool = self._pool
+        assert pool is not None
+        ref = pool.claim()
+        try:
+            arena = Arena(ref.storage, self.min_bytes) if ref.storage is not None else None
+            batch = self.dataset.batch(keys, arena=arena)
+        except BaseException:
+            pool.release(ref)
+            raise
+        pool.grow(large_bytes(batch.values(), self.min_bytes))
+        return ref, batch
 
     def __len__(self) -> int:
         return len(self.dataset)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pool": None, "_pid": -1}
+
+
+class _Draws:
+    """The key lists, calling `on_start` when an iteration draws its first one: with
+    persistent workers that is after the previous epoch's leftovers were drained."""
+
+    def __init__(self, batches: Iterable[list], on_start: Callable[[], None]):
+        self.batches = batches
+        self.on_start = on_start
+
+    def __iter__(self) -> Iterator[list]:
+        for i, keys in enumerate(self.batches):
+            if i == 0:
+                self.on_start()
+            yield keys
+
+    def __len__(self) -> int:
+        return len(self.batches)  # type: ignore[arg-type]
+
+
+class BatchLoader:
+    """A DataLoader over PatternDataset.batch for an iterable of key lists, with batch slots."""
+
+    def __init__(self, dataset: PatternDataset, batches: Iterable[list], config: LoaderConfig):
+        self.config = cfg = config
+        self._batches = _Batches(dataset, cfg.slot_min_bytes)
+        self._leases: Leases | None = None
+        extra: dict[str, Any] = {}
+        if cfg.num_workers > 0:
+            extra = {"prefetch_factor": cfg.prefetch_factor, "persistent_workers": cfg.persistent_workers}
+        self._dl = DataLoader(self._batches, batch_size=None, sampler=_Draws(batches, self._on_start),  # type: ignore[arg-type]
+                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory, timeout=cfg.timeout_s, **extra)
+
+    def __len__(self) -> int:
+        return len(self._dl)
+
+    @property
+    def slot_stats(self) -> dict[str, int]:
+        """Batches handed out so far (this iteration; all, with persistent workers) that came
+        in a reused slot vs in fresh memory."""
+        lz = self._leases
+        return {"slot_batches": lz.slot_batches if lz else 0, "fresh_batches": lz.fresh_batches if lz else 0}
+
+    def _on_start(self) -> None:
+        if self._leases is not None:
+            self._leases.reset_stale()
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        cfg = self.config
+        if cfg.slots == 0:
+            self._batches.table = None
+            yield from self._dl
+            return
+        if self._leases is None or not cfg.persistent_workers:
+            # new worker processes start with this iteration: they get a new table
+            self._leases = Leases(cfg.num_workers, cfg.slots)
+            self._batches.table = self._leases.table
+        leases = self._leases
+        try:
+            for ref, batch in self._dl:
+                leases.track(ref)
+                del ref
+                yield batch
+                del batch
+                leases.release()    # before the DataLoader sends its next index to a worker
+        finally:
+            if not cfg.persistent_workers:
+                leases.unmap()      # these workers are gone: their slots need not stay mapped here
 
 
 class PatternLoader:
@@ -55,21 +170,21 @@ class PatternLoader:
         self.sampler = sampler
         self.config = cfg = config or LoaderConfig()
         self._consumed = sampler.position
-        extra: dict[str, Any] = {}
-        if cfg.num_workers > 0:
-            extra = {"prefetch_factor": cfg.prefetch_factor, "persistent_workers": cfg.persistent_workers}
-        self._dl = DataLoader(_Batches(dataset), batch_size=None,
-                              sampler=BatchSampler(sampler, cfg.batch_size, cfg.drop_last),
-                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory, timeout=cfg.timeout_s, **extra)
+        self._loader = BatchLoader(dataset, BatchSampler(sampler, cfg.batch_size, cfg.drop_last), cfg)
 
     def __len__(self) -> int:
-        return len(self._dl)
+        return len(self._loader)
+
+    @property
+    def slot_stats(self) -> dict[str, int]:
+        return self._loader.slot_stats
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         self._consumed = self.sampler.position
-        for batch in self._dl:
+        for batch in self._loader:
             self._consumed += len(batch["t"])
             yield batch
+            del batch
 
     def set_epoch(self, epoch: int) -> None:
         self.sampler.set_epoch(epoch)
