@@ -235,7 +235,7 @@ def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int,
 
 def read_yield(uri: str, storage_options: dict[str, str] | None = None, since_day: str | None = None) -> pl.DataFrame:
     """The yield table (shifts from `since_day` on, when given; partition-pruned by site only)."""
-    lf = pl.scan_delta(uri, storage_options=storage_options)
+    lf = pl.scan_delta(DeltaTable(uri, storage_options=storage_options))  # delta-rs options, S3 included
     if since_day:
         lf = lf.filter(pl.col("day") >= since_day)
     return lf.collect()
