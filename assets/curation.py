@@ -27,7 +27,8 @@ class AcceptanceConfigPath(dg.Config):
           description="Immutable, content-addressed training manifest from a curation spec over the catalog.")
 def manifest(context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource) -> dg.MaterializeResult:
     version = None if config.catalog_version < 0 else config.catalog_version
-    info, selection = curate(config.spec, catalog.catalog(), catalog.manifests_dir, catalog_version=version)
+    info, selection = curate(config.spec, catalog.catalog(), catalog.manifests_dir, catalog_version=version,
+                             storage_options=catalog.manifest_options())
     context.log.info(f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}")
     return dg.MaterializeResult(
         metadata={
@@ -49,12 +50,13 @@ def manifest(context: dg.AssetExecutionContext, config: ManifestConfig, catalog:
           description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).")
 def site_acceptance(context: dg.AssetExecutionContext, config: AcceptanceConfigPath,
                     catalog: CatalogResource) -> dg.MaterializeResult:
-    result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_uri)
+    opts = catalog.acceptance_options()
+    result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_uri, opts)
     # plot / summarise the two weeks up to the newest evaluated day (not the whole history)
     since = None
     if result.days:
         since = (date.fromisoformat(max(result.days)) - timedelta(days=14)).isoformat()
-    table = read_yield(catalog.acceptance_uri, since_day=since)
+    table = read_yield(catalog.acceptance_uri, opts, since_day=since)
     below = int((~table["meets_target"]).sum()) if table.height else 0
     return dg.MaterializeResult(metadata={
         "table": dg.MetadataValue.path(catalog.acceptance_uri),

@@ -3,13 +3,12 @@
 Core logic lives in robodata.layout; these assets only pass config and report a handful of
 facts per plan / per partition (never per episode).
 """
-from pathlib import Path
-
 import dagster as dg
 
 from robodata.config import load_yaml
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.relayout import RelayoutConfig, relayout_partition
+from robodata.storage import StorageLocation
 
 relayout_days = dg.DynamicPartitionsDefinition(name="relayout_day")
 
@@ -38,14 +37,21 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
 
     cfg = load_yaml(AdvisorConfig, config.advisor_yaml) if config.advisor_yaml else AdvisorConfig()
-    uris = sample_catalog(config.catalog_uri, config.sample, cfg.seed) if config.catalog_uri else expand_episodes(config.episodes)
-    first = EpisodeReader.open(uris[0])
+    # catalog, sample containers and the plan may be on S3 (options from the AWS_* variables)
+    if config.catalog_uri:
+        delta = StorageLocation.from_env(config.catalog_uri).delta_options()
+        uris = sample_catalog(config.catalog_uri, config.sample, cfg.seed, storage_options=delta)
+    else:
+        uris = expand_episodes(config.episodes)
+    opts = StorageLocation.from_env(uris[0]).fsspec_options()
+    first = EpisodeReader.open(uris[0], **opts)
     pattern = resolve_pattern(config.pattern, first.meta)
     first.close()
-    plan = advise(pattern, uris, cfg, log=context.log.info)
-    plan.save(config.plan_path)
+    plan = advise(pattern, uris, cfg, log=context.log.info, **opts)
+    plan_path = StorageLocation.from_env(config.plan_path)
+    plan.save(plan_path.root, plan_path.fsspec_options())
     return dg.MaterializeResult(metadata={
-        "plan_path": str(Path(config.plan_path).resolve()), "pattern": pattern.name, "chosen": plan.chosen,
+        "plan_path": plan_path.root, "pattern": pattern.name, "chosen": plan.chosen,
         "layout_version": plan.version, "page_size": plan.page_size, "sample_episodes": len(uris),
         "alternatives": dg.MetadataValue.json(plan.alternatives),
     })

@@ -2,7 +2,8 @@
 `robodata train`, in a fresh process (robodata.train.launch.train_in_subprocess).
 
 A rerun, or a Dagster retry of a failed run, continues from the newest complete checkpoint
-in run_dir. The materialization records the checkpoint and its lineage (manifest hash,
+in the checkpoint root (run_dir/checkpoints, or `checkpoint_root`: a folder or s3://..., so a
+retry on a fresh pod resumes from S3). The manifest may be an s3:// object too. The materialization records the checkpoint and its lineage (manifest hash,
 catalog version, spec hash, layout version, code version, sampler position) and goodput.
 On a retried attempt (run retry: `dagster/retry_number` tag; step retry: the RetryPolicy)
 it also records the recovery cost (`recovery/*`: lost steps, restart latency).
@@ -26,7 +27,8 @@ MANIFEST_KEYS = ("manifest_path", "manifest", "path")
 
 class TrainingRunConfig(dg.Config):
     config_path: str = ""            # training YAML; empty: built-in defaults with run_dir below
-    run_dir: str = ".demo/train"
+    run_dir: str = ".demo/train"     # local working dir (heartbeat, logs, result); on a pod: scratch
+    checkpoint_root: str = ""        # folder or s3://... for the checkpoints; empty: <run_dir>/checkpoints
     overrides: list[str] = []        # dotted key=value, like `robodata train --set`
     use_upstream_manifest: bool = True   # train on the latest materialized `manifest`
 
@@ -74,6 +76,8 @@ def recovery_metadata(context: dg.AssetExecutionContext, run_dir: Path, started_
           description="World-action model trained with HSDP on the curated manifest; resumes from checkpoints.")
 def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -> dg.MaterializeResult:
     overrides = list(config.overrides)
+    if config.checkpoint_root:
+        overrides.append(f"checkpoint.root={config.checkpoint_root}")
     if config.use_upstream_manifest:
         try:
             overrides += ["data.kind=manifest", f"data.manifest={upstream_manifest(context)}"]

@@ -120,7 +120,7 @@ def wait_for_step(run_dir: Path, proc: subprocess.Popen, step: int) -> int:
 def usable_checkpoints(run_dir: Path) -> set[str]:
     from robodata.train.checkpoint import checkpoint_problem, complete_checkpoints
 
-    return {p.name for p in complete_checkpoints(run_dir / "checkpoints") if checkpoint_problem(p) is None}
+    return {Path(p).name for p in complete_checkpoints(run_dir / "checkpoints") if checkpoint_problem(p) is None}
 
 
 def max_param_diff(a: Path, b: Path) -> float:

@@ -113,7 +113,7 @@ def test_sigkill_mid_training_then_resume_matches_uninterrupted_run_bitwise(refe
     assert proc.returncode == -signal.SIGKILL, f"run was not killed mid-training (step {step}): {proc.stdout.read()[-3000:]}"
     assert not (tmp_path / "run" / "result.json").exists() and step < 16
     killed_at = json.loads(beat.read_text())["step"]
-    last_complete = int(complete_checkpoints(tmp_path / "run" / "checkpoints")[0].name.split("-")[1])
+    last_complete = int(Path(complete_checkpoints(tmp_path / "run" / "checkpoints")[0]).name.split("-")[1])
     assert last_complete <= killed_at and killed_at - last_complete <= 4
 
     out = run(cfg, tmp_path)
@@ -186,6 +186,6 @@ def test_sigterm_checkpoints_at_the_agreed_step_and_exits_3(tmp_path):
     assert proc.returncode == 3, out[-3000:]
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert not result["complete"] and 5 <= result["step"] < 400
-    newest = complete_checkpoints(tmp_path / "run" / "checkpoints")[0]
+    newest = Path(complete_checkpoints(tmp_path / "run" / "checkpoints")[0])
     assert newest.name == f"step-{result['step']:08d}" and result["checkpoint"] == str(newest)
     assert json.loads(beat.read_text())["step"] == result["step"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from robodata.errors import ConfigError, RobodataError
-from robodata.train.checkpoint import checkpoint_problem, complete_checkpoints, crc32_file
+from robodata.train.checkpoint import checkpoint_problem, complete_checkpoints, crc32_file, partial_checkpoints
 from robodata.train.commands import apply_overrides
 from robodata.train.config import ModelConfig, config_from_dict
 from robodata.train.data import DataSource, RoundRobinSampler, StatefulLoader, SyntheticEpisodes
@@ -102,7 +102,8 @@ def test_checkpoint_integrity_checks(tmp_path):
     good, newer = _fake_checkpoint(tmp_path, 4), _fake_checkpoint(tmp_path, 8)
     (tmp_path / "step-00000012.tmp").mkdir()
     (tmp_path / "step-00000016").mkdir()                    # no marker: incomplete
-    assert complete_checkpoints(tmp_path) == [newer, good]
+    assert complete_checkpoints(tmp_path) == [str(newer), str(good)]
+    assert partial_checkpoints(tmp_path) == [str(tmp_path / "step-00000012.tmp"), str(tmp_path / "step-00000016")]
     assert checkpoint_problem(good) is None
     shard = newer / "__0_0.distcp"
     shard.write_bytes(b"x" * 50 + b"y" + b"x" * 49)

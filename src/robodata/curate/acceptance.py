@@ -24,6 +24,7 @@ day correct that day's yield.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -35,6 +36,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from robodata.catalog.table import Catalog
 from robodata.config import load_yaml, require
 from robodata.errors import ConfigError, RobodataError
+from robodata.storage import StorageLocation, objects
 
 ACCEPTANCE_VERSION = 1
 META_KEY = "robodata.acceptance.catalog_version"
@@ -201,14 +203,27 @@ def _shift_yield(config: AcceptanceConfig, rows: pl.DataFrame) -> pl.DataFrame:
     return pl.from_arrow(out.to_arrow().cast(YIELD_SCHEMA))
 
 
-def last_evaluated_version(yield_uri: str, storage_options: dict[str, str] | None = None) -> int | None:
+def last_evaluated_version(yield_uri: str, storage_options: dict[str, str] | None = None,
+                           lookback: int = 20) -> int | None:
+    """The catalog version recorded by the newest of the last `lookback` commits that has one.
+
+    The commit infos are read from the `_delta_log/<version>.json` objects (fsspec, options from
+    the AWS_* variables as everywhere): DeltaTable.history() keeps the GIL while it lists the log
+    on S3, which stalls an in-process S3 endpoint and every other thread of the step."""
     try:
-        dt = DeltaTable(yield_uri, storage_options=storage_options)
+        latest = DeltaTable(yield_uri, storage_options=storage_options).version()
     except TableNotFoundError:
         return None
-    for entry in dt.history(20):
-        if META_KEY in entry:
-            return int(entry[META_KEY])
+    opts = StorageLocation.from_env(yield_uri).fsspec_options()
+    for v in range(latest, max(-1, latest - lookback), -1):
+        try:
+            text = objects.read_bytes(f"{yield_uri.rstrip('/')}/_delta_log/{v:020d}.json", opts).decode()
+        except FileNotFoundError:   # older commits cleaned up after a checkpoint
+            return None
+        for line in text.splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info and META_KEY in info:
+                return int(info[META_KEY])
     return None
 
 
@@ -235,7 +250,7 @@ def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int,
 
 def read_yield(uri: str, storage_options: dict[str, str] | None = None, since_day: str | None = None) -> pl.DataFrame:
     """The yield table (shifts from `since_day` on, when given; partition-pruned by site only)."""
-    lf = pl.scan_delta(uri, storage_options=storage_options)
+    lf = pl.scan_delta(DeltaTable(uri, storage_options=storage_options))  # delta-rs options, S3 included
     if since_day:
         lf = lf.filter(pl.col("day") >= since_day)
     return lf.collect()

@@ -25,14 +25,19 @@ def curate_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the result as one JSON line"),
 ) -> None:
     """Evaluate a curation spec over the catalog and write its immutable manifest."""
+    from robodata.catalog.table import CatalogConfig
     from robodata.curate.run import curate
+    from robodata.storage import StorageLocation
 
     console = Console(stderr=True)
     if not catalog:
         console.print("[red]error:[/red] no catalog: pass --catalog or set ROBODATA_CATALOG")
         raise typer.Exit(2)
     try:
-        info, selection = curate(spec, catalog, out, catalog_version=None if catalog_version < 0 else catalog_version)
+        # s3:// catalog / --out: endpoint and credentials from the AWS_* variables, as ingestion
+        cat = CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options())
+        info, selection = curate(spec, cat, out, catalog_version=None if catalog_version < 0 else catalog_version,
+                                 storage_options=StorageLocation.from_env(out).fsspec_options())
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None

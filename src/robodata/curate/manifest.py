@@ -8,17 +8,20 @@ Content hash = sha256 over the spec hash, the catalog version and the Arrow IPC
 stream of the rows (one record batch, MANIFEST_SCHEMA). The Parquet writer settings
 are fixed and nothing time-dependent goes into the file, so the same spec and catalog
 version give byte-identical files. An existing file of the same name is never
-rewritten: it is checked and reused.
+rewritten: it is checked and reused (the file is created only if absent: a hard link on a
+local disk, a conditional PUT on S3, so racing writers cannot replace one another's file).
+
+`out_dir` and manifest paths are local folders or object-store URIs (s3://bucket/prefix/manifests)
+with the fsspec options of their StorageLocation.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,6 +34,7 @@ from robodata.catalog.schema import (
 )
 from robodata.curate.select import Selection
 from robodata.errors import RobodataError
+from robodata.storage import objects
 
 ROW_GROUP_SIZE = 64 * 1024
 
@@ -41,7 +45,7 @@ class ManifestError(RobodataError):
 
 @dataclass(frozen=True)
 class ManifestInfo:
-    path: Path
+    path: str                  # local path or object-store URI
     content_hash: str
     spec_hash: str
     catalog_version: int
@@ -62,7 +66,8 @@ def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
     return h.hexdigest()
 
 
-def write_manifest(selection: Selection, out_dir: str | Path, name: str) -> ManifestInfo:
+def write_manifest(selection: Selection, out_dir: str | Path, name: str,
+                   storage_options: dict[str, Any] | None = None) -> ManifestInfo:
     table = selection.rows.to_arrow().cast(MANIFEST_SCHEMA)
     digest = content_hash(table, selection.spec_hash, selection.catalog_version)
     meta = {
@@ -71,24 +76,20 @@ def write_manifest(selection: Selection, out_dir: str | Path, name: str) -> Mani
         MANIFEST_META_CONTENT_HASH: digest.encode(),
     }
     table = table.replace_schema_metadata(meta)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{name}-{digest[:16]}.parquet"
+    path = f"{str(out_dir).rstrip('/')}/{name}-{digest[:16]}.parquet"
     buf = io.BytesIO()
     pq.write_table(
         table, buf, row_group_size=ROW_GROUP_SIZE, compression="zstd", compression_level=3,
         use_dictionary=True, write_statistics=True, store_schema=True, data_page_version="2.0",
     )
-    if path.exists():
+    if not objects.create(path, buf.getvalue(), storage_options):
         # Immutable: never rewrite. Identical bytes, or (another writer version) rows
         # that still hash to this address, are fine; anything else is an altered file.
-        if path.read_bytes() != buf.getvalue():
+        if objects.read_bytes(path, storage_options) != buf.getvalue():
             try:
-                read_manifest(path, verify=True)
+                read_manifest(path, verify=True, storage_options=storage_options)
             except ManifestError as exc:
                 raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
-    else:
-        _atomic_write(path, buf.getbuffer())
     split = table.column("split")
     val = int(pa.compute.sum(pa.compute.equal(split, "val")).as_py() or 0)
     hours = float(pa.compute.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
@@ -96,9 +97,13 @@ def write_manifest(selection: Selection, out_dir: str | Path, name: str) -> Mani
                         table.num_rows, hours, table.num_rows - val, val)
 
 
-def read_manifest_meta(path: str | Path) -> dict[bytes, bytes]:
+def _fs(path: str | Path, storage_options: dict[str, Any] | None):
+    return objects.filesystem(str(path), storage_options)
+
+
+def read_manifest_meta(path: str | Path, storage_options: dict[str, Any] | None = None) -> dict[bytes, bytes]:
     try:
-        md = pq.read_schema(path).metadata or {}
+        md = pq.read_schema(str(path), filesystem=_fs(path, storage_options)).metadata or {}
     except (OSError, pa.ArrowInvalid) as exc:
         raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
     if MANIFEST_META_CONTENT_HASH not in md:
@@ -106,10 +111,13 @@ def read_manifest_meta(path: str | Path) -> dict[bytes, bytes]:
     return dict(md)
 
 
-def read_manifest(path: str | Path, verify: bool = True) -> pa.Table:
-    """Read a manifest, checking its content hash against its rows when `verify`."""
-    md = read_manifest_meta(path)
-    table = pq.read_table(path)
+def read_manifest(path: str | Path, verify: bool = True, storage_options: dict[str, Any] | None = None) -> pa.Table:
+    """Read a manifest (local or object-store URI), checking its content hash against its rows when `verify`."""
+    md = read_manifest_meta(path, storage_options)
+    try:
+        table = pq.read_table(str(path), filesystem=_fs(path, storage_options))
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
     if verify:
         rows = table.cast(MANIFEST_SCHEMA)
         digest = content_hash(rows, md[MANIFEST_META_SPEC_HASH].decode(),
@@ -118,13 +126,3 @@ def read_manifest(path: str | Path, verify: bool = True) -> pa.Table:
             raise ManifestError(f"{path}: content hash mismatch (file altered?)")
     return table
 
-
-def _atomic_write(path: Path, data: memoryview) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -61,17 +61,18 @@ class LayoutPlan:
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"not a layout plan: {exc}") from exc
 
-    def save(self, path: str | Path) -> None:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".partial")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
-        tmp.replace(p)
+    def save(self, path: str | Path, storage_options: dict[str, Any] | None = None) -> None:
+        """Atomically (readers see the old plan or the new one); a path or s3:// URI."""
+        from robodata.storage import objects
+
+        objects.write_bytes(str(path), json.dumps(self.to_dict(), indent=2, sort_keys=True).encode(), storage_options)
 
     @classmethod
-    def load(cls, path: str | Path) -> "LayoutPlan":
+    def load(cls, path: str | Path, storage_options: dict[str, Any] | None = None) -> "LayoutPlan":
+        from robodata.storage import objects
+
         try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
+            return cls.from_dict(json.loads(objects.read_bytes(str(path), storage_options)))
         except FileNotFoundError:
             raise ConfigError(f"layout plan not found: {path}") from None
         except json.JSONDecodeError as exc:

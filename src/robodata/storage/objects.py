@@ -32,12 +32,20 @@ def local_path(uri: str) -> str:
     return uri.removeprefix("file://")
 
 
+def fsspec_kwargs(uri: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The keyword options `filesystem` opens `uri` with, for libraries that build their own
+    fsspec filesystem from a URL (torch DCP's FsspecWriter/Reader, pyarrow)."""
+    if not is_remote(uri):
+        return {"auto_mkdir": True}
+    return {**(options or {}), "use_listings_cache": False}
+
+
 def filesystem(uri: str, options: dict[str, Any] | None = None) -> fsspec.AbstractFileSystem:
     """The fsspec filesystem for `uri` (local: creates parent folders on write). Remote listings
     are never cached: other processes write the same prefixes."""
     if not is_remote(uri):
-        return fsspec.filesystem("file", auto_mkdir=True)
-    return fsspec.core.url_to_fs(uri, **{**(options or {}), "use_listings_cache": False})[0]
+        return fsspec.filesystem("file", **fsspec_kwargs(uri))
+    return fsspec.core.url_to_fs(uri, **fsspec_kwargs(uri, options))[0]
 
 
 def write_bytes(uri: str, data: bytes, options: dict[str, Any] | None = None) -> None:
@@ -46,6 +54,91 @@ def write_bytes(uri: str, data: bytes, options: dict[str, Any] | None = None) ->
     tmp = uri + ".partial"
     fs.pipe_file(tmp, data)
     fs.mv(tmp, uri)
+
+
+def create(uri: str, data: bytes, options: dict[str, Any] | None = None) -> bool:
+    """Create `uri` holding `data` unless it exists (never overwrites, also under a race): True
+    when this call created it, False when the object was already there (nothing written).
+    Local: a fsynced temporary file hard-linked into place; S3: a conditional PUT (If-None-Match)."""
+    if is_remote(uri):
+        try:
+            filesystem(uri, options).pipe_file(uri, data, mode="create")
+        except FileExistsError:
+            return False
+        return True
+    path = local_path(uri)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=f".{os.path.basename(path)}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)    # fails if `path` exists: atomic create-if-absent
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
+
+
+def write_durable(uri: str, data: bytes, options: dict[str, Any] | None = None) -> None:
+    """Write `data` and return only once it is durable (local: fsynced; S3: a PUT is). Not atomic
+    on a local disk: write inside a folder that is published afterwards (`publish_folder`)."""
+    if is_remote(uri):
+        filesystem(uri, options).pipe_file(uri, data)
+        return
+    path = local_path(uri)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def staging_folder(final: str) -> str:
+    """Where to write a folder that becomes visible as `final`. A local disk renames folders
+    atomically: a sibling `<final>.tmp`, renamed by `publish_folder`. An object store cannot
+    rename a folder (a copy, object by object): `final` itself, and the writer's completion
+    marker, written last, is what publishes it (readers ignore a folder without one)."""
+    return final if is_remote(final) else final.rstrip("/") + ".tmp"
+
+
+def publish_folder(staging: str, final: str, options: dict[str, Any] | None = None) -> None:
+    """Make the folder written at `staging_folder(final)` visible as `final` (replacing an older
+    `final`), durably. Nothing to do on an object store (the marker published it)."""
+    if staging == final:
+        return
+    src, dst = local_path(staging), local_path(final)
+    _fsync_path(src)
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    os.replace(src, dst)
+    _fsync_path(os.path.dirname(dst))
+
+
+def remove_folder(uri: str, options: dict[str, Any] | None = None, first: Iterable[str] = ()) -> None:
+    """Delete the folder `uri`; the files `first` (e.g. a completion marker) are removed before
+    the rest, so a half-deleted folder never looks complete. Missing is fine."""
+    fs = filesystem(uri, options)
+    base = uri.rstrip("/")
+    for name in first:
+        try:
+            fs.rm_file(f"{base}/{name}")
+        except FileNotFoundError:
+            pass
+    try:
+        fs.rm(base, recursive=True)
+    except FileNotFoundError:
+        pass
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_bytes(uri: str, options: dict[str, Any] | None = None) -> bytes:

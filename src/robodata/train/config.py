@@ -146,9 +146,14 @@ class CheckpointConfig:
     every_steps: int = 50          # also one at exit (end of training or SIGTERM)
     keep: int = 3                  # complete checkpoints kept; older ones are deleted
     verify: bool = True            # check per-file CRC32 before resuming from a checkpoint
+    root: str | None = None        # folder or s3://bucket/prefix for this run's checkpoints; None: run_dir/checkpoints
+                                   # (S3 endpoint/credentials from the AWS_* variables, never from this file)
 
     def __post_init__(self) -> None:
         check_numbers(self)
+        if self.root is not None:
+            require(bool(self.root) and (("://" not in self.root) or self.root.startswith(("s3://", "file://"))),
+                    f"checkpoint.root must be a folder or s3://..., got {self.root!r}")
         require(self.every_steps >= 1, f"checkpoint.every_steps must be >= 1, got {self.every_steps}")
         require(self.keep >= 1, f"checkpoint.keep must be >= 1, got {self.keep}")
 
@@ -184,8 +189,9 @@ class TrainConfig:
         return self.global_batch_size // self.topology.world_size
 
     @property
-    def checkpoint_dir(self) -> Path:
-        return Path(self.run_dir) / "checkpoints"
+    def checkpoint_dir(self) -> str:
+        """Where checkpoints go: checkpoint.root (a folder or s3://...), else run_dir/checkpoints."""
+        return self.checkpoint.root or str(Path(self.run_dir) / "checkpoints")
 
 
 def load_config(path: str | Path) -> TrainConfig:

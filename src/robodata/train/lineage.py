@@ -79,17 +79,21 @@ def manifest_lineage(path: str, storage_options: dict[str, Any] | None = None) -
     }
 
 
-def read_checkpoint_meta(path: str | Path) -> dict[str, Any]:
-    """meta.json of a checkpoint directory (or of the newest complete one under a run's checkpoints/)."""
-    from robodata.train.checkpoint import complete_checkpoints
+def read_checkpoint_meta(path: str | Path, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """meta.json of a checkpoint folder (or of the newest complete one under a run's checkpoints/),
+    local or s3:// (options: `storage_options`, else the AWS_* variables)."""
+    from robodata.storage import StorageLocation, objects
+    from robodata.train.checkpoint import META, complete_checkpoints
 
-    p = Path(path)
-    if not (p / "meta.json").exists():
-        found = complete_checkpoints(p / "checkpoints" if (p / "checkpoints").is_dir() else p)
+    p = str(path).rstrip("/")
+    opts = storage_options if storage_options is not None else StorageLocation.from_env(p).fsspec_options()
+    if not objects.exists(f"{p}/{META}", opts):
+        sub = f"{p}/checkpoints"
+        found = complete_checkpoints(sub, opts) or complete_checkpoints(p, opts)
         if not found:
             raise RobodataError(f"{p} is neither a checkpoint nor a directory holding complete checkpoints")
         p = found[0]
     try:
-        return json.loads((p / "meta.json").read_text()) | {"checkpoint": str(p)}
+        return json.loads(objects.read_bytes(f"{p}/{META}", opts)) | {"checkpoint": p}
     except (OSError, ValueError) as exc:
         raise RobodataError(f"checkpoint {p}: unreadable meta.json: {exc}") from exc

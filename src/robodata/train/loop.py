@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from robodata.storage import StorageLocation
 from robodata.train.checkpoint import CheckpointManager, checkpoint_keys
 from robodata.train.config import TrainConfig
 from robodata.train.data import DATA_BUILDERS, StatefulLoader
@@ -69,7 +70,8 @@ class Trainer:
         self.loader = StatefulLoader(self.source, cfg.local_batch_size, topo.world_size, cfg.data.num_workers,
                                      cfg.data.prefetch_factor, cfg.seed)
         self.ckpt = CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.verify,
-                                      topo.rank, topo.world_size, topo.device)
+                                      topo.rank, topo.world_size, topo.device,
+                                      StorageLocation.from_env(cfg.checkpoint_dir).fsspec_options())
         self.step = 0
         self.last_saved = -1
         self.resumed_from: str | None = None
@@ -95,7 +97,7 @@ class Trainer:
                    sampler_position=self.loader.state_dict())
         return lin
 
-    def save(self) -> Path:
+    def save(self) -> str:
         t = time.perf_counter()
         state = self._state()
         meta = {"step": self.step, "lineage": self.lineage(), "goodput": self.goodput.report(),
@@ -111,7 +113,7 @@ class Trainer:
         path = self.ckpt.latest()
         if path is None:
             return
-        keys = checkpoint_keys(path)
+        keys = checkpoint_keys(path, self.ckpt.options)
         state = self._state()
         rng_key = f"rng_rank{self.topo.rank}"
         for k in list(state[rng_key]):  # a rank (or a cuda generator) the saved world did not have
@@ -198,7 +200,7 @@ class Trainer:
         dist.all_gather_object(infos, rank_info)
         result = {
             "step": self.step, "steps": self.cfg.steps, "complete": self.step >= self.cfg.steps,
-            "checkpoint": str(self.ckpt.root / f"step-{self.last_saved:08d}"), "resumed_from": self.resumed_from,
+            "checkpoint": self.ckpt.path(self.last_saved), "resumed_from": self.resumed_from,
             "loss": loss_val, **parts, "first_loss": self.first_loss,
             "lineage": self.lineage(), "goodput": self.goodput.report(),
             "checkpoint_interval": self.cfg.checkpoint.every_steps,

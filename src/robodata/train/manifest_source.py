@@ -30,12 +30,16 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
 
     from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler
     from robodata.errors import RobodataError
+    from robodata.storage import StorageLocation
     from robodata.train.lineage import manifest_lineage
 
     d = cfg.data
     assert d.manifest is not None
+    # s3:// manifests and containers: data.storage_options, else the AWS_* variables of this process
+    # (credentials stay out of the config file the launcher writes)
+    opts = dict(d.storage_options) or StorageLocation.from_env(d.manifest).fsspec_options()
     try:
-        with fsspec.open(d.manifest, "rb", **d.storage_options) as f:
+        with fsspec.open(d.manifest, "rb", **opts) as f:
             table = pq.read_table(f)
     except (OSError, ValueError) as exc:
         raise RobodataError(f"cannot read manifest {d.manifest!r}: {exc}") from exc
@@ -44,11 +48,11 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
         from robodata.cache import PageCache, PageCacheConfig
 
         cache = PageCache(PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30)),
-                                          storage_options=dict(d.storage_options)))
+                                          storage_options=opts))
     ds = PatternDataset(table, default_pattern(cfg), cache, DatasetConfig(split=d.split, seed=cfg.seed))
     if len(ds) < cfg.global_batch_size:
         raise RobodataError(f"manifest {d.manifest} gives {len(ds)} samples (split {d.split!r}), fewer than one "
                             f"global batch ({cfg.global_batch_size})")
     sampler = PatternSampler(ds.index, seed=cfg.seed, rank=rank, world_size=world_size, shuffle=d.shuffle,
                              block_size=d.block_size, drop_last=True)
-    return DataSource(ds, sampler, manifest_lineage(d.manifest, d.storage_options))
+    return DataSource(ds, sampler, manifest_lineage(d.manifest, opts))
