@@ -45,7 +45,7 @@ def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) ->
 
 
 @dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[aligned_tracks],
-          description="One container per accepted episode, converted in bins of near-equal bytes (Delta conversions).")
+          description="One container per accepted episode; workers pull episodes largest-first (Delta conversions).")
 def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(convert_batch(paths, batch_key(context), ingest.settings()), table=paths.table("conversions"))

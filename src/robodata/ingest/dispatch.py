@@ -46,13 +46,12 @@ def _env(scratch: str) -> dict[str, str]:
     return env
 
 
-def _send(w: _Worker, doc: dict) -> bool:
+def _send(w: _Worker, doc: dict) -> None:
     try:
         w.proc.stdin.write((json.dumps(doc) + "\n").encode())  # type: ignore[union-attr]
         w.proc.stdin.flush()  # type: ignore[union-attr]
-        return True
     except (BrokenPipeError, OSError):
-        return False  # it died: its EOF on stdout records the job
+        pass  # it died: its EOF on stdout records the job
 
 
 def _failed(job: dict, slot: int, why: str) -> dict:
@@ -70,7 +69,7 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
     scratch = tempfile.mkdtemp(prefix="robodata-pool-", dir=scratch_dir())
     env = _env(scratch)
 
-    def spawn(slot: int) -> _Worker:
+    def spawn(slot: int) -> None:
         err = tempfile.TemporaryFile("w+b")
         p = subprocess.Popen([sys.executable, "-m", "robodata.ingest.worker"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=err, env=env)
@@ -78,7 +77,6 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
         _send(w, {"worker": slot, "stage": stage, "settings": settings})
         sel.register(p.stdout, selectors.EVENT_READ, w)  # type: ignore[arg-type]
         give(w)
-        return w
 
     def give(w: _Worker) -> None:
         if queue:

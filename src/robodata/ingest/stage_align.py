@@ -46,12 +46,13 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
     """Serial for small batches; otherwise the same worker processes as conversion (MCAP scans
     parse every message, so alignment is real work for big recordings)."""
     from robodata.ingest.binpack import lpt_order
-    from robodata.ingest.stage_convert import run_workers, settings_dict
+    from robodata.ingest.dispatch import run_pool
+    from robodata.ingest.stage_convert import settings_dict
 
     raw = paths.read("raw_episodes", batch, ["uri", "kind", "size_bytes"]).to_pylist()
     if settings.workers > 1 and len(raw) >= 4 * settings.workers:
         order = lpt_order([float(r["size_bytes"]) for r in raw], [r["uri"] for r in raw])
-        rows = run_workers([raw[i] for i in order], settings.workers, settings_dict(settings), stage="align")
+        rows = run_pool([raw[i] for i in order], settings.workers, settings_dict(settings), stage="align")
     else:
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
     for row in rows:

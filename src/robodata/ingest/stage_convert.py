@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
 from robodata.ingest.binpack import lpt_order, work_estimate
+from robodata.ingest.dispatch import run_pool
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
@@ -63,13 +64,6 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     return row
 
 
-def run_workers(jobs: list[dict], workers: int, sd: dict, stage: str = "convert") -> list[dict]:
-    """Jobs largest-first, pulled by `workers` processes as they finish (robodata.ingest.dispatch)."""
-    from robodata.ingest.dispatch import run_pool
-
-    return run_pool(jobs, workers, sd, stage)
-
-
 def plan_order(jobs: list[dict]) -> list[dict]:
     """Largest estimated work first (ties by uri): the order the worker pool hands jobs out."""
     work = [work_estimate(j.get("decoded_bytes") or 0, j["size_bytes"]) for j in jobs]
@@ -95,7 +89,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     if n_workers <= 1:
         rows = [convert_one(j, settings) for j in jobs]
     else:
-        rows = run_workers(jobs, n_workers, sd)
+        rows = run_pool(jobs, n_workers, sd)
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch
