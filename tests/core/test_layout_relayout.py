@@ -11,10 +11,10 @@ from deltalake import DeltaTable, write_deltalake
 
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
-from robodata.errors import ContainerError
+from robodata.errors import ConfigError, ContainerError
 from robodata.layout.plan import LayoutPlan
 from robodata.layout.pointer import PointerUpdate, flip_pointers
-from robodata.layout.relayout import RelayoutConfig, relayout_partition
+from robodata.layout.relayout import RelayoutConfig, RelayoutReport, relayout_episode, relayout_partition
 from robodata.layout.rewrite import rewrite, verify
 from tests.core.helpers_container import CAMS, small_layout, write_small
 
@@ -160,3 +160,22 @@ def test_cli_relayout(catalog):
     assert json.loads(res.output.strip().splitlines()[-1])["pointers_flipped"] == 1
     res = CliRunner().invoke(app, ["relayout", "--catalog", uri, "--plan", plan + ".missing", "--day", DAY])
     assert res.exit_code == 2 and "not found" in res.output
+
+
+def test_encoder_threads_are_not_part_of_a_layout(tmp_path):
+    """Ingestion encodes on one thread per camera; a plan that leaves threads to the codec names
+    the same layout, so relayout skips the container instead of re-encoding it."""
+    one = Layout(groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=5, crf=20, threads=1)), *NEW.groups[1:]))
+    assert one.version == NEW.version
+    assert Layout(groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=6, crf=20, threads=1)),
+                          *NEW.groups[1:])).version != NEW.version  # what is stored still counts
+    p = tmp_path / "ep0.rdep"
+    write_small(p, duration_s=1.0, fps=10.0, layout=one)
+    r = EpisodeReader.open(p)
+    assert r.layout_version == NEW.version and r.layout.groups[0].video.threads == 1
+    plan = LayoutPlan(pattern={"name": "t"}, layout=NEW, page_size=1 << 20)
+    report = RelayoutReport(DAY)
+    assert relayout_episode({"uri": str(p), "episode_id": "ep-test"}, plan, RelayoutConfig("unused", "unused"), report) is None
+    assert report.skipped == 1 and report.relaid == 0
+    with pytest.raises(ConfigError, match="threads"):
+        VideoSettings(threads=-1)

@@ -21,7 +21,7 @@ class VideoSettings:
     crf: int = 23
     preset: str = "veryfast"
     bframes: int = 0
-    threads: int = 0           # encoder threads per camera; 0 = codec default
+    threads: int = 0           # encoder threads per camera; 0 = codec default (not part of the layout's identity)
 
     def __post_init__(self) -> None:
         from robodata.codecs import video_codec
@@ -30,6 +30,7 @@ class VideoSettings:
         require(1 <= self.gop <= 1000, f"gop must be in [1, 1000], got {self.gop}")
         require(0 <= self.crf <= 63, f"crf must be in [0, 63], got {self.crf}")
         require(0 <= self.bframes <= 8, f"bframes must be in [0, 8], got {self.bframes}")
+        require(0 <= self.threads <= 64, f"threads must be in [0, 64] (0 = the codec's choice), got {self.threads}")
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,16 @@ class Layout:
 
     @property
     def version(self) -> str:
-        """Stable id of this layout: format version + hash of the settings."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """Stable id of this layout: format version + hash of the settings.
+
+        Encoder threads change how fast a layout is written, not what is stored: they are hashed
+        as 0 (the value every earlier container has), so a container encoded on one thread is
+        in the same layout as one encoded with the codec's own threading (relayout skips it)."""
+        d = self.to_dict()
+        for g in d["groups"]:
+            if g.get("video"):
+                g["video"]["threads"] = 0
+        blob = json.dumps(d, sort_keys=True).encode()
         return f"v1-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 
