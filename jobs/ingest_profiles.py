@@ -4,7 +4,7 @@ full               every ingestion asset and QC check of a batch
 metadata_backfill  episode_metadata only: catalog rows recomputed from container footers (no video)
 relabel            segments + features only, from existing containers
 live               full graph, per arrival: in-process executor, one worker, fastest preset
-bulk               full graph for throughput: conversion bins on every core
+bulk               full graph for throughput: a conversion process per core, each on one thread
 
 All profiles run their steps in one process (in_process_executor): the parallel work happens in
 the conversion / alignment worker processes of a step (work bins), so a process (or pod) per step
@@ -25,7 +25,9 @@ INGEST = dg.AssetSelection.groups("ingest")
 
 PROFILE_FIELDS = {
     "live": {"workers": 1, "decode_threads": 1, "preset": "ultrafast", "visual_frames": 2},
-    "bulk": {"workers": int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))), "decode_threads": 2},
+    # A conversion process per core, each on one thread: IngestSettings.for_bulk.
+    "bulk": {"workers": int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))), "decode_threads": 0,
+             "encoder_threads": 1},
 }
 
 

@@ -119,3 +119,23 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     assert md["qc_results"]["quarantined"].value == 1 and md["episodes"]["converted"].value == 2
     warn = {e.check_name: e for e in res2.get_asset_check_evaluations()}["min_duration"]
     assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_profiles_choose_threads():
+    """bulk: a conversion process per core, each decoding and encoding on its one thread
+    (IngestSettings.for_bulk); live and full: read-ahead threads and the codec's own threads.
+    Run config reaches the conversion's settings."""
+    from jobs.ingest_profiles import PROFILE_FIELDS, profile_config
+    from resources.ingest import IngestResource
+    from robodata.ingest.settings import IngestSettings
+
+    def settings(profile):
+        return IngestResource(**profile_config(profile, root="r")["resources"]["ingest"]["config"]).settings()
+
+    bulk = settings("bulk")
+    assert bulk == IngestSettings(root="r").for_bulk(PROFILE_FIELDS["bulk"]["workers"])
+    assert (bulk.video.threads, bulk.decode_threads) == (1, 0)
+    assert (settings("live").video.threads, settings("live").video.preset) == (0, "ultrafast")
+    assert settings("full").video.threads == 0 and settings("full").decode_threads == 2
+    with pytest.raises(Exception, match="threads"):
+        IngestResource(root="r", encoder_threads=-2).settings()
