@@ -29,7 +29,7 @@ class IngestSettings:
     def for_bulk(self, workers: int) -> "IngestSettings":
         """These settings for throughput: `workers` conversion processes (one a core), each reading,
         decoding and encoding on its one thread. Read-ahead threads and x264's own threads only pay
-        where cores would sit idle; on busy cores they cost CPU (bench.ingest: ~10% more episode-hours
+        where cores would sit idle; on busy cores they cost CPU (bench.ingest: ~15% more episode-hours
         per core-hour without them)."""
         return replace(self, workers=workers, decode_threads=0, video=replace(self.video, threads=1))
 
