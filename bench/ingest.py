@@ -159,23 +159,22 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
     from robodata.ingest.stage_convert import settings_dict
 
     ep = sorted(p for p in (tmp / "landing").iterdir() if p.is_dir())[0]
-    raw = open_legacy(str(ep), decode_threads=0)
-    al, ep_s = aligned_tracks(raw).to_json(), len(next(iter(raw.cameras.values())).t_ns) / next(iter(raw.cameras.values())).fps
+    al = aligned_tracks(open_legacy(str(ep), decode_threads=0)).to_json()
     cores = os.cpu_count() or 1
     configs = {"bulk": IngestSettings(root=str(tmp / "pool")).for_bulk(cores), "threaded": IngestSettings(root=str(tmp / "pool"), workers=cores)}
     rates: dict[str, list[float]] = {k: [] for k in configs}
     for r in range(rounds):
         for key, s in configs.items():
             js = [{"uri": str(ep), "kind": "legacy-jpeg", "episode_id": f"{key}{k}", "alignment_json": al,
-                   "size_bytes": 1, "container": str(tmp / "pool" / f"{key}{r}-{k}.rdep")} for k in range(jobs)]
+                   "container": str(tmp / "pool" / f"{key}{r}-{k}.rdep")} for k in range(jobs)]
             t0 = time.perf_counter()
             rows = run_pool(js, s.workers, settings_dict(s))
             wall = time.perf_counter() - t0
             if not all(row["ok"] for row in rows):
                 raise RuntimeError(f"pool conversion failed: {[row['error'] for row in rows if not row['ok']][:2]}")
-            rates[key].append(jobs * ep_s / wall)
-            for k in range(jobs):
-                Path(js[k]["container"]).unlink()
+            rates[key].append(sum(row["duration_s"] for row in rows) / wall)
+            for j in js:
+                Path(j["container"]).unlink()
     med = {k: float(np.median(v)) for k, v in rates.items()}
     return {"pool_workers": cores, "pool_jobs": jobs,
             "pool_episode_s_per_wall_s": round(med["bulk"], 3),
