@@ -113,3 +113,28 @@ def test_quarantined_rows_without_start_time_go_to_unknown_day(tmp_path):
     assert df.height == 1 and df["day"][0] == "unknown"
     with pytest.raises(CatalogError, match="must be quarantined"):
         merge_episodes(uri, [{**row, "episode_id": "x", "qc_status": "pass"}])
+
+
+def test_an_episode_whose_day_changes_keeps_one_row(tmp_path):
+    """Re-executing a batch after a failed conversion moves the episode out of `unknown`; a
+    re-ingest with a corrected clock moves it across midnight. Either way: one row, the new one,
+    and re-merging the same rows changes nothing."""
+    cat = Catalog(str(tmp_path / "cat"))
+    rows = pl.from_arrow(synthetic.rows(SHAPE, 0, 20))
+    failed = rows.head(3).with_columns(start_time=None, day=pl.lit(None, dtype=pl.String),
+                                       qc_status=pl.lit("quarantined"), uri=pl.lit(""))
+    cat.merge(failed)
+    first = cat.merge(rows)
+    assert (first.inserted, first.moved) == (20, 3)
+    shifted = rows.slice(3, 2).with_columns(start_time=pl.col("start_time") + pl.duration(hours=24),
+                                            day=pl.lit(None, dtype=pl.String))
+    assert cat.merge(shifted).moved == 2
+    again = cat.merge(shifted)
+    assert (again.inserted, again.updated, again.moved) == (0, 2, 0)
+    df = pl.read_delta(cat.uri)
+    assert df.height == 20 and df["episode_id"].n_unique() == 20
+    assert "unknown" not in set(df["day"])
+    latest = df.join(rows.select("episode_id", pl.col("qc_status").alias("want")), on="episode_id")
+    assert (latest["qc_status"] == latest["want"]).all()  # the converted rows won over the failed ones
+    new_day = df.filter(pl.col("episode_id").is_in(shifted["episode_id"].to_list()))
+    assert (new_day["day"] == shifted["start_time"].dt.strftime("%Y-%m-%d")).all()

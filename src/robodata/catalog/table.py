@@ -20,7 +20,13 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   replays at most 50 JSON commits on top of one Parquet checkpoint, whatever its age.
 
 Writes are idempotent merges (`when_matched_update_all` / `when_not_matched_insert_all`):
-re-ingesting a batch updates rows instead of duplicating them. delta-rs detects
+re-ingesting a batch updates rows instead of duplicating them. An episode whose day changed
+(its conversion failed before, so its row sat in `unknown`; or a corrected clock moved its
+start across midnight) has its old row deleted in the same commit: before merging, the
+batch's ids are looked up in `unknown` and the days next to theirs (partition-pruned), and a
+tombstone source row per stale copy matches it and deletes it. So episode_id stays unique.
+(A re-ingest that now fails, without a start time, cannot name the day of an earlier good
+row and goes to `unknown` beside it; curation reads `pass` rows.) delta-rs detects
 logically conflicting concurrent commits (`CommitFailedError`: "a concurrent
 transaction added new data"); the merge is then re-run against the new table
 version, with jittered backoff, so concurrent batch writers never lose a row and
@@ -34,13 +40,16 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from robodata.catalog.rows import CatalogError, conform
+from robodata.catalog.rows import UNKNOWN_DAY, CatalogError, conform
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import require
 
@@ -52,6 +61,7 @@ TABLE_CONFIGURATION = {
     "delta.dataSkippingNumIndexedCols": str(len(CATALOG_SCHEMA)),
 }
 MERGE_PREDICATE = "t.day = s.day AND t.episode_id = s.episode_id"
+DROP = "_robodata_drop"   # source-only column: true on tombstones of rows that moved to another day
 
 
 def writer_properties() -> WriterProperties:
@@ -78,6 +88,39 @@ class MergeResult:
     inserted: int
     updated: int
     attempts: int
+    moved: int = 0      # stale rows of these episodes deleted from the day they left
+
+
+def stale_copies(dt: DeltaTable, source: pa.Table) -> pa.Table:
+    """(episode_id, day) of rows of `source`'s episodes in a day other than their new one,
+    looked for in `unknown` and the days either side of each new day (reads those partitions'
+    episode_id column only)."""
+    new_day = dict(zip(source.column("episode_id").to_pylist(), source.column("day").to_pylist()))
+    ids = [e for e, d in new_day.items() if d != UNKNOWN_DAY]
+    if not ids:
+        return pa.table({"episode_id": pa.array([], pa.string()), "day": pa.array([], pa.string())})
+    days = {date.fromisoformat(d) for d in set(new_day.values()) if d != UNKNOWN_DAY}
+    near = {(d + timedelta(days=k)).isoformat() for d in days for k in (-1, 1)} | {UNKNOWN_DAY}
+    near_days = sorted(near)
+    dset = dt.to_pyarrow_dataset(file_pruning_predicate=[("day", "in", near_days)])
+    # Filtered after reading: a dataset filter on episode_id trips over the files' string_view
+    # statistics (pyarrow 26); the days read are a few partitions' id column.
+    found = dset.to_table(columns=["episode_id", "day"], filter=pc.field("day").isin(near_days))
+    found = found.cast(pa.schema([("episode_id", pa.string()), ("day", pa.string())]))
+    found = found.filter(pc.is_in(found.column("episode_id"), pa.array(ids, pa.string())))
+    keep = [new_day[e] != d for e, d in zip(found.column("episode_id").to_pylist(), found.column("day").to_pylist())]
+    return found.filter(pa.array(keep, pa.bool_()))
+
+
+def with_tombstones(source: pa.Table, stale: pa.Table) -> pa.Table:
+    """`source` plus, per stale copy, the episode's row under the old day flagged DROP."""
+    out = source.append_column(DROP, pa.array([False] * source.num_rows, pa.bool_()))
+    if stale.num_rows == 0:
+        return out
+    at = {e: i for i, e in enumerate(source.column("episode_id").to_pylist())}
+    dead = source.take(pa.array([at[e] for e in stale.column("episode_id").to_pylist()], pa.int64()))
+    dead = dead.set_column(dead.schema.get_field_index("day"), "day", stale.column("day"))
+    return pa.concat_tables([out, dead.append_column(DROP, pa.array([True] * dead.num_rows, pa.bool_()))])
 
 
 class Catalog:
@@ -145,9 +188,10 @@ class Catalog:
         for attempt in range(1, self.config.max_attempts + 1):
             dt = self.create_if_missing()
             try:
+                merge_source = with_tombstones(source, stale_copies(dt, source))
                 metrics = (
                     dt.merge(
-                        source,
+                        merge_source,
                         MERGE_PREDICATE,
                         source_alias="s",
                         target_alias="t",
@@ -155,8 +199,9 @@ class Catalog:
                         streamed_exec=False,  # lets delta-rs prune target days from source stats
                         commit_properties=CommitProperties(max_commit_retries=100),
                     )
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
+                    .when_matched_delete(f"s.{DROP}")
+                    .when_matched_update_all(f"NOT s.{DROP}", except_cols=[DROP])
+                    .when_not_matched_insert_all(f"NOT s.{DROP}", except_cols=[DROP])
                     .execute()
                 )
             except CommitFailedError as exc:  # logical conflict: re-run on the new version
@@ -172,6 +217,7 @@ class Catalog:
                 inserted=int(metrics.get("num_target_rows_inserted", 0)),
                 updated=int(metrics.get("num_target_rows_updated", 0)),
                 attempts=attempt,
+                moved=int(metrics.get("num_target_rows_deleted", 0)),
             )
         raise CatalogError(
             f"merge into catalog {self.uri} still conflicting after {self.config.max_attempts} attempts: {last}"
