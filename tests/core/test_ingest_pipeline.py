@@ -57,7 +57,9 @@ def test_catalog_rows_follow_schema_and_rerun_is_idempotent(ingested):
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
     assert len(ok) == 4 and all(r["uri"].endswith(".rdep") and r["footer_length"] > 0 and r["num_frames"] == 20 for r in ok)
     assert {r["ingest_batch"] for r in ok} == {"b1"} and all(json.loads(r["stream_rates_json"]) for r in ok)
-    run_batch("b1", s, derived=False)  # re-run: rows replaced per batch, merged by key, never duplicated
+    assert (out["episode_metadata"]["inserted"], out["episode_metadata"]["updated"]) == (7, 0)
+    again = run_batch("b1", s, derived=False)  # re-run: rows replaced per batch, merged by key, never duplicated
+    assert (again["episode_metadata"]["inserted"], again["episode_metadata"]["updated"]) == (0, 7)
     assert DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table().num_rows == 7
     assert len(_qc(s)) == 7
     seg = DeltaTable(IngestPaths(s.root).table("segments")).to_pyarrow_table().to_pylist()

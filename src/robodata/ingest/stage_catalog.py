@@ -13,21 +13,10 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.catalog.table import merge_episodes
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
-from robodata.ingest.tables import IngestPaths, merge_rows
-
-
-def _catalog_merge(paths: IngestPaths, table: pa.Table) -> dict:
-    """Use the catalog package's merge when it provides one; else merge into <root>/catalog/episodes."""
-    try:
-        from robodata.catalog import table as catalog_table  # written by the curation work
-        merge = getattr(catalog_table, "merge_episodes", None)
-    except ImportError:
-        merge = None
-    if merge is not None:
-        return dict(merge(paths.catalog, table, storage_options=paths.delta_options()) or {})
-    return merge_rows(paths.catalog, table, key="episode_id", storage_options=paths.delta_options())
+from robodata.ingest.tables import IngestPaths
 
 
 def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
@@ -82,8 +71,8 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         row["quality_score"] = float(q["score"]) if q and q["score"] is not None else (1.0 if passed else 0.0)
         rows.append(row)
     table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
-    stats = _catalog_merge(paths, table) if rows else {}
+    stats = merge_episodes(paths.catalog, table, storage_options=paths.delta_options()) if rows else {}
     n_pass = sum(r["qc_status"] == "pass" for r in rows)
     return {"rows": len(rows), "pass": n_pass, "quarantined": len(rows) - n_pass, "catalog": paths.catalog,
-            "inserted": int(stats.get("num_target_rows_inserted", 0)), "updated": int(stats.get("num_target_rows_updated", 0)),
+            "inserted": stats.get("inserted", 0), "updated": stats.get("updated", 0), "moved": stats.get("moved", 0),
             "errors": errors[:10]}

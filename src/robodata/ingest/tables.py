@@ -72,19 +72,6 @@ def read_batch(path: str | os.PathLike[str], batch: str, columns: list[str] | No
     return dt.to_pyarrow_table(filters=[(column, "=", batch)], columns=columns)
 
 
-def merge_rows(path: str | os.PathLike[str], table: pa.Table, key: str, partition_by: list[str] | None = None,
-               storage_options: Options = None) -> dict:
-    """Upsert rows by `key` (insert new, update existing)."""
-    path = str(path)
-    dt = open_table(path, storage_options)
-    if dt is None:
-        _prepare(path)
-        write_deltalake(path, table, mode="append", partition_by=partition_by, storage_options=storage_options)
-        return {"num_target_rows_inserted": table.num_rows, "num_target_rows_updated": 0}
-    return (dt.merge(table, predicate=f"t.{key} = s.{key}", source_alias="s", target_alias="t")
-            .when_matched_update_all().when_not_matched_insert_all().execute())
-
-
 class IngestPaths:
     """Where ingestion keeps its state under one root: a local folder or s3://bucket/prefix.
 
