@@ -15,6 +15,7 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
     n = len(uris)
     rj = json.dumps(rates or RATES, sort_keys=True)
     footers = footers or [(None, None)] * n
+    total = sum(durations)
     return pa.table({
         "episode_id": [f"ep{i}" for i in range(n)], "uri": uris, "site": ["s"] * n, "task": ["t"] * n,
         "duration_s": durations, "num_frames": [int(d * 20) for d in durations],
@@ -22,7 +23,7 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
         "cameras": [["cam_left", "cam_right", "wrist"]] * n, "stream_rates_json": [rj] * n,
         "layout_version": ["v1"] * n, "size_bytes": sizes or [0] * n,
         "footer_offset": [f[0] for f in footers], "footer_length": [f[1] for f in footers],
-        "split": ["train"] * n, "weight": [d / sum(durations) for d in durations],  # as curation writes them
+        "split": ["train"] * n, "weight": [d / total for d in durations],  # as curation writes them
     }, schema=MANIFEST_SCHEMA)
 
 

@@ -142,3 +142,25 @@ def test_manifest_weights_set_each_episodes_share():
     bad = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.0, 0.0, 0.0]))
     with pytest.raises(ConfigError, match="weights"):
         SampleIndex(bad, pat, use_weights=True)
+
+
+def test_dataset_keeps_per_row_state_in_arrays_not_python_objects():
+    """A 50M-episode manifest must fit a training node: the dataset reads uris and footer hints
+    from the manifest's Arrow columns and the index keeps ~28 bytes a row in numpy (~60 at the
+    peak of building it), not per-row Python objects (~350 bytes a row traced before)."""
+    import tracemalloc
+
+    from robodata.dataset import PatternDataset
+
+    n = 200_000
+    m = manifest([f"s3://bucket/containers/day=2026-11-30/ep{i:09d}.rdep" for i in range(n)], [30.0] * n,
+                 sizes=[10_000_000 + i for i in range(n)], footers=[(9_000_000 + i, 4000 + i % 7) for i in range(n)])
+    tracemalloc.start()
+    try:
+        ds = PatternDataset(m, preset("vla"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak / n < 120, f"{peak / n:.0f} traced bytes per manifest row"
+    assert ds._uris[n - 1].as_py().endswith(f"ep{n - 1:09d}.rdep")
+    assert (ds._hint("size_bytes", 7), ds._hint("footer_offset", 7), ds._hint("footer_length", 7)) == (10_000_007, 9_000_007, 4000)

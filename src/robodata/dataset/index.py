@@ -52,13 +52,18 @@ class SampleIndex:
             rates = json.loads(raw or "{}")
             lo, hi, gr = self._offsets(rates, raw)
             lo_off[g], hi_off[g], grid[g] = lo, hi, gr
-        self._lo = lo_off[codes]
+        # Per row only what differs per row (~28 bytes: 1.4 GB at 50M episodes): the stream-rate
+        # group's code, the last anchor time, counts and their running sum; offsets and the video
+        # grid are per group.
+        self._codes = codes.astype(np.int32)
+        self._lo_g, self._grid_g = lo_off, grid
+        lo = lo_off[codes]
         a_hi = duration - hi_off[codes]
         stride = pattern.anchor_stride_s
-        span = a_hi - self._lo
+        span = a_hi - lo
+        del lo
         counts = np.where(span >= -1e-9, np.floor(np.maximum(span, 0) / stride + 1e-9) + 1, 0).astype(np.int64)
         self._hi = a_hi
-        self._grid = grid[codes]
         self.native = counts
         if use_weights and "weight" in manifest.column_names and n:
             w = manifest.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -96,15 +101,17 @@ class SampleIndex:
         native, want = int(self.native[row]), int(self.counts[row])
         if want != native:   # weighted: spread `want` samples evenly over the `native` anchors
             slot = slot * native // want if want <= native else slot % native
-        t = self._lo[row] + slot * self._stride
+        code = self._codes[row]
+        lo = float(self._lo_g[code])
+        t = lo + slot * self._stride
         if self.pattern.anchor_jitter:
             room = min(self._stride, self._hi[row] - t)
             u = _splitmix(_splitmix(seed * 1_000_003 + epoch) ^ sample) / 2.0**64
             t += u * max(room, 0.0)
-        g = self._grid[row]
+        g = float(self._grid_g[code])
         if g > 0:  # snap onto the first video window's sample grid
             snapped = math.floor(t * g + 1e-6) / g
-            if snapped < self._lo[row] - 1e-9:
+            if snapped < lo - 1e-9:
                 snapped += 1.0 / g
             t = snapped
         return Anchor(row, float(t))
