@@ -139,3 +139,31 @@ def test_parallel_alignment_matches_serial(tmp_path):
         t = read_batch(IngestPaths(s.root).table("aligned_tracks"), "b", ["uri", "alignment_json", "decoded_bytes"])
         got[workers] = sorted(zip(*[t.column(c).to_pylist() for c in t.column_names]))
     assert got[1] == got[2]
+
+
+def test_landing_scan_sizes_only_items_the_cursor_has_not_passed(tmp_path, monkeypatch):
+    """A landing zone keeps what it has ingested; each tick must not re-size every old item
+    (a recursive listing per item on S3). Items completed before the watermark are skipped
+    before `du`; the one completed after it is found and sized as before."""
+    import os
+
+    import fsspec.implementations.local as local_fs
+
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    land = tmp_path / "land"
+    old = synthesize(SynthConfig(episodes=2, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0), land)
+    for i, ep in enumerate(old):
+        os.utime(ep / "_COMPLETE", (1_000 + i, 1_000 + i))
+    cur = LandingCursor()
+    cur.advance(new_items(str(land), cur))
+    assert cur.watermark == 1_001
+    new = synthesize(SynthConfig(episodes=1, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0, seed=9,
+                                 site="other"), land)[0]
+    sized = []
+    real_du = local_fs.LocalFileSystem.du
+    monkeypatch.setattr(local_fs.LocalFileSystem, "du", lambda self, path, *a, **k: sized.append(path) or real_du(self, path, *a, **k))
+    items = new_items(str(land), cur)
+    assert [it.name for it in items] == [new.name] and items[0].size_bytes > 0
+    # Only the item at the watermark instant is sized besides the new one (its name decides).
+    assert sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in sized) == sorted([new.name, old[1].name])

@@ -7,6 +7,9 @@ An item is complete when it can be read in full:
   lerobot-*    `<name>/meta/info.json`: one item per episode, `uri = <dir>#<episode_index>`
 The cursor is a completion-time watermark plus the names completed at that instant, so its
 size does not grow with the number of items seen; items younger than `settle_s` wait a tick.
+An item completed before the watermark costs its completion check only: it is not sized
+(`du`, a recursive listing: ~50 list pages for a 10-minute JPEG episode on S3) and a LeRobot
+dataset's meta/ is not staged.
 """
 
 from __future__ import annotations
@@ -67,9 +70,10 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
                           _mtime(info_meta), f"{path.rsplit('/', 1)[-1]}#{e.index:06d}")
 
 
-def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]:
-    """Every complete item directly under `url` (no particular order). Remote URLs without
-    explicit options use the AWS_* variables (StorageLocation.from_env), like the storage root."""
+def scan(url: str, storage_options: dict | None = None, completed_since: float = 0.0) -> Iterator[LandingItem]:
+    """Every complete item directly under `url` completed at or after `completed_since` (no
+    particular order). Remote URLs without explicit options use the AWS_* variables
+    (StorageLocation.from_env), like the storage root."""
     if storage_options is None and objects.is_remote(url):
         storage_options = StorageLocation.from_env(url).fsspec_options()
     fs = objects.filesystem(url, storage_options)  # remote: no listing cache (a sensor must see arrivals)
@@ -83,7 +87,7 @@ def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]
             continue
         full = _unstrip(url, fs, path)
         if entry["type"] == "file":
-            if name.endswith(".mcap"):
+            if name.endswith(".mcap") and _mtime(entry) >= completed_since:
                 yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
             continue
         for marker, kind in (("_COMPLETE", "legacy-jpeg"), ("metadata.yaml", "ros2-bag"), ("meta/info.json", "lerobot")):
@@ -92,6 +96,8 @@ def scan(url: str, storage_options: dict | None = None) -> Iterator[LandingItem]
                 minfo = fs.info(mpath)
             except FileNotFoundError:
                 continue
+            if _mtime(minfo) < completed_since:
+                break
             if kind == "lerobot":
                 yield from _lerobot_items(fs, path, full, minfo, storage_options)
             else:
@@ -140,7 +146,8 @@ def new_items(url: str, cursor: LandingCursor, settle_s: float = 0.0, limit: int
     """New, settled items in completion order (at most `limit`); does not move the cursor."""
     require(limit >= 1, "limit must be >= 1")
     now = time.time() if now is None else now
-    fresh = [it for it in scan(url, storage_options) if cursor.is_new(it) and it.completed_at <= now - settle_s]
+    fresh = [it for it in scan(url, storage_options, completed_since=cursor.watermark)
+             if cursor.is_new(it) and it.completed_at <= now - settle_s]
     fresh.sort(key=lambda it: (it.completed_at, it.name))
     if len(fresh) > limit:  # never split one completion instant across two calls
         cut = fresh[limit - 1].completed_at
