@@ -19,15 +19,16 @@ import dagster as dg
 
 from assets.ingest import INGEST_BATCH, episode_metadata, features, segments
 from resources.deployment import BATCH_RUN_TAGS, step_resources
+from robodata.ingest.settings import IngestSettings
 
 INGEST = dg.AssetSelection.groups("ingest")
 
+# A conversion process per core, each on one thread: the values come from IngestSettings.for_bulk.
+_BULK = IngestSettings().for_bulk(int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))))
 
 PROFILE_FIELDS = {
     "live": {"workers": 1, "decode_threads": 1, "preset": "ultrafast", "visual_frames": 2},
-    # A conversion process per core, each on one thread: IngestSettings.for_bulk.
-    "bulk": {"workers": int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))), "decode_threads": 0,
-             "encoder_threads": 1},
+    "bulk": {"workers": _BULK.workers, "decode_threads": _BULK.decode_threads, "encoder_threads": _BULK.video.threads},
 }
 
 
