@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.robodata-installed
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: venv demo test bench-quick clean
+.PHONY: venv demo test lint bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pytest -q tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf .demo .bench .dagster_home

@@ -2,6 +2,7 @@
 
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
 """
+
 from datetime import date, timedelta
 
 import dagster as dg
@@ -16,19 +17,29 @@ GROUP = "curation"
 
 class ManifestConfig(dg.Config):
     spec: str = "specs/demo_manifest.yaml"
-    catalog_version: int = -1   # -1: the spec's pin, else the latest catalog version
+    catalog_version: int = -1  # -1: the spec's pin, else the latest catalog version
 
 
 class AcceptanceConfigPath(dg.Config):
     config: str = "specs/site_acceptance.yaml"
 
 
-@dg.asset(group_name=GROUP, deps=[dg.AssetKey("episode_metadata")],
-          description="Immutable, content-addressed training manifest from a curation spec over the catalog.")
-def manifest(context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    deps=[dg.AssetKey("episode_metadata")],
+    description="Immutable, content-addressed training manifest from a curation spec over the catalog.",
+)
+def manifest(
+    context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource
+) -> dg.MaterializeResult:
     version = None if config.catalog_version < 0 else config.catalog_version
-    info, selection = curate(config.spec, catalog.catalog(), catalog.manifests_dir, catalog_version=version,
-                             storage_options=catalog.manifest_options())
+    info, selection = curate(
+        config.spec,
+        catalog.catalog(),
+        catalog.manifests_dir,
+        catalog_version=version,
+        storage_options=catalog.manifest_options(),
+    )
     context.log.info(f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}")
     return dg.MaterializeResult(
         metadata={
@@ -46,10 +57,14 @@ def manifest(context: dg.AssetExecutionContext, config: ManifestConfig, catalog:
     )
 
 
-@dg.asset(group_name=GROUP, deps=[dg.AssetKey("episode_metadata")],
-          description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).")
-def site_acceptance(context: dg.AssetExecutionContext, config: AcceptanceConfigPath,
-                    catalog: CatalogResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    deps=[dg.AssetKey("episode_metadata")],
+    description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).",
+)
+def site_acceptance(
+    context: dg.AssetExecutionContext, config: AcceptanceConfigPath, catalog: CatalogResource
+) -> dg.MaterializeResult:
     opts = catalog.acceptance_options()
     result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_uri, opts)
     # plot / summarise the two weeks up to the newest evaluated day (not the whole history)
@@ -58,13 +73,15 @@ def site_acceptance(context: dg.AssetExecutionContext, config: AcceptanceConfigP
         since = (date.fromisoformat(max(result.days)) - timedelta(days=14)).isoformat()
     table = read_yield(catalog.acceptance_uri, opts, since_day=since)
     below = int((~table["meets_target"]).sum()) if table.height else 0
-    return dg.MaterializeResult(metadata={
-        "table": dg.MetadataValue.path(catalog.acceptance_uri),
-        "catalog_version": result.catalog_version,
-        "days_evaluated": dg.MetadataValue.json(result.days),
-        "episodes_evaluated": result.episodes,
-        "shifts_updated": result.shifts.height,
-        "shifts_below_target": below,
-        "yield_plot": dg.MetadataValue.md(png_markdown(yield_png(table))),
-        "latest_shifts": dg.MetadataValue.md(summary_markdown(table)),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "table": dg.MetadataValue.path(catalog.acceptance_uri),
+            "catalog_version": result.catalog_version,
+            "days_evaluated": dg.MetadataValue.json(result.days),
+            "episodes_evaluated": result.episodes,
+            "shifts_updated": result.shifts.height,
+            "shifts_below_target": below,
+            "yield_plot": dg.MetadataValue.md(png_markdown(yield_png(table))),
+            "latest_shifts": dg.MetadataValue.md(summary_markdown(table)),
+        }
+    )

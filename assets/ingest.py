@@ -5,6 +5,7 @@ raw_episodes -> aligned_tracks -> episodes -> qc_results -> episode_metadata   (
 QC runs as asset checks (assets/ingest_checks.py). Per-episode facts go to Delta tables under
 <root>/ingest/; each step emits one materialization with batch-level counts.
 """
+
 import dagster as dg
 
 from resources.ingest import IngestResource
@@ -31,48 +32,74 @@ def _result(out: dict, **extra) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata=md)
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, description="Landing-zone items of the batch (Delta raw_episodes).")
+@dg.asset(
+    partitions_def=INGEST_BATCH, group_name=GROUP, description="Landing-zone items of the batch (Delta raw_episodes)."
+)
 def raw_episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(observe(paths, batch_key(context)), table=paths.table("raw_episodes"))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[raw_episodes],
-          description="Every stream on one timeline: clock fits, timing stats, alignment error (Delta aligned_tracks).")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[raw_episodes],
+    description="Every stream on one timeline: clock fits, timing stats, alignment error (Delta aligned_tracks).",
+)
 def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(align_batch(paths, batch_key(context), ingest.settings()), table=paths.table("aligned_tracks"))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[aligned_tracks],
-          description="One container per accepted episode; workers pull episodes largest-first (Delta conversions).")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[aligned_tracks],
+    description="One container per accepted episode; workers pull episodes largest-first (Delta conversions).",
+)
 def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(convert_batch(paths, batch_key(context), ingest.settings()), table=paths.table("conversions"))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes],
-          description="Per-episode QC outcomes with reasons; one summary row per episode (Delta qc_results).")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[episodes],
+    description="Per-episode QC outcomes with reasons; one summary row per episode (Delta qc_results).",
+)
 def qc_results(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(qc_rollup(paths, batch_key(context)), table=paths.table("qc_results"))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
-          description="Catalog rows (CATALOG_SCHEMA) from container footers, merged by episode_id.")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[episodes, qc_results],
+    description="Catalog rows (CATALOG_SCHEMA) from container footers, merged by episode_id.",
+)
 def episode_metadata(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     return _result(metadata_batch(ingest.paths(), batch_key(context)))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
-          description="Task-phase segments from events / gripper state (non-critical; Delta segments).")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[episodes, qc_results],
+    description="Task-phase segments from events / gripper state (non-critical; Delta segments).",
+)
 def segments(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(segments_batch(paths, batch_key(context)), table=paths.table("segments"))
 
 
-@dg.asset(partitions_def=INGEST_BATCH, group_name=GROUP, deps=[episodes, qc_results],
-          description="Per-episode motion and visual statistics (non-critical; Delta features).")
+@dg.asset(
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    deps=[episodes, qc_results],
+    description="Per-episode motion and visual statistics (non-critical; Delta features).",
+)
 def features(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(features_batch(paths, batch_key(context), ingest.visual_frames), table=paths.table("features"))

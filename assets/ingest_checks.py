@@ -6,6 +6,7 @@ Which checks apply per vendor / source and which quarantine an episode is run co
 steps, only when the batch as a whole is broken: at least BROKEN_MIN episodes and none passed
 (a systemic fault such as a wrong clock config, not bad luck with a few recordings).
 """
+
 import dagster as dg
 
 from assets.ingest import aligned_tracks, batch_key, episodes
@@ -21,22 +22,29 @@ def _results(summary: dict, names, asset) -> list[dg.AssetCheckResult]:
     for n in names:
         s = summary.get(n, {"evaluated": 0, "failed": 0, "episodes_quarantined": 0})
         broken = s["evaluated"] >= BROKEN_MIN and s["failed"] == s["evaluated"]
-        out.append(dg.AssetCheckResult(
-            check_name=n, asset_key=asset.key, passed=s["failed"] == 0,
-            severity=dg.AssetCheckSeverity.ERROR if broken else dg.AssetCheckSeverity.WARN,
-            metadata={"evaluated": s["evaluated"], "failed": s["failed"], "quarantined": s["episodes_quarantined"]}))
+        out.append(
+            dg.AssetCheckResult(
+                check_name=n,
+                asset_key=asset.key,
+                passed=s["failed"] == 0,
+                severity=dg.AssetCheckSeverity.ERROR if broken else dg.AssetCheckSeverity.WARN,
+                metadata={"evaluated": s["evaluated"], "failed": s["failed"], "quarantined": s["episodes_quarantined"]},
+            )
+        )
     return out
 
 
-@dg.multi_asset_check(specs=[dg.AssetCheckSpec(n, asset=aligned_tracks, blocking=True) for n in PRE_CHECKS],
-                      name="qc_pre_conversion")
+@dg.multi_asset_check(
+    specs=[dg.AssetCheckSpec(n, asset=aligned_tracks, blocking=True) for n in PRE_CHECKS], name="qc_pre_conversion"
+)
 def qc_pre_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = pre_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
     yield from _results(summary, PRE_CHECKS, aligned_tracks)
 
 
-@dg.multi_asset_check(specs=[dg.AssetCheckSpec(n, asset=episodes, blocking=True) for n in POST_CHECKS],
-                      name="qc_post_conversion")
+@dg.multi_asset_check(
+    specs=[dg.AssetCheckSpec(n, asset=episodes, blocking=True) for n in POST_CHECKS], name="qc_post_conversion"
+)
 def qc_post_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = post_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
     yield from _results(summary, POST_CHECKS, episodes)

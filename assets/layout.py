@@ -3,6 +3,7 @@
 Core logic lives in robodata.layout; these assets only pass config and report a handful of
 facts per plan / per partition (never per episode).
 """
+
 import dagster as dg
 
 from robodata.config import load_yaml
@@ -14,23 +15,25 @@ relayout_days = dg.DynamicPartitionsDefinition(name="relayout_day")
 
 
 class LayoutPlanConfig(dg.Config):
-    pattern: str = "wam"                 # preset name or a ReadPattern YAML/JSON file
-    episodes: list[str] = []             # sample containers (paths, dirs, globs, URLs) ...
-    catalog_uri: str = ""                # ... or a random sample of this catalog
+    pattern: str = "wam"  # preset name or a ReadPattern YAML/JSON file
+    episodes: list[str] = []  # sample containers (paths, dirs, globs, URLs) ...
+    catalog_uri: str = ""  # ... or a random sample of this catalog
     sample: int = 4
-    advisor_yaml: str = ""               # AdvisorConfig YAML (defaults if empty)
+    advisor_yaml: str = ""  # AdvisorConfig YAML (defaults if empty)
     plan_path: str = ".robodata/layout/plan.json"
 
 
 class RelayoutRunConfig(dg.Config):
     catalog_uri: str
     plan_path: str = ".robodata/layout/plan.json"
-    max_episodes: int = 0                # 0: the whole partition
+    max_episodes: int = 0  # 0: the whole partition
     merge_every: int = 500
     min_psnr_db: float = 30.0
 
 
-@dg.asset(group_name="layout", description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern.")
+@dg.asset(
+    group_name="layout", description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern."
+)
 def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> dg.MaterializeResult:
     from robodata.container import EpisodeReader
     from robodata.layout.advisor import advise
@@ -50,18 +53,33 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     plan = advise(pattern, uris, cfg, log=context.log.info, **opts)
     plan_path = StorageLocation.from_env(config.plan_path)
     plan.save(plan_path.root, plan_path.fsspec_options())
-    return dg.MaterializeResult(metadata={
-        "plan_path": plan_path.root, "pattern": pattern.name, "chosen": plan.chosen,
-        "layout_version": plan.version, "page_size": plan.page_size, "sample_episodes": len(uris),
-        "alternatives": dg.MetadataValue.json(plan.alternatives),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "plan_path": plan_path.root,
+            "pattern": pattern.name,
+            "chosen": plan.chosen,
+            "layout_version": plan.version,
+            "page_size": plan.page_size,
+            "sample_episodes": len(uris),
+            "alternatives": dg.MetadataValue.json(plan.alternatives),
+        }
+    )
 
 
-@dg.asset(group_name="layout", deps=[layout_plan], partitions_def=relayout_days,
-          description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.")
+@dg.asset(
+    group_name="layout",
+    deps=[layout_plan],
+    partitions_def=relayout_days,
+    description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.",
+)
 def relaid_containers(context: dg.AssetExecutionContext, config: RelayoutRunConfig) -> dg.MaterializeResult:
-    cfg = RelayoutConfig(catalog_uri=config.catalog_uri, plan_path=config.plan_path, min_psnr_db=config.min_psnr_db,
-                         merge_every=config.merge_every, max_episodes=config.max_episodes)
+    cfg = RelayoutConfig(
+        catalog_uri=config.catalog_uri,
+        plan_path=config.plan_path,
+        min_psnr_db=config.min_psnr_db,
+        merge_every=config.merge_every,
+        max_episodes=config.max_episodes,
+    )
     report = relayout_partition(context.partition_key, cfg, log=context.log.warning)
     md = report.as_dict()
     md["errors"] = dg.MetadataValue.json(md["errors"])

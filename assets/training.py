@@ -3,11 +3,13 @@
 
 A rerun, or a Dagster retry of a failed run, continues from the newest complete checkpoint
 in the checkpoint root (run_dir/checkpoints, or `checkpoint_root`: a folder or s3://..., so a
-retry on a fresh pod resumes from S3). The manifest may be an s3:// object too. The materialization records the checkpoint and its lineage (manifest hash,
+retry on a fresh pod resumes from S3). The manifest may be an s3:// object too. The
+materialization records the checkpoint and its lineage (manifest hash,
 catalog version, spec hash, layout version, code version, sampler position) and goodput.
 On a retried attempt (run retry: `dagster/retry_number` tag; step retry: the RetryPolicy)
 it also records the recovery cost (`recovery/*`: lost steps, restart latency).
 """
+
 import json
 import time
 from pathlib import Path
@@ -15,8 +17,14 @@ from pathlib import Path
 import dagster as dg
 
 from robodata.errors import ConfigError, RobodataError
-from robodata.health.recovery import (PARENT_RUN_ID_TAG, RETRY_NUMBER_TAG, clear_failure, note_failure,
-                                      read_failure, recovery_cost)
+from robodata.health.recovery import (
+    PARENT_RUN_ID_TAG,
+    RETRY_NUMBER_TAG,
+    clear_failure,
+    note_failure,
+    read_failure,
+    recovery_cost,
+)
 from robodata.train.commands import apply_overrides, load_with_overrides
 from robodata.train.config import config_from_dict
 from robodata.train.goodput import Heartbeat
@@ -26,18 +34,20 @@ MANIFEST_KEYS = ("manifest_path", "manifest", "path")
 
 
 class TrainingRunConfig(dg.Config):
-    config_path: str = ""            # training YAML; empty: built-in defaults with run_dir below
-    run_dir: str = ".demo/train"     # local working dir (heartbeat, logs, result); on a pod: scratch
-    checkpoint_root: str = ""        # folder or s3://... for the checkpoints; empty: <run_dir>/checkpoints
-    overrides: list[str] = []        # dotted key=value, like `robodata train --set`
-    use_upstream_manifest: bool = True   # train on the latest materialized `manifest`
+    config_path: str = ""  # training YAML; empty: built-in defaults with run_dir below
+    run_dir: str = ".demo/train"  # local working dir (heartbeat, logs, result); on a pod: scratch
+    checkpoint_root: str = ""  # folder or s3://... for the checkpoints; empty: <run_dir>/checkpoints
+    overrides: list[str] = []  # dotted key=value, like `robodata train --set`
+    use_upstream_manifest: bool = True  # train on the latest materialized `manifest`
 
 
 def upstream_manifest(context: dg.AssetExecutionContext) -> str:
     event = context.instance.get_latest_materialization_event(dg.AssetKey("manifest"))
     if event is None or event.asset_materialization is None:
-        raise ConfigError("training_run: asset `manifest` was never materialized; materialize it first or set "
-                          "use_upstream_manifest: false")
+        raise ConfigError(
+            "training_run: asset `manifest` was never materialized; materialize it first or set "
+            "use_upstream_manifest: false"
+        )
     md = event.asset_materialization.metadata
     for key in MANIFEST_KEYS:
         if key in md:
@@ -46,8 +56,13 @@ def upstream_manifest(context: dg.AssetExecutionContext) -> str:
     raise ConfigError(f"training_run: the manifest materialization has none of {MANIFEST_KEYS} in its metadata")
 
 
-def recovery_metadata(context: dg.AssetExecutionContext, run_dir: Path, started_at: float,
-                      beat_before: int | None, resumed_from: str | None) -> dict:
+def recovery_metadata(
+    context: dg.AssetExecutionContext,
+    run_dir: Path,
+    started_at: float,
+    beat_before: int | None,
+    resumed_from: str | None,
+) -> dict:
     """`recovery/*` metadata of this attempt: the failed attempt's last step and end time come from
     its failure note in run_dir (step retry, or a run retry whose process lived to write it), else
     from the heartbeat and the parent run's record (a run retry after the process was killed)."""
@@ -61,19 +76,30 @@ def recovery_metadata(context: dg.AssetExecutionContext, run_dir: Path, started_
         ended_at = record.end_time if record is not None else None
     resumed_step = int(Path(resumed_from).name.split("-")[1]) if resumed_from else None
     try:
-        cost = recovery_cost(tags, start_time=started_at, parent_end_time=ended_at,
-                             last_step_before_failure=last_step if attempt else None, resumed_from_step=resumed_step)
+        cost = recovery_cost(
+            tags,
+            start_time=started_at,
+            parent_end_time=ended_at,
+            last_step_before_failure=last_step if attempt else None,
+            resumed_from_step=resumed_step,
+        )
     except RobodataError as exc:  # bookkeeping only: never fail a finished training run over it
         context.log.warning(f"recovery cost not recorded: {exc}")
         return {"recovery/attempt": attempt, "recovery/error": str(exc)}
     if cost.is_retry:
-        context.log.info(f"attempt {attempt} resumed from step {resumed_step}: {cost.lost_steps} steps lost, "
-                         f"restart latency {cost.restart_latency_s}s")
+        context.log.info(
+            f"attempt {attempt} resumed from step {resumed_step}: {cost.lost_steps} steps lost, "
+            f"restart latency {cost.restart_latency_s}s"
+        )
     return cost.as_metadata()
 
 
-@dg.asset(group_name="train", deps=["manifest"], retry_policy=dg.RetryPolicy(max_retries=2, delay=5),
-          description="World-action model trained with HSDP on the curated manifest; resumes from checkpoints.")
+@dg.asset(
+    group_name="train",
+    deps=["manifest"],
+    retry_policy=dg.RetryPolicy(max_retries=2, delay=5),
+    description="World-action model trained with HSDP on the curated manifest; resumes from checkpoints.",
+)
 def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -> dg.MaterializeResult:
     overrides = list(config.overrides)
     if config.checkpoint_root:
@@ -98,8 +124,10 @@ def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -
         raise
     if not result["complete"]:  # stopped early (SIGTERM / preemption): fail so a retry resumes
         note_failure(cfg.run_dir, result["step"], "stopped early")
-        raise dg.Failure(description=f"training stopped at step {result['step']} of {result['steps']}; "
-                                     f"checkpoint {result['checkpoint']} (a retry resumes from it)")
+        raise dg.Failure(
+            description=f"training stopped at step {result['step']} of {result['steps']}; "
+            f"checkpoint {result['checkpoint']} (a retry resumes from it)"
+        )
     lin, gp = result["lineage"], result["goodput"]
     context.log.info(f"trained to step {result['step']}; checkpoint {result['checkpoint']}")
     metadata = {
@@ -108,8 +136,11 @@ def training_run(context: dg.AssetExecutionContext, config: TrainingRunConfig) -
         "resumed_from": str(result["resumed_from"]),
         "loss": float(result["loss"]),
         "mesh": str(result["mesh"]),
-        **{k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
-           for k, v in lin.items() if v is not None},
+        **{
+            k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
+            for k, v in lin.items()
+            if v is not None
+        },
         "sampler_position": dg.MetadataValue.json(lin["sampler_position"]),
         "goodput": dg.MetadataValue.json(gp),
         "goodput_fraction": gp["goodput"],

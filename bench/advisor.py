@@ -64,8 +64,9 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 
 def grid_layout(gop: int, bframes: int, span: float, crf: int) -> Layout:
-    return default_layout(CAMS, ARRAYS, events=(), video=VideoSettings(gop=gop, crf=crf, bframes=bframes),
-                          camera_span_s=span)
+    return default_layout(
+        CAMS, ARRAYS, events=(), video=VideoSettings(gop=gop, crf=crf, bframes=bframes), camera_span_s=span
+    )
 
 
 def materialize(layout: Layout, sources: list[str], root) -> list[EpisodeReader]:
@@ -93,8 +94,9 @@ def main() -> None:
         if not p.exists():
             write_source(p, 100 + i, seconds, h, w)
         sources.append(str(p))
-    cfg = AdvisorConfig(samples=samples, rounds=2, crfs=(23, 28), verify_top=3, measure_episodes=1,
-                        camera_spans_s=(0.5, 1.0, 2.0, 4.0))
+    cfg = AdvisorConfig(
+        samples=samples, rounds=2, crfs=(23, 28), verify_top=3, measure_episodes=1, camera_spans_s=(0.5, 1.0, 2.0, 4.0)
+    )
     patterns = {name: preset(name, CAMS, FPS) for name in ("wam", "vla")}
     plans: dict[str, LayoutPlan] = {}
     t_advise = {}
@@ -132,25 +134,35 @@ def main() -> None:
         best = min(grid_keys, key=lambda k: got[k].cpu_s)
         result[name] = {
             "advised_vs_best": round(got[advised_key].cpu_s / got[best].cpu_s, 3),
-            "advised": plan.chosen, "advised_ms": round(got[advised_key].cpu_s * 1e3, 3),
-            "advised_predicted_ms": next((a["predicted_ms"] for a in plan.alternatives if a["label"] == plan.chosen), None),
+            "advised": plan.chosen,
+            "advised_ms": round(got[advised_key].cpu_s * 1e3, 3),
+            "advised_predicted_ms": next(
+                (a["predicted_ms"] for a in plan.alternatives if a["label"] == plan.chosen), None
+            ),
             "model_pick": plan.alternatives[0]["label"],
             "model_pick_vs_best": round(got[model_key].cpu_s / got[best].cpu_s, 3),
-            "best_grid": best, "best_grid_ms": round(got[best].cpu_s * 1e3, 3),
+            "best_grid": best,
+            "best_grid_ms": round(got[best].cpu_s * 1e3, 3),
             "grid_ms": {k: round(got[k].cpu_s * 1e3, 3) for k in grid_keys},
             "grid_predicted_ms": {k: round(pred[k] * 1e3, 3) for k in grid_keys},
             "model_rank_corr": round(spearman([pred[k] for k in grid_keys], [got[k].cpu_s for k in grid_keys]), 3),
             "frames_decoded_per_sample": {k: round(got[k].frames_decoded, 1) for k in grid_keys + [advised_key]},
-            "page_size": plan.page_size, "advise_s": t_advise[name],
-            "alternatives": [{k: a.get(k) for k in ("label", "predicted_ms", "measured_ms", "storage_x")} for a in plan.alternatives],
+            "page_size": plan.page_size,
+            "advise_s": t_advise[name],
+            "alternatives": [
+                {k: a.get(k) for k in ("label", "predicted_ms", "measured_ms", "storage_x")} for a in plan.alternatives
+            ],
         }
         # cross-check through the delivery PatternDataset (its batch GOP decoder skips unwanted
         # non-reference frames per packet): fewer rounds, informational
         dgot = measure(readers, pat, smp[: max(8, samples // 2)], 1 if args.quick else 3, loader="dataset")
         dbest = min(grid_keys, key=lambda k: dgot[k].cpu_s)
-        result[name]["dataset"] = {"advised_vs_best": round(dgot[advised_key].cpu_s / dgot[dbest].cpu_s, 3),
-                                   "best_grid": dbest, "advised_ms": round(dgot[advised_key].cpu_s * 1e3, 3),
-                                   "grid_ms": {k: round(dgot[k].cpu_s * 1e3, 3) for k in grid_keys}}
+        result[name]["dataset"] = {
+            "advised_vs_best": round(dgot[advised_key].cpu_s / dgot[dbest].cpu_s, 3),
+            "best_grid": dbest,
+            "advised_ms": round(dgot[advised_key].cpu_s * 1e3, 3),
+            "grid_ms": {k: round(dgot[k].cpu_s * 1e3, 3) for k in grid_keys},
+        }
         if name == "vla":
             wam_key = other_key if plans["wam"].version != plan.version else advised_key
             result["wam_layout_on_vla_slowdown"] = round(got[wam_key].cpu_s / got[advised_key].cpu_s, 2)

@@ -7,9 +7,10 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 BENCH_DIR = Path(".bench")
 

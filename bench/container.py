@@ -47,18 +47,20 @@ def meta(episode_id: str) -> EpisodeMeta:
 
 def write_container(path, frames, tj, joints, video: VideoSettings) -> float:
     n = len(frames[CAMS[0]])
-    with timer() as t:
-        with EpisodeWriter(path, meta(path.stem), default_layout(CAMS, events=(), video=video)) as w:
-            for i in range(n):
-                for c in CAMS:
-                    w.write_frame(c, frames[c][i], int(i * 1e9 / FPS))
-            for s in ("joint_pos", "joint_cur", "cmd"):
-                w.write_array(s, tj, joints)
+    with timer() as t, EpisodeWriter(path, meta(path.stem), default_layout(CAMS, events=(), video=video)) as w:
+        for i in range(n):
+            for c in CAMS:
+                w.write_frame(c, frames[c][i], int(i * 1e9 / FPS))
+        for s in ("joint_pos", "joint_cur", "cmd"):
+            w.write_array(s, tj, joints)
     return t[0]
 
 
 def raw_encode(frames, video: VideoSettings) -> float:
-    encs = {c: VideoEncoder(video.codec, W, H, FPS, video.gop, video.crf, video.preset, video.bframes, video.threads) for c in CAMS}
+    encs = {
+        c: VideoEncoder(video.codec, W, H, FPS, video.gop, video.crf, video.preset, video.bframes, video.threads)
+        for c in CAMS
+    }
     n = len(frames[CAMS[0]])
     with timer() as t:
         for i in range(n):
@@ -78,14 +80,14 @@ def write_interleaved(path, frames_path) -> list[tuple[int, int, int]]:
     for c in r.chunks:
         blob = r.source.read(c.offset, c.length)
         for p in c.parts:
-            part = blob[p.offset: p.offset + p.length]
+            part = blob[p.offset : p.offset + p.length]
             if c.group == "cameras":
                 tab = decode_packets(part)
-                for t, d in zip(tab.column("t_ns").to_pylist(), tab.column("data").to_pylist()):
+                for t, d in zip(tab.column("t_ns").to_pylist(), tab.column("data").to_pylist(), strict=True):
                     records.append((t, 0, d))
     win = r.read_window(0, 1e9, ["joint_pos", "joint_cur", "cmd"])
-    for s, wv in win.items():
-        for t, v in zip((wv.t * 1e9).round().astype(np.int64), wv.data):
+    for wv in win.values():
+        for t, v in zip((wv.t * 1e9).round().astype(np.int64), wv.data, strict=True):
             records.append((int(t), 1, v.tobytes()))
     records.sort(key=lambda x: x[0])
     index = []
@@ -153,17 +155,27 @@ def main() -> None:
         win = r60.read_window(1.0, 5.0, list(CAMS))
     decoded = sum(len(w.t) for w in win.values())
 
-    emit({
-        "frames": n_frames, "resolution": f"{W}x{H}", "codec": "h264", "gop": default.gop, "crf": default.crf,
-        "storage_ratio_vs_jpeg": round(jpeg_total / size, 2),
-        "jpeg_bytes": jpeg_total, "container_bytes": size,
-        "window_bytes_ratio_vs_interleaved": ratios,
-        "random_frame_ms": {"gop2": round(random_frame_ms(out / "gop2.rdep", 40, 1), 2),
-                            "gop60": round(random_frame_ms(out / "gop60.rdep", 40, 1), 2)},
-        "window_decode_fps": round(decoded / tw[0], 1),
-        "encode_fps": round(n_frames / t_cont, 1), "encode_fps_raw": round(n_frames / t_raw, 1),
-        "encode_overhead": round(t_cont / t_raw, 3),
-    })
+    emit(
+        {
+            "frames": n_frames,
+            "resolution": f"{W}x{H}",
+            "codec": "h264",
+            "gop": default.gop,
+            "crf": default.crf,
+            "storage_ratio_vs_jpeg": round(jpeg_total / size, 2),
+            "jpeg_bytes": jpeg_total,
+            "container_bytes": size,
+            "window_bytes_ratio_vs_interleaved": ratios,
+            "random_frame_ms": {
+                "gop2": round(random_frame_ms(out / "gop2.rdep", 40, 1), 2),
+                "gop60": round(random_frame_ms(out / "gop60.rdep", 40, 1), 2),
+            },
+            "window_decode_fps": round(decoded / tw[0], 1),
+            "encode_fps": round(n_frames / t_cont, 1),
+            "encode_fps_raw": round(n_frames / t_raw, 1),
+            "encode_overhead": round(t_cont / t_raw, 3),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -105,18 +105,20 @@ def main() -> None:
         print(f"manifest {path_big.name}: {rows_big.height:,} episodes; big {t_big:.3f}s small {t_small:.3f}s")
         walk_s, cat_s, walk_same = file_walk_speedup(work)
         print(f"file walk {WALK_EPISODES} episodes: {walk_s:.2f}s vs catalog {cat_s:.4f}s (same rows: {walk_same})")
-        emit({
-            f"manifest_s_{label}": round(t_big, 3),
-            f"manifest_s_{label}_first_run": round(first_big, 3),
-            "growth_10x": round(t_big / t_small, 3),
-            "same_selected_set": same_set,
-            "vs_file_walk": round(walk_s / cat_s, 1),
-            "file_walk_same_rows": walk_same,
-            "deterministic": len(runs) >= 2 and len(digests) == 1,
-            "selected": rows_big.height,
-            "catalog_rows": n,
-            "peak_rss_mb": peak_rss_mb(),
-        })
+        emit(
+            {
+                f"manifest_s_{label}": round(t_big, 3),
+                f"manifest_s_{label}_first_run": round(first_big, 3),
+                "growth_10x": round(t_big / t_small, 3),
+                "same_selected_set": same_set,
+                "vs_file_walk": round(walk_s / cat_s, 1),
+                "file_walk_same_rows": walk_same,
+                "deterministic": len(runs) >= 2 and len(digests) == 1,
+                "selected": rows_big.height,
+                "catalog_rows": n,
+                "peak_rss_mb": peak_rss_mb(),
+            }
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

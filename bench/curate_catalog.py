@@ -22,7 +22,9 @@ BATCH = 500_000
 
 
 def catalog_path(n_rows: int, shape: synthetic.FleetShape) -> Path:
-    key = f"n{n_rows}-d{shape.rows_per_day}-r{shape.robots_per_site}-{shape.start_day}-s{shape.seed}-g{GENERATOR_VERSION}"
+    key = (
+        f"n{n_rows}-d{shape.rows_per_day}-r{shape.robots_per_site}-{shape.start_day}-s{shape.seed}-g{GENERATOR_VERSION}"
+    )
     return BENCH_DIR / "curate" / f"catalog-{key}"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -37,9 +37,11 @@ def write_episode_files(root: Path, rows: pa.Table) -> None:
     for i, r in enumerate(rows.to_pylist()):
         d = root / r["site"] / r["robot"]
         d.mkdir(parents=True, exist_ok=True)
-        streams = {"joint_pos": StreamSpec("joint_pos", "array", 100.0, (7,), units="rad"),
-                   "cmd": StreamSpec("cmd", "array", 50.0, (7,), units="rad"),
-                   "events": StreamSpec("events", "events")}
+        streams = {
+            "joint_pos": StreamSpec("joint_pos", "array", 100.0, (7,), units="rad"),
+            "cmd": StreamSpec("cmd", "array", 50.0, (7,), units="rad"),
+            "events": StreamSpec("events", "events"),
+        }
         start_ns = int(r["start_time"].timestamp() * 1e6) * 1000
         meta = EpisodeMeta(r["episode_id"], r["robot"], r["site"], r["task"], start_ns, streams, vendor=r["vendor"])
         seconds = 8 + (i % 9)
@@ -60,22 +62,37 @@ def walk(root: Path) -> pl.DataFrame:
             if not name.endswith(".json"):
                 continue
             container = os.path.join(dirpath, name[:-5] + ".rdep")
-            if not os.path.exists(container):                                   # 1. exists check
+            if not os.path.exists(container):  # 1. exists check
                 continue
-            with open(os.path.join(dirpath, name)) as f:                        # 2. sidecar read
+            with open(os.path.join(dirpath, name)) as f:  # 2. sidecar read
                 side = json.load(f)
-            r = EpisodeReader.open(container)                                   # 3. header read
+            r = EpisodeReader.open(container)  # 3. header read
             m = r.meta
             steps = len(r.read_window(0.0, m.duration_s + 1.0, streams=["joint_pos"])["joint_pos"].t)  # 4. count
-            start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=timezone.utc)
-            out.append({
-                "episode_id": m.episode_id, "uri": container, "site": m.site, "robot": m.robot, "task": m.task,
-                "vendor": m.vendor, "start_time": start, "day": start.strftime("%Y-%m-%d"),
-                "duration_s": float(m.duration_s), "num_frames": 0, "num_state_steps": steps, "cameras": [],
-                "stream_rates_json": json.dumps({s: v.rate_hz for s, v in m.streams.items() if v.kind != "events"},
-                                                sort_keys=True),
-                "layout_version": r.layout_version, "size_bytes": r.source.size(),
-                "footer_offset": r.footer_offset, "footer_length": r.footer_length, **side,
-            })
+            start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC)
+            out.append(
+                {
+                    "episode_id": m.episode_id,
+                    "uri": container,
+                    "site": m.site,
+                    "robot": m.robot,
+                    "task": m.task,
+                    "vendor": m.vendor,
+                    "start_time": start,
+                    "day": start.strftime("%Y-%m-%d"),
+                    "duration_s": float(m.duration_s),
+                    "num_frames": 0,
+                    "num_state_steps": steps,
+                    "cameras": [],
+                    "stream_rates_json": json.dumps(
+                        {s: v.rate_hz for s, v in m.streams.items() if v.kind != "events"}, sort_keys=True
+                    ),
+                    "layout_version": r.layout_version,
+                    "size_bytes": r.source.size(),
+                    "footer_offset": r.footer_offset,
+                    "footer_length": r.footer_length,
+                    **side,
+                }
+            )
     table = pa.Table.from_pylist(out).select(CATALOG_SCHEMA.names).cast(CATALOG_SCHEMA)
     return pl.from_arrow(table)

@@ -26,6 +26,7 @@ makespan_vs_ideal: heavy-tailed episodes on N workers as the conversion stage ru
 events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny episodes / 1,000
     (and the same for 100, to show it does not grow).
 """
+
 from __future__ import annotations
 
 import resource
@@ -66,12 +67,26 @@ def throughput(tmp: Path, episodes: int, duration_s: float, rounds: int) -> dict
         for key, settings in configs.items():
             runs[key].append(_measure(tmp, eps, settings, rgb=(r == 0 and key == "")))
     bulk = configs[""]
-    out = {"encoder_threads": bulk.video.threads, "decode_threads": bulk.decode_threads, "throughput_rounds": rounds,
-           **_figures(runs[""])}
+    out = {
+        "encoder_threads": bulk.video.threads,
+        "decode_threads": bulk.decode_threads,
+        "throughput_rounds": rounds,
+        **_figures(runs[""]),
+    }
     threaded = _figures(runs["_threaded"])
-    out.update({f"{k}_threaded": threaded[k] for k in
-                ("episode_hours_per_core_hour", "vs_encoder_limit", "vs_encoder_limit_decode_bound",
-                 "vs_decode_plus_encode", "encode_cpu_ms_per_frame", "vs_encoder_limit_wall")})
+    out.update(
+        {
+            f"{k}_threaded": threaded[k]
+            for k in (
+                "episode_hours_per_core_hour",
+                "vs_encoder_limit",
+                "vs_encoder_limit_decode_bound",
+                "vs_decode_plus_encode",
+                "encode_cpu_ms_per_frame",
+                "vs_encoder_limit_wall",
+            )
+        }
+    )
     out["vs_encoder_limit_rounds"] = [round(m["enc_cpu"] / m["pipe_cpu"], 3) for m in runs[""]]
     return out
 
@@ -80,18 +95,20 @@ def _figures(ms: list[dict]) -> dict:
     def med(f) -> float:
         return float(np.median([f(m) for m in ms]))
 
-    out = {"episode_hours_per_core_hour": round(med(lambda m: m["ep_s"] / m["pipe_cpu"]), 3),
-           "vs_encoder_limit": round(med(lambda m: m["enc_cpu"] / m["pipe_cpu"]), 3),
-           "vs_encoder_limit_wall": round(med(lambda m: m["enc_wall"] / m["pipe_wall"]), 3),
-           # What vs_encoder_limit could reach if everything but reading+decoding JPEGs were free, and
-           # how close the pipeline gets to that (1.0 = no cost beyond decode + encode).
-           "vs_encoder_limit_decode_bound": round(med(lambda m: m["enc_cpu"] / (m["enc_cpu"] + m["dec_cpu"])), 3),
-           "vs_decode_plus_encode": round(med(lambda m: (m["enc_cpu"] + m["dec_cpu"]) / m["pipe_cpu"]), 3),
-           "jpeg_decode_cpu_ms_per_frame": round(med(lambda m: m["dec_cpu"] / m["frames"]) * 1e3, 3),
-           "encode_cpu_ms_per_frame": round(med(lambda m: m["enc_cpu"] / m["frames"]) * 1e3, 3),
-           "pipeline_cpu_s_per_episode_s": round(med(lambda m: m["pipe_cpu"] / m["ep_s"]), 3),
-           "encode_cpu_s_per_episode_s": round(med(lambda m: m["enc_cpu"] / m["ep_s"]), 3),
-           "throughput_episode_s": round(ms[0]["ep_s"], 2)}
+    out = {
+        "episode_hours_per_core_hour": round(med(lambda m: m["ep_s"] / m["pipe_cpu"]), 3),
+        "vs_encoder_limit": round(med(lambda m: m["enc_cpu"] / m["pipe_cpu"]), 3),
+        "vs_encoder_limit_wall": round(med(lambda m: m["enc_wall"] / m["pipe_wall"]), 3),
+        # What vs_encoder_limit could reach if everything but reading+decoding JPEGs were free, and
+        # how close the pipeline gets to that (1.0 = no cost beyond decode + encode).
+        "vs_encoder_limit_decode_bound": round(med(lambda m: m["enc_cpu"] / (m["enc_cpu"] + m["dec_cpu"])), 3),
+        "vs_decode_plus_encode": round(med(lambda m: (m["enc_cpu"] + m["dec_cpu"]) / m["pipe_cpu"]), 3),
+        "jpeg_decode_cpu_ms_per_frame": round(med(lambda m: m["dec_cpu"] / m["frames"]) * 1e3, 3),
+        "encode_cpu_ms_per_frame": round(med(lambda m: m["enc_cpu"] / m["frames"]) * 1e3, 3),
+        "pipeline_cpu_s_per_episode_s": round(med(lambda m: m["pipe_cpu"] / m["ep_s"]), 3),
+        "encode_cpu_s_per_episode_s": round(med(lambda m: m["enc_cpu"] / m["ep_s"]), 3),
+        "throughput_episode_s": round(ms[0]["ep_s"], 2),
+    }
     rgb = [m["rgb_cpu"] / m["pipe_cpu"] for m in ms if "rgb_cpu" in m]
     if rgb:
         out["vs_rgb_encode"] = round(rgb[0], 3)
@@ -161,12 +178,23 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
     ep = sorted(p for p in (tmp / "landing").iterdir() if p.is_dir())[0]
     al = aligned_tracks(open_legacy(str(ep), decode_threads=0)).to_json()
     cores = os.cpu_count() or 1
-    configs = {"bulk": IngestSettings(root=str(tmp / "pool")).for_bulk(cores), "threaded": IngestSettings(root=str(tmp / "pool"), workers=cores)}
+    configs = {
+        "bulk": IngestSettings(root=str(tmp / "pool")).for_bulk(cores),
+        "threaded": IngestSettings(root=str(tmp / "pool"), workers=cores),
+    }
     rates: dict[str, list[float]] = {k: [] for k in configs}
     for r in range(rounds):
         for key, s in configs.items():
-            js = [{"uri": str(ep), "kind": "legacy-jpeg", "episode_id": f"{key}{k}", "alignment_json": al,
-                   "container": str(tmp / "pool" / f"{key}{r}-{k}.rdep")} for k in range(jobs)]
+            js = [
+                {
+                    "uri": str(ep),
+                    "kind": "legacy-jpeg",
+                    "episode_id": f"{key}{k}",
+                    "alignment_json": al,
+                    "container": str(tmp / "pool" / f"{key}{r}-{k}.rdep"),
+                }
+                for k in range(jobs)
+            ]
             t0 = time.perf_counter()
             rows = run_pool(js, s.workers, settings_dict(s))
             wall = time.perf_counter() - t0
@@ -176,10 +204,13 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
             for j in js:
                 Path(j["container"]).unlink()
     med = {k: float(np.median(v)) for k, v in rates.items()}
-    return {"pool_workers": cores, "pool_jobs": jobs,
-            "pool_episode_s_per_wall_s": round(med["bulk"], 3),
-            "pool_episode_s_per_wall_s_threaded": round(med["threaded"], 3),
-            "pool_bulk_vs_threaded": round(med["bulk"] / med["threaded"], 3)}
+    return {
+        "pool_workers": cores,
+        "pool_jobs": jobs,
+        "pool_episode_s_per_wall_s": round(med["bulk"], 3),
+        "pool_episode_s_per_wall_s_threaded": round(med["threaded"], 3),
+        "pool_bulk_vs_threaded": round(med["bulk"] / med["threaded"], 3),
+    }
 
 
 def makespan(tmp: Path, n: int, workers: int) -> dict:
@@ -195,8 +226,19 @@ def makespan(tmp: Path, n: int, workers: int) -> dict:
     durs = np.clip(rng.lognormal(0.0, 0.8, n), 0.3, 8.0)  # heavy-tailed episode lengths, seconds
     land = tmp / "mk"
     for i, d in enumerate(durs):
-        synthesize(SynthConfig(episodes=1, duration_s=float(d), height=64, width=96, fps=15.0, state_hz=50.0,
-                               seed=100 + i, site=f"s{i}"), land)
+        synthesize(
+            SynthConfig(
+                episodes=1,
+                duration_s=float(d),
+                height=64,
+                width=96,
+                fps=15.0,
+                state_hz=50.0,
+                seed=100 + i,
+                site=f"s{i}",
+            ),
+            land,
+        )
     items = sorted(scan(str(land)), key=lambda it: it.name)
     secs, work = [], []
     for i, it in enumerate(items):
@@ -211,10 +253,14 @@ def makespan(tmp: Path, n: int, workers: int) -> dict:
     pulled = list_schedule([secs[i] for i in order], workers)
     span = max(sum(secs[order[k]] for k in b) for b in pulled)
     static = max(sum(secs[i] for i in b) for b in balance(work, workers))  # fixed bins cut from estimates
-    return {"makespan_vs_ideal": round(span / ideal, 3), "makespan_vs_ideal_static_bins": round(static / ideal, 3),
-            "makespan_workers": workers,
-            "makespan_episodes": n, "work_estimate_vs_time_corr": round(float(np.corrcoef(work, secs)[0, 1]), 3),
-            "makespan_bound_max_item": round(max(secs) / (sum(secs) / workers), 3)}
+    return {
+        "makespan_vs_ideal": round(span / ideal, 3),
+        "makespan_vs_ideal_static_bins": round(static / ideal, 3),
+        "makespan_workers": workers,
+        "makespan_episodes": n,
+        "work_estimate_vs_time_corr": round(float(np.corrcoef(work, secs)[0, 1]), 3),
+        "makespan_bound_max_item": round(max(secs) / (sum(secs) / workers), 3),
+    }
 
 
 def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
@@ -231,35 +277,57 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     with dg.instance_for_test(temp_dir=str(tmp / "dh")) as instance:
         for n in sizes:
             land = tmp / f"ev{n}"
-            synthesize(SynthConfig(episodes=n, duration_s=1.0, cameras=("cam",), height=16, width=16, fps=4.0,
-                                   state_hz=10.0, seed=n), land)
+            synthesize(
+                SynthConfig(
+                    episodes=n, duration_s=1.0, cameras=("cam",), height=16, width=16, fps=4.0, state_hz=10.0, seed=n
+                ),
+                land,
+            )
             name = f"ev-{n}"
             write_manifest(IngestPaths(str(tmp / "state")), name, new_items(str(land), LandingCursor()))
             instance.add_dynamic_partitions("ingest_batch", [name])
             t0 = time.perf_counter()
             res = defs.get_job_def("full").execute_in_process(
-                instance=instance, partition_key=name, raise_on_error=False,
-                run_config={"resources": {"ingest": {"config": {"root": str(tmp / "state"), "workers": 2, "visual_frames": 2}}}})
+                instance=instance,
+                partition_key=name,
+                raise_on_error=False,
+                run_config={
+                    "resources": {"ingest": {"config": {"root": str(tmp / "state"), "workers": 2, "visual_frames": 2}}}
+                },
+            )
             rows = len(instance.all_logs(res.run_id))
-            conv = [e.materialization.metadata["converted"].value for e in res.get_asset_materialization_events()
-                    if e.asset_key.to_user_string() == "episodes"]
-            out[n] = {"rows": rows, "success": res.success, "wall_s": round(time.perf_counter() - t0, 1),
-                      "converted": conv[0] if conv else 0}
+            conv = [
+                e.materialization.metadata["converted"].value
+                for e in res.get_asset_materialization_events()
+                if e.asset_key.to_user_string() == "episodes"
+            ]
+            out[n] = {
+                "rows": rows,
+                "success": res.success,
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "converted": conv[0] if conv else 0,
+            }
         big = max(sizes)
         # The same batch again as the sensor launches it: the `bulk` profile through execute_job.
         from jobs.ingest_profiles import profile_config, resolved_bulk_job
 
         t0 = time.perf_counter()
-        with dg.execute_job(dg.reconstructable(resolved_bulk_job), instance, tags={"dagster/partition": f"ev-{big}"},
-                            run_config=profile_config("bulk", root=str(tmp / "state"), workers=2)) as r:
+        with dg.execute_job(
+            dg.reconstructable(resolved_bulk_job),
+            instance,
+            tags={"dagster/partition": f"ev-{big}"},
+            run_config=profile_config("bulk", root=str(tmp / "state"), workers=2),
+        ) as r:
             mp_rows, mp_ok = len(instance.all_logs(r.run_id)), r.success
         mp_wall = round(time.perf_counter() - t0, 1)
-    return {"events_per_episode": round(max(out[big]["rows"], mp_rows) / big, 4),
-            "event_rows_per_run": {str(k): v["rows"] for k, v in out.items()},
-            "event_rows_per_run_bulk": mp_rows,
-            "events_runs_succeeded": all(v["success"] for v in out.values()) and mp_ok,
-            "events_batch_converted": {str(k): v["converted"] for k, v in out.items()},
-            "events_run_wall_s": {**{str(k): v["wall_s"] for k, v in out.items()}, f"{big}_bulk": mp_wall}}
+    return {
+        "events_per_episode": round(max(out[big]["rows"], mp_rows) / big, 4),
+        "event_rows_per_run": {str(k): v["rows"] for k, v in out.items()},
+        "event_rows_per_run_bulk": mp_rows,
+        "events_runs_succeeded": all(v["success"] for v in out.values()) and mp_ok,
+        "events_batch_converted": {str(k): v["converted"] for k, v in out.items()},
+        "events_run_wall_s": {**{str(k): v["wall_s"] for k, v in out.items()}, f"{big}_bulk": mp_wall},
+    }
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from robodata.dataset import BatchLoader, DatasetConfig, LoaderConfig, PatternDa
 WORKERS = 2
 ROUNDS = 2
 SETTINGS = {"wam": {"batch": 4, "block": 4}, "vla": {"batch": 32, "block": 8}}
-PAGE = 64 * 1024   # bench page size: about a third of one 1 s camera chunk at this set's bitrate
+PAGE = 64 * 1024  # bench page size: about a third of one 1 s camera chunk at this set's bitrate
 
 
 def log(msg: str) -> None:
@@ -58,8 +58,11 @@ def samples_per_s(ds, keys, batch: int) -> tuple[float, float]:
     in the workers, in reused shared-memory batch slots); the baselines use torch's
     per-sample fetch + default collate. Same workers, prefetch and batch size."""
     if isinstance(ds, PatternDataset):
-        dl = BatchLoader(ds, BatchSampler(keys, batch, False),
-                         LoaderConfig(batch_size=batch, num_workers=WORKERS, prefetch_factor=2, timeout_s=900))
+        dl = BatchLoader(
+            ds,
+            BatchSampler(keys, batch, False),
+            LoaderConfig(batch_size=batch, num_workers=WORKERS, prefetch_factor=2, timeout_s=900),
+        )
     else:
         dl = DataLoader(ds, batch_size=batch, sampler=keys, num_workers=WORKERS, prefetch_factor=2, timeout=900)
     cpu0 = _cpu_s()
@@ -88,7 +91,7 @@ def robodata_bytes(man, pattern, keys, batch: int) -> tuple[float, float]:
     ds2 = PatternDataset(man, pattern)
     total = 0
     for i in range(0, len(keys), batch):
-        chunk = keys[i:i + batch]
+        chunk = keys[i : i + batch]
         rows = {k.row for k in chunk}
         before = {row: ds2.reader(row).stats.bytes_read for row in rows}
         ds2.__getitems__(chunk)
@@ -154,10 +157,17 @@ def coverage(root: Path, eps, pattern, n_uris: int = 64, whole_files: int = 8) -
             break
         fit += 1
     whole = int(budget // file_bytes)
-    return {"cache_coverage_ratio": round(fit / whole, 2),
-            "cache_coverage_detail": {"budget_bytes": budget, "page_size": PAGE, "episodes_fit_pages": fit,
-                                      "episodes_fit_whole_files": whole, "mean_file_bytes": int(file_bytes),
-                                      "capped_at": n_uris if fit == n_uris else None}}
+    return {
+        "cache_coverage_ratio": round(fit / whole, 2),
+        "cache_coverage_detail": {
+            "budget_bytes": budget,
+            "page_size": PAGE,
+            "episodes_fit_pages": fit,
+            "episodes_fit_whole_files": whole,
+            "mean_file_bytes": int(file_bytes),
+            "capped_at": n_uris if fit == n_uris else None,
+        },
+    }
 
 
 def main() -> None:
@@ -174,10 +184,18 @@ def main() -> None:
     cache = PageCache(PageCacheConfig(root=str(cache_dir), page_size=PAGE, budget_bytes=4 << 30))
     for e in eps:  # warm node cache: the steady state of a node that has seen these episodes
         cache.source(str(e.rdep)).read(0, e.rdep.stat().st_size)
-    result: dict = {"episodes": n_eps, "episode_s": seconds, "cameras": 3, "resolution": "640x480", "fps": FPS,
-                    "state_hz": STATE_HZ, "workers": WORKERS, "layout": {"gop": VIDEO.gop, "bframes": VIDEO.bframes,
-                                                                         "crf": VIDEO.crf, "camera_chunk_s": 1.0},
-                    "storage_bytes": sizes, "build_s": round(build_s, 1)}
+    result: dict = {
+        "episodes": n_eps,
+        "episode_s": seconds,
+        "cameras": 3,
+        "resolution": "640x480",
+        "fps": FPS,
+        "state_hz": STATE_HZ,
+        "workers": WORKERS,
+        "layout": {"gop": VIDEO.gop, "bframes": VIDEO.bframes, "crf": VIDEO.crf, "camera_chunk_s": 1.0},
+        "storage_bytes": sizes,
+        "build_s": round(build_s, 1),
+    }
     for name in ("wam", "vla"):
         pattern = preset(name)
         cfg = SETTINGS[name]
@@ -189,11 +207,15 @@ def main() -> None:
         if name == "wam":
             keys, keys_global = keys * 3, keys_global * 3
         else:
-            keys, keys_global = keys[:30 * cfg["batch"]], keys_global[:30 * cfg["batch"]]
+            keys, keys_global = keys[: 30 * cfg["batch"]], keys_global[: 30 * cfg["batch"]]
         rates: dict[str, float] = {}
         cpu_rates: dict[str, float] = {}
-        loaders = (("robodata", ds, keys), ("robodata_global", ds, keys_global),
-                   ("jpeg_parquet", JpegDataset(eps, pattern), keys), ("mp4_parquet", Mp4Dataset(eps, pattern), keys))
+        loaders = (
+            ("robodata", ds, keys),
+            ("robodata_global", ds, keys_global),
+            ("jpeg_parquet", JpegDataset(eps, pattern), keys),
+            ("mp4_parquet", Mp4Dataset(eps, pattern), keys),
+        )
         for _ in range(ROUNDS):  # loaders take turns; best round counts (other jobs share this machine)
             for label, d, k in loaders:
                 wall, cpu = samples_per_s(d, k, cfg["batch"])
@@ -205,15 +227,25 @@ def main() -> None:
         per, batched = robodata_bytes(man, pattern, probe, cfg["batch"])
         inter = interleaved_bytes(eps, pattern, probe)
         result[name] = {
-            "samples_per_s": rates, "samples_per_cpu_s": cpu_rates, "samples": len(keys), "batch_size": cfg["batch"], "block_size": cfg["block"],
+            "samples_per_s": rates,
+            "samples_per_cpu_s": cpu_rates,
+            "samples": len(keys),
+            "batch_size": cfg["batch"],
+            "block_size": cfg["block"],
             "vs_best_baseline": round(rates["robodata"] / best, 2) if best else None,
             "vs_lerobot_style": round(rates["robodata"] / rates["mp4_parquet"], 2) if rates["mp4_parquet"] else None,
-            "cpu_vs_best_baseline": round(cpu_rates["robodata"] / max(cpu_rates["jpeg_parquet"], cpu_rates["mp4_parquet"]), 2),
+            "cpu_vs_best_baseline": round(
+                cpu_rates["robodata"] / max(cpu_rates["jpeg_parquet"], cpu_rates["mp4_parquet"]), 2
+            ),
             "cpu_vs_lerobot_style": round(cpu_rates["robodata"] / cpu_rates["mp4_parquet"], 2),
             "storage_vs_jpeg": round(sizes["jpeg"] / sizes["robodata"], 2),
-            "bytes_per_sample": {"robodata": int(per), "robodata_batched": int(batched), "interleaved": int(inter),
-                                 "vs_interleaved": round(per / inter, 3),
-                                 "batched_vs_interleaved": round(batched / inter, 3)},
+            "bytes_per_sample": {
+                "robodata": int(per),
+                "robodata_batched": int(batched),
+                "interleaved": int(inter),
+                "vs_interleaved": round(per / inter, 3),
+                "batched_vs_interleaved": round(batched / inter, 3),
+            },
         }
     result.update(coverage(root, eps, preset("vla")))
     log(f"coverage {result['cache_coverage_ratio']}")

@@ -37,8 +37,11 @@ class _Baseline(Dataset):
     def _arrays(self, row: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         if row not in self._state:
             t = pq.read_table(self.episodes[row].state)
-            cols = {c: t.column(c).combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1)
-                    for c in t.column_names if c != "t_ns"}
+            cols = {
+                c: t.column(c).combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1)
+                for c in t.column_names
+                if c != "t_ns"
+            }
             self._state[row] = (t.column("t_ns").to_numpy() / 1e9, cols)
         return self._state[row]
 

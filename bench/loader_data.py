@@ -68,7 +68,11 @@ def _mp4_writer(path: Path):
     out = av.open(str(path), "w")
     s = out.add_stream("libx264", rate=int(FPS))
     s.width, s.height, s.pix_fmt = W, H, "yuv420p"
-    s.options = {"crf": "23", "preset": "veryfast", "x264-params": f"keyint={MP4_GOP}:min-keyint={MP4_GOP}:scenecut=0:bframes=0"}
+    s.options = {
+        "crf": "23",
+        "preset": "veryfast",
+        "x264-params": f"keyint={MP4_GOP}:min-keyint={MP4_GOP}:scenecut=0:bframes=0",
+    }
     return out, s
 
 
@@ -102,14 +106,14 @@ def build_episode(ep: Episode, seed: int) -> None:
                 frame.pts = i
                 for p in s.encode(frame):
                     out.mux(p)
-        for name, vals in zip(PROPRIO, (joints, cur, cmd)):
+        for name, vals in zip(PROPRIO, (joints, cur, cmd), strict=True):
             w.write_array(name, tj, vals)
     for out, s in mp4.values():
         for p in s.encode(None):
             out.mux(p)
         out.close()
     cols = {"t_ns": pa.array(tj)}
-    for name, vals in zip(PROPRIO, (joints, cur, cmd)):
+    for name, vals in zip(PROPRIO, (joints, cur, cmd), strict=True):
         cols[name] = pa.FixedSizeListArray.from_arrays(pa.array(vals.reshape(-1)), 7)
     pq.write_table(pa.table(cols), ep.state)
     from bench.container import write_interleaved
@@ -122,11 +126,14 @@ def build_episode(ep: Episode, seed: int) -> None:
 def build(root: Path, n_episodes: int, seconds: float, processes: int = 2) -> list[Episode]:
     from concurrent.futures import ProcessPoolExecutor
 
-    eps = [Episode(f"bench-{i:03d}", root / f"ep{i:03d}_{seconds:g}s", seconds, int(seconds * FPS)) for i in range(n_episodes)]
+    eps = [
+        Episode(f"bench-{i:03d}", root / f"ep{i:03d}_{seconds:g}s", seconds, int(seconds * FPS))
+        for i in range(n_episodes)
+    ]
     todo = [(e, 100 + i) for i, e in enumerate(eps) if not (e.dir / "_COMPLETE").exists()]
     if todo:
         with ProcessPoolExecutor(min(processes, len(todo))) as pool:
-            list(pool.map(build_episode, *zip(*todo)))
+            list(pool.map(build_episode, *zip(*todo, strict=True)))
     return eps
 
 
@@ -149,10 +156,24 @@ def manifest(eps: list[Episode], uris: list[str] | None = None) -> pa.Table:
     rows = []
     for i, e in enumerate(eps):
         r = EpisodeReader.open(e.rdep)
-        rows.append({"episode_id": e.episode_id, "uri": (uris or [str(x.rdep) for x in eps])[i], "site": "site-b",
-                     "task": "bench", "duration_s": r.meta.duration_s, "num_frames": e.n_frames,
-                     "num_state_steps": int(e.duration_s * STATE_HZ), "cameras": list(CAMS), "stream_rates_json": rates,
-                     "layout_version": r.layout_version, "size_bytes": os.path.getsize(e.rdep),
-                     "footer_offset": r.footer_offset, "footer_length": r.footer_length, "split": "train", "weight": 1.0})
+        rows.append(
+            {
+                "episode_id": e.episode_id,
+                "uri": (uris or [str(x.rdep) for x in eps])[i],
+                "site": "site-b",
+                "task": "bench",
+                "duration_s": r.meta.duration_s,
+                "num_frames": e.n_frames,
+                "num_state_steps": int(e.duration_s * STATE_HZ),
+                "cameras": list(CAMS),
+                "stream_rates_json": rates,
+                "layout_version": r.layout_version,
+                "size_bytes": os.path.getsize(e.rdep),
+                "footer_offset": r.footer_offset,
+                "footer_length": r.footer_length,
+                "split": "train",
+                "weight": 1.0,
+            }
+        )
         r.close()
     return pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA)

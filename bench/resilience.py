@@ -18,10 +18,11 @@ import json
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench import resilience_training
 from bench.common import emit, parse
@@ -38,7 +39,7 @@ from robodata.health.preflight import PreflightResult, run_preflight
 from robodata.health.store import latest_by_node, write_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "k8s"
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)  # the recorded cluster's "now"
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the recorded cluster's "now"
 
 
 @dataclass
@@ -67,6 +68,7 @@ def register(fault: Fault) -> Fault:
 
 
 # -- health faults: one node's NVML reports something; is the verdict right and recorded? --
+
 
 def _preflight_node(tmp: Path, node: str, gpus: list[FakeGpu]) -> tuple[PreflightResult, dict[str, Any] | None]:
     result = run_preflight(HealthConfig(), node=node, nvml=FakeNvml(gpus), probes=False)
@@ -100,26 +102,43 @@ def xid_event(tmp: Path, quick: bool) -> FaultResult:
     """XID 79 (fallen off the bus) during the preflight -> excluded; XID 13 alone -> kept."""
     fatal = _expect(tmp / "fatal", [FakeGpu(xids=[13, 79])], False, False, "XID 79")
     benign = _expect(tmp / "benign", [FakeGpu(xids=[13])], True, True)
-    return FaultResult(fatal.survived and benign.survived, fatal.data_lost + benign.data_lost,
-                       f"fatal: {fatal.detail}; benign: {benign.detail}")
+    return FaultResult(
+        fatal.survived and benign.survived,
+        fatal.data_lost + benign.data_lost,
+        f"fatal: {fatal.detail}; benign: {benign.detail}",
+    )
 
 
 def pending_retired_pages(tmp: Path, quick: bool) -> FaultResult:
     """Page retirement (pre-Ampere) or row remap (Ampere+) pending -> excluded until reset."""
-    pages = _expect(tmp / "pages", [FakeGpu(retired_pending=1, retired_dbe_pages=[0x2A000], remapped_rows=None)],
-                    False, False, "page retirement pending")
+    pages = _expect(
+        tmp / "pages",
+        [FakeGpu(retired_pending=1, retired_dbe_pages=[0x2A000], remapped_rows=None)],
+        False,
+        False,
+        "page retirement pending",
+    )
     rows = _expect(tmp / "rows", [FakeGpu(remapped_rows=[0, 1, 1, 0])], False, False, "row remapping pending")
-    return FaultResult(pages.survived and rows.survived, pages.data_lost + rows.data_lost,
-                       f"pages: {pages.detail}; rows: {rows.detail}")
+    return FaultResult(
+        pages.survived and rows.survived,
+        pages.data_lost + rows.data_lost,
+        f"pages: {pages.detail}; rows: {rows.detail}",
+    )
 
 
 # -- cluster faults: the recorded cluster, through the real kubernetes client ---------------
 
+
 def _keepers(srv: FakeApiServer) -> set[str]:
     """Objects repair must never remove: live pods, node heartbeats, live leases."""
-    keep = {f"pod/{p['metadata']['namespace']}/{p['metadata']['name']}" for p in srv.store.items("pods") if is_active(p)}
-    keep |= {f"lease/{x['metadata']['namespace']}/{x['metadata']['name']}" for x in srv.store.items("leases")
-             if x["metadata"]["namespace"] == "kube-node-lease" or x["spec"].get("holderIdentity") == "run-live"}
+    keep = {
+        f"pod/{p['metadata']['namespace']}/{p['metadata']['name']}" for p in srv.store.items("pods") if is_active(p)
+    }
+    keep |= {
+        f"lease/{x['metadata']['namespace']}/{x['metadata']['name']}"
+        for x in srv.store.items("leases")
+        if x["metadata"]["namespace"] == "kube-node-lease" or x["spec"].get("holderIdentity") == "run-live"
+    }
     keep |= {f"node/{n['metadata']['name']}" for n in srv.store.items("nodes")}
     return keep
 
@@ -131,8 +150,9 @@ def _present(srv: FakeApiServer) -> set[str]:
 
 
 def _server() -> FakeApiServer:
-    return FakeApiServer.from_fixtures(FIXTURES / "nodelist.json", FIXTURES / "podlist.json",
-                                       FIXTURES / "leaselist.json")
+    return FakeApiServer.from_fixtures(
+        FIXTURES / "nodelist.json", FIXTURES / "podlist.json", FIXTURES / "leaselist.json"
+    )
 
 
 def healthy_node_cordoned(tmp: Path, quick: bool) -> FaultResult:
@@ -142,8 +162,14 @@ def healthy_node_cordoned(tmp: Path, quick: bool) -> FaultResult:
     with _server() as srv:
         keep = _keepers(srv)
         t0 = time.perf_counter()
-        run_repair(api_client(host=srv.url), RepairConfig(dry_run=False), audit_uri=str(tmp / "audit"),
-                   health_uri=health, repairs=("cordon",), now=NOW)
+        run_repair(
+            api_client(host=srv.url),
+            RepairConfig(dry_run=False),
+            audit_uri=str(tmp / "audit"),
+            health_uri=health,
+            repairs=("cordon",),
+            now=NOW,
+        )
         seconds = time.perf_counter() - t0
         n2 = srv.store.get("nodes", "", "gpu-node-02")
         still_held = [n["metadata"]["name"] for n in srv.store.items("nodes") if n["spec"].get("unschedulable")]
@@ -152,9 +178,12 @@ def healthy_node_cordoned(tmp: Path, quick: bool) -> FaultResult:
     restored = not n2["spec"].get("unschedulable") and not n2["spec"].get("taints")
     audited = len(rows) == 1 and json.loads(rows[0]["before_json"])["unschedulable"] is True
     others_kept = set(still_held) == {"gpu-node-04", "gpu-node-05", "gpu-node-07"}  # hold / no evidence / NotReady
-    return FaultResult(restored and audited and others_kept, lost,
-                       f"restored={restored} audited={audited} still cordoned={still_held}",
-                       {"repair_pass_s": round(seconds, 3)})
+    return FaultResult(
+        restored and audited and others_kept,
+        lost,
+        f"restored={restored} audited={audited} still cordoned={still_held}",
+        {"repair_pass_s": round(seconds, 3)},
+    )
 
 
 def stale_allocation(tmp: Path, quick: bool) -> FaultResult:
@@ -163,21 +192,35 @@ def stale_allocation(tmp: Path, quick: bool) -> FaultResult:
         keep = _keepers(srv)
         api = api_client(host=srv.url)
         run_repair(api, cfg, audit_uri=audit, state=state, repairs=("allocation",), now=NOW)
-        run_repair(api, cfg, audit_uri=audit, state=state, repairs=("allocation",),
-                   now=NOW + timedelta(seconds=cfg.stale_grace_s + 1))
+        run_repair(
+            api,
+            cfg,
+            audit_uri=audit,
+            state=state,
+            repairs=("allocation",),
+            now=NOW + timedelta(seconds=cfg.stale_grace_s + 1),
+        )
         present = _present(srv)
         n3 = srv.store.get("nodes", "", "gpu-node-03")
         lost = len(keep - present)
-    stale = {"pod/training/dagster-run-dead-worker-0-m3c8v", "pod/training/dagster-run-dead-launcher-h2w9s",
-             "lease/robodata/robodata-alloc-gpu-node-03"}
+    stale = {
+        "pod/training/dagster-run-dead-worker-0-m3c8v",
+        "pod/training/dagster-run-dead-launcher-h2w9s",
+        "lease/robodata/robodata-alloc-gpu-node-03",
+    }
     cleared = not (stale & present) and "robodata.io/allocated-to" not in n3["metadata"].get("annotations", {})
     applied = sum(1 for r in read_audit(audit) if r["outcome"] == "applied")
     return FaultResult(cleared and applied == 4, lost, f"cleared={cleared} applied_actions={applied}")
 
 
-for _fn, _owner in [(lifetime_ecc_zero_volatile, "health"), (volatile_ecc_errors, "health"), (xid_event, "health"),
-                    (pending_retired_pages, "health"), (healthy_node_cordoned, "cluster"),
-                    (stale_allocation, "cluster")]:
+for _fn, _owner in [
+    (lifetime_ecc_zero_volatile, "health"),
+    (volatile_ecc_errors, "health"),
+    (xid_event, "health"),
+    (pending_retired_pages, "health"),
+    (healthy_node_cordoned, "cluster"),
+    (stale_allocation, "cluster"),
+]:
     register(Fault(_fn.__name__, _owner, _fn))
 register(Fault("kill_training_worker", "training", resilience_training.kill_training_worker))
 register(Fault("corrupt_newest_checkpoint", "training", resilience_training.corrupt_newest_checkpoint))
@@ -201,8 +244,11 @@ def scaled_repair_pass(nodes: int) -> dict[str, Any]:
         store.put("nodes", clone)
         for plural in ("pods", "leases"):
             for obj in base.items(plural):
-                on_node = obj.get("spec", {}).get("nodeName") == old or obj["metadata"].get("name") == old or \
-                    (obj["metadata"].get("labels") or {}).get("robodata.io/node") == old
+                on_node = (
+                    obj.get("spec", {}).get("nodeName") == old
+                    or obj["metadata"].get("name") == old
+                    or (obj["metadata"].get("labels") or {}).get("robodata.io/node") == old
+                )
                 if not on_node:
                     continue
                 c = json.loads(json.dumps(obj))
@@ -216,8 +262,12 @@ def scaled_repair_pass(nodes: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         report = run_repair(api_client(host=srv.url), RepairConfig(), audit_uri=f"{tmp}/audit", now=NOW)
         seconds = time.perf_counter() - t0
-    return {"scale_nodes": nodes, "scale_pods": len(store.items("pods")), "scale_pass_s": round(seconds, 2),
-            "scale_actions": len(report.rows)}
+    return {
+        "scale_nodes": nodes,
+        "scale_pods": len(store.items("pods")),
+        "scale_pass_s": round(seconds, 2),
+        "scale_actions": len(report.rows),
+    }
 
 
 def run_all(quick: bool, only: list[str] | None = None) -> dict[str, Any]:
@@ -231,15 +281,16 @@ def run_all(quick: bool, only: list[str] | None = None) -> dict[str, Any]:
             except Exception:
                 res = FaultResult(False, 0, traceback.format_exc(limit=3))
             seconds = time.perf_counter() - t0
-        print(f"{fault.owner}/{fault.name}: {'survived' if res.survived else 'FAILED'} "
-              f"lost={res.data_lost} {seconds:.2f}s  {res.detail}")
+        print(
+            f"{fault.owner}/{fault.name}: {'survived' if res.survived else 'FAILED'} "
+            f"lost={res.data_lost} {seconds:.2f}s  {res.detail}"
+        )
         survived += res.survived
         lost += res.data_lost
         if not res.survived:
             failed.append(fault.name)
         metrics.update({f"{fault.name}.{k}": v for k, v in res.metrics.items()})
-    return {"faults_tried": len(selected), "faults_survived": survived, "data_lost": lost, "failed": failed,
-            **metrics}
+    return {"faults_tried": len(selected), "faults_survived": survived, "data_lost": lost, "failed": failed, **metrics}
 
 
 def main() -> None:

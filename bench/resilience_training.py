@@ -14,6 +14,7 @@ fault or the recovery. Both faults compare against one uninterrupted reference r
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -50,10 +51,20 @@ def start(cfg: dict[str, Any]) -> subprocess.Popen:
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir.parent / f"{run_dir.name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-               OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    return subprocess.Popen([sys.executable, "-m", "robodata.train.launch", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        OMP_NUM_THREADS="1",
+        PYTHONWARNINGS="ignore",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "robodata.train.launch", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str]:
@@ -77,10 +88,8 @@ def children(pid: int) -> list[int]:
     """Direct child processes of pid, from /proc (Linux), oldest pid first."""
     out: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
+        with contextlib.suppress(OSError):
             out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            pass
     return sorted(set(out))
 
 
@@ -176,13 +185,28 @@ def kill_training_worker(tmp: Path, quick: bool):
     lost = len(before - usable_checkpoints(run_dir))
     diff = max_param_diff(Path(ref["checkpoint"]), Path(resumed["checkpoint"]))
     lost_steps = int(resumed["goodput"]["lost_steps"])
-    ok = failed_fast and resumed["complete"] and diff <= 1e-6 and lost_steps <= INTERVAL \
-        and resumed["resumed_from"] is not None and _step_of(resumed["resumed_from"]) == INTERVAL
-    return FaultResult(ok, lost, f"launcher rc={rc} after {detect_s:.1f}s, leftover ranks={leftovers}, "
-                                 f"killed at step {last_beat}, resumed from {_step_of(resumed['resumed_from'])}, "
-                                 f"lost_steps={lost_steps}, max|dparam|={diff:.2e}",
-                       {"detect_s": round(detect_s, 2), "lost_steps": lost_steps, "checkpoint_interval": INTERVAL,
-                        "resume_run_s": round(resume_s, 2), "max_param_diff": diff})
+    ok = (
+        failed_fast
+        and resumed["complete"]
+        and diff <= 1e-6
+        and lost_steps <= INTERVAL
+        and resumed["resumed_from"] is not None
+        and _step_of(resumed["resumed_from"]) == INTERVAL
+    )
+    return FaultResult(
+        ok,
+        lost,
+        f"launcher rc={rc} after {detect_s:.1f}s, leftover ranks={leftovers}, "
+        f"killed at step {last_beat}, resumed from {_step_of(resumed['resumed_from'])}, "
+        f"lost_steps={lost_steps}, max|dparam|={diff:.2e}",
+        {
+            "detect_s": round(detect_s, 2),
+            "lost_steps": lost_steps,
+            "checkpoint_interval": INTERVAL,
+            "resume_run_s": round(resume_s, 2),
+            "max_param_diff": diff,
+        },
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -219,6 +243,9 @@ def corrupt_newest_checkpoint(tmp: Path, quick: bool):
     lost = len(intact_before - usable_checkpoints(run_dir))
     diff = max_param_diff(Path(ref["checkpoint"]), Path(resumed["checkpoint"]))
     ok = skipped and resumed["complete"] and _step_of(resumed["resumed_from"]) == INTERVAL and diff <= 1e-6
-    return FaultResult(ok, lost, f"skipped={skipped} resumed from {_step_of(resumed['resumed_from'])}, "
-                                 f"max|dparam|={diff:.2e}",
-                       {"resume_run_s": round(seconds, 2), "max_param_diff": diff})
+    return FaultResult(
+        ok,
+        lost,
+        f"skipped={skipped} resumed from {_step_of(resumed['resumed_from'])}, max|dparam|={diff:.2e}",
+        {"resume_run_s": round(seconds, 2), "max_param_diff": diff},
+    )

@@ -44,16 +44,18 @@ JOB = "ingest_batch"
 ORIGIN = RemoteJobOrigin(
     repository_origin=RemoteRepositoryOrigin(
         code_location_origin=GrpcServerCodeLocationOrigin(host="robodata", port=3030, location_name="robodata"),
-        repository_name="__repository__"),
-    job_name=JOB)
+        repository_name="__repository__",
+    ),
+    job_name=JOB,
+)
 
 
 def _instance(pg: PrivatePostgres, db: str) -> dg.DagsterInstance:
     url = pg.create_database(db).replace("postgresql://", "postgresql+psycopg2://", 1)
     home = Path(tempfile.mkdtemp(prefix=f"robodata-bench-{db}-"))
-    (home / "dagster.yaml").write_text(yaml.safe_dump({
-        "telemetry": {"enabled": False},
-        "storage": {"postgres": {"postgres_url": url}}}))
+    (home / "dagster.yaml").write_text(
+        yaml.safe_dump({"telemetry": {"enabled": False}, "storage": {"postgres": {"postgres_url": url}}})
+    )
     return dg.DagsterInstance.from_config(str(home))
 
 
@@ -64,8 +66,14 @@ def pool_connections(instance: dg.DagsterInstance, size: int) -> None:
     from dagster_postgres.utils import create_pg_engine
 
     for storage in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
-        storage._engine = create_pg_engine(storage.postgres_url, None, isolation_level="AUTOCOMMIT",  # noqa: SLF001
-                                           pool_size=size, max_overflow=0, pool_timeout=120)
+        storage._engine = create_pg_engine(
+            storage.postgres_url,
+            None,
+            isolation_level="AUTOCOMMIT",  # noqa: SLF001
+            pool_size=size,
+            max_overflow=0,
+            pool_timeout=120,
+        )
 
 
 def _event(kind: DagsterEventType, **kw: object) -> DagsterEvent:
@@ -87,9 +95,15 @@ class Simulation:
 
     def submit(self, i: int) -> str | None:
         try:
-            run = self.instance.add_run(dg.DagsterRun(
-                job_name=JOB, run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.NOT_STARTED, remote_job_origin=ORIGIN,
-                tags={**BATCH_RUN_TAGS, "robodata/batch": f"batch-{i:06d}"}))
+            run = self.instance.add_run(
+                dg.DagsterRun(
+                    job_name=JOB,
+                    run_id=str(uuid.uuid4()),
+                    status=dg.DagsterRunStatus.NOT_STARTED,
+                    remote_job_origin=ORIGIN,
+                    tags={**BATCH_RUN_TAGS, "robodata/batch": f"batch-{i:06d}"},
+                )
+            )
             self.instance.report_dagster_event(_event(DagsterEventType.RUN_ENQUEUED), run.run_id)
             return run.run_id
         except Exception as exc:  # a failed write loses the run: counted, not hidden
@@ -103,10 +117,17 @@ class Simulation:
             inst.report_dagster_event(_event(DagsterEventType.RUN_START), run_id)
             inst.report_engine_event("step worker starting", job_name=JOB, run_id=run_id, step_key="episodes")
             time.sleep(self.run_s)
-            mat = dg.AssetMaterialization(asset_key="episodes", partition=f"batch-{i:06d}",
-                                          metadata={"episodes": 100, "bytes": 123456})
-            inst.report_dagster_event(_event(DagsterEventType.ASSET_MATERIALIZATION, step_key="episodes",
-                                             event_specific_data=StepMaterializationData(mat)), run_id)
+            mat = dg.AssetMaterialization(
+                asset_key="episodes", partition=f"batch-{i:06d}", metadata={"episodes": 100, "bytes": 123456}
+            )
+            inst.report_dagster_event(
+                _event(
+                    DagsterEventType.ASSET_MATERIALIZATION,
+                    step_key="episodes",
+                    event_specific_data=StepMaterializationData(mat),
+                ),
+                run_id,
+            )
             inst.report_dagster_event(_event(DagsterEventType.RUN_SUCCESS), run_id)
         except Exception as exc:
             self._fail(exc)
@@ -146,8 +167,10 @@ def writes_per_second(pg: PrivatePostgres, db: str) -> Counter[int]:
     conn = psycopg2.connect(pg.url(db))
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT floor(extract(epoch FROM create_timestamp))::bigint FROM runs "
-                        "UNION ALL SELECT floor(extract(epoch FROM timestamp))::bigint FROM event_logs")
+            cur.execute(
+                "SELECT floor(extract(epoch FROM create_timestamp))::bigint FROM runs "
+                "UNION ALL SELECT floor(extract(epoch FROM timestamp))::bigint FROM event_logs"
+            )
             return Counter(int(r[0]) for r in cur.fetchall())
     finally:
         conn.close()
@@ -166,9 +189,14 @@ def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argpars
         sim = Simulation(inst, len(offsets), args.run_s, args.max_concurrent_runs)
         wall = sim.go(offsets)
         per_s = writes_per_second(pg, f"bench_{name}")
-        return {"wall_s": round(wall, 2), "peak_writes_per_s": max(per_s.values()), "writes": sum(per_s.values()),
-                "lost_runs": lost(inst, len(offsets)), "errors": len(sim.errors),
-                "first_error": sim.errors[0] if sim.errors else ""}
+        return {
+            "wall_s": round(wall, 2),
+            "peak_writes_per_s": max(per_s.values()),
+            "writes": sum(per_s.values()),
+            "lost_runs": lost(inst, len(offsets)),
+            "errors": len(sim.errors),
+            "first_error": sim.errors[0] if sim.errors else "",
+        }
     finally:
         inst.dispose()
 
@@ -190,15 +218,21 @@ def main() -> None:
         print(f"unstaggered: {burst}", flush=True)
         spread = run_mode(pg, "staggered", launch_offsets(n, policy), args)
         print(f"staggered:   {spread}", flush=True)
-    emit({
-        "bench": "scale", "runs": n, "run_s": args.run_s, "max_concurrent_runs": args.max_concurrent_runs,
-        "db_pool": args.pool,
-        "stagger": {"max_concurrent": policy.max_concurrent, "run_s": policy.run_s, "jitter": policy.jitter},
-        "unstaggered": burst, "staggered": spread,
-        "peak_writes_per_s_ratio": round(spread["peak_writes_per_s"] / burst["peak_writes_per_s"], 3),
-        "lost_runs": int(burst["lost_runs"] + spread["lost_runs"]),
-        "peak_rss_mb": peak_rss_mb(),
-    })
+    emit(
+        {
+            "bench": "scale",
+            "runs": n,
+            "run_s": args.run_s,
+            "max_concurrent_runs": args.max_concurrent_runs,
+            "db_pool": args.pool,
+            "stagger": {"max_concurrent": policy.max_concurrent, "run_s": policy.run_s, "jitter": policy.jitter},
+            "unstaggered": burst,
+            "staggered": spread,
+            "peak_writes_per_s_ratio": round(spread["peak_writes_per_s"] / burst["peak_writes_per_s"], 3),
+            "lost_runs": int(burst["lost_runs"] + spread["lost_runs"]),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    )
 
 
 if __name__ == "__main__":

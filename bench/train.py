@@ -33,10 +33,16 @@ def base_config(quick: bool) -> dict:
         "global_batch_size": 16 if quick else 64,
         "log_every": 8 if quick else 50,
         "topology": {"nodes": 2, "gpus_per_node": 2},
-        "data": {"episodes": 256 if quick else 4096, "image_size": 32 if quick else 64,
-                 "num_workers": 0 if quick else 2},
-        "model": {"channels": [16, 32] if quick else [32, 64, 64], "latent_dim": 32 if quick else 128,
-                  "hidden_dim": 64 if quick else 256},
+        "data": {
+            "episodes": 256 if quick else 4096,
+            "image_size": 32 if quick else 64,
+            "num_workers": 0 if quick else 2,
+        },
+        "model": {
+            "channels": [16, 32] if quick else [32, 64, 64],
+            "latent_dim": 32 if quick else 128,
+            "hidden_dim": 64 if quick else 256,
+        },
         "checkpoint": {"every_steps": 8 if quick else 50, "keep": 2},
     }
 
@@ -46,10 +52,19 @@ def start(cfg: dict, run_dir: Path) -> subprocess.Popen:
     cfg = dict(cfg, run_dir=str(run_dir))
     path = run_dir.parent / f"{run_dir.name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-               PYTHONWARNINGS="ignore")
-    return subprocess.Popen([sys.executable, "-m", "robodata.train.launch", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        PYTHONWARNINGS="ignore",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "robodata.train.launch", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def run(cfg: dict, run_dir: Path) -> dict:
@@ -101,35 +116,38 @@ def main() -> None:
     replicated_cfg["topology"] = {"nodes": 4, "gpus_per_node": 1}
     replicated = run(replicated_cfg, root / "replicated")
 
-    kill_step = interval + interval // 2 + 1          # mid-way between two checkpoints
+    kill_step = interval + interval // 2 + 1  # mid-way between two checkpoints
     killed_at = kill_at(cfg, root / "resumed", kill_step)
     t = time.perf_counter()
     resumed = run(cfg, root / "resumed")
     resume_run_s = time.perf_counter() - t
 
     gp, rgp = hybrid["goodput"], resumed["goodput"]
-    emit({
-        "quick": args.quick,
-        "mesh": hybrid["mesh"],
-        "steps": hybrid["step"],
-        "optimizer_bytes_per_rank_hybrid": hybrid["optimizer_local_bytes_max"],
-        "optimizer_bytes_per_rank_replicated": replicated["optimizer_local_bytes_max"],
-        "optimizer_bytes_per_rank_ratio": round(hybrid["optimizer_local_bytes_max"]
-                                                / replicated["optimizer_local_bytes_max"], 4),
-        "data_wait_fraction": gp["data_wait_fraction"],
-        "loss_first_step": round(hybrid["first_loss"][1], 5),
-        "loss_last_step": round(hybrid["loss"], 5),
-        "goodput": gp["goodput"],
-        "steps_per_s": round(hybrid["step"] / max(1e-9, gp["productive_s"] + gp["data_wait_s"]), 2),
-        "checkpoint_s_total": gp["checkpoint_s"],
-        "killed_at_step": killed_at,
-        "resume_lost_steps": rgp["lost_steps"],
-        "checkpoint_interval": interval,
-        "resume_lost_s": rgp["restart_lost_s"],
-        "resume_run_s": round(resume_run_s, 2),
-        "goodput_with_restart": rgp["goodput"],
-        "resume_bitwise_equal": params_equal(Path(hybrid["checkpoint"]), Path(resumed["checkpoint"])),
-    })
+    emit(
+        {
+            "quick": args.quick,
+            "mesh": hybrid["mesh"],
+            "steps": hybrid["step"],
+            "optimizer_bytes_per_rank_hybrid": hybrid["optimizer_local_bytes_max"],
+            "optimizer_bytes_per_rank_replicated": replicated["optimizer_local_bytes_max"],
+            "optimizer_bytes_per_rank_ratio": round(
+                hybrid["optimizer_local_bytes_max"] / replicated["optimizer_local_bytes_max"], 4
+            ),
+            "data_wait_fraction": gp["data_wait_fraction"],
+            "loss_first_step": round(hybrid["first_loss"][1], 5),
+            "loss_last_step": round(hybrid["loss"], 5),
+            "goodput": gp["goodput"],
+            "steps_per_s": round(hybrid["step"] / max(1e-9, gp["productive_s"] + gp["data_wait_s"]), 2),
+            "checkpoint_s_total": gp["checkpoint_s"],
+            "killed_at_step": killed_at,
+            "resume_lost_steps": rgp["lost_steps"],
+            "checkpoint_interval": interval,
+            "resume_lost_s": rgp["restart_lost_s"],
+            "resume_run_s": round(resume_run_s, 2),
+            "goodput_with_restart": rgp["goodput"],
+            "resume_bitwise_equal": params_equal(Path(hybrid["checkpoint"]), Path(resumed["checkpoint"])),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,17 @@ import time
 from pathlib import Path
 
 from bench.common import BENCH_DIR, emit, parse
-from tests.core.helpers_upload import (CREDS, PREFIX, Monitor, episodes_in, moto_server, s3, upstream_identical,
-                                       write_config, write_episode)
+from tests.core.helpers_upload import (
+    CREDS,
+    PREFIX,
+    Monitor,
+    episodes_in,
+    moto_server,
+    s3,
+    upstream_identical,
+    write_config,
+    write_episode,
+)
 
 
 def fill(spool: Path, tag: str, n: int, rng: random.Random, max_bytes: int, big: int) -> dict[str, dict[str, bytes]]:
@@ -70,8 +79,14 @@ def main() -> None:
         expected = fill(spool, "k", n, rng, max_bytes, big)
         mon = Monitor(spool, client, expected)
         mon.start()
-        cfg = write_config(root / "kill.yaml", spool, url, part_size=part, min_part_size=part,
-                           bandwidth_bytes_per_s=max(total / 12, 100_000))  # ~12 s of sending: kills land mid-part
+        cfg = write_config(
+            root / "kill.yaml",
+            spool,
+            url,
+            part_size=part,
+            min_part_size=part,
+            bandwidth_bytes_per_s=max(total / 12, 100_000),
+        )  # ~12 s of sending: kills land mid-part
         kills = runs = 0
         while runs < 300:
             proc = once(cfg, env)
@@ -88,12 +103,22 @@ def main() -> None:
         mon.stop.set()
         mon.join()
         local = episodes_in(spool)
-        lost = sum(1 for name, files in expected.items()
-                   if name not in local and upstream_identical(client, files))
-    emit({"part_size_clean": clean_part, "part_size_kill": part, "episodes": len(expected), "kills": kills,
-          "runs": runs, "lost": lost,
-          "deleted_unverified": len(mon.deleted_unverified), "left_local": len(local), "clean_run_ok": clean_ok,
-          "throughput_mb_s": round(total / elapsed / 1e6, 2), "mb_per_spool": round(total / 1e6, 1)})
+        lost = sum(1 for name, files in expected.items() if name not in local and upstream_identical(client, files))
+    emit(
+        {
+            "part_size_clean": clean_part,
+            "part_size_kill": part,
+            "episodes": len(expected),
+            "kills": kills,
+            "runs": runs,
+            "lost": lost,
+            "deleted_unverified": len(mon.deleted_unverified),
+            "left_local": len(local),
+            "clean_run_ok": clean_ok,
+            "throughput_mb_s": round(total / elapsed / 1e6, 2),
+            "mb_per_spool": round(total / 1e6, 1),
+        }
+    )
 
 
 if __name__ == "__main__":

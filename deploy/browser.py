@@ -25,9 +25,20 @@ import websocket
 
 from robodata.errors import RobodataError
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--mute-audio",
+    "--hide-scrollbars",
+)
 
 
 class BrowserError(RobodataError):
@@ -39,10 +50,17 @@ class HeadlessChromium:
         self._proc, self._profile, self._ws, self._id = proc, profile, ws, 0
 
     @classmethod
-    def start(cls, executable: str, width: int = 1600, height: int = 1000, timeout_s: float = 60) -> "HeadlessChromium":
+    def start(cls, executable: str, width: int = 1600, height: int = 1000, timeout_s: float = 60) -> HeadlessChromium:
         profile = Path(tempfile.mkdtemp(prefix="robodata-chromium-"))
-        argv = [executable, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1",
-                "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"]
+        argv = [
+            executable,
+            *FLAGS,
+            f"--user-data-dir={profile}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             port = cls._devtools_port(proc, profile / "DevToolsActivePort", timeout_s)
@@ -86,7 +104,9 @@ class HeadlessChromium:
         self.call("Page.navigate", url=url)
 
     def text(self) -> str:
-        res = self.call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''", returnByValue=True)
+        res = self.call(
+            "Runtime.evaluate", expression="document.body ? document.body.innerText : ''", returnByValue=True
+        )
         return str(res.get("result", {}).get("value", ""))
 
     def wait_for_text(self, needles: list[str], timeout_s: float = 60, absent: tuple[str, ...] = ()) -> str:
@@ -103,10 +123,14 @@ class HeadlessChromium:
 
     def click_all(self, selector: str, max_clicks: int = 50, settle_s: float = 1.0) -> int:
         """Click the first element matching `selector` until none is left (each click may re-render)."""
-        js = ("(() => { const e = document.querySelector(%s); if (!e) return false;"
-              " e.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true; })()") % json.dumps(selector)
+        js = (
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return false;"
+            " e.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true; })()"
+        )
         n = 0
-        while n < max_clicks and self.call("Runtime.evaluate", expression=js, returnByValue=True)["result"].get("value"):
+        while n < max_clicks and self.call("Runtime.evaluate", expression=js, returnByValue=True)["result"].get(
+            "value"
+        ):
             n += 1
             time.sleep(settle_s)
         return n
@@ -134,7 +158,7 @@ class HeadlessChromium:
                 self._proc.wait()
             shutil.rmtree(self._profile, ignore_errors=True)
 
-    def __enter__(self) -> "HeadlessChromium":
+    def __enter__(self) -> HeadlessChromium:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,10 @@ from typing import Any
 import yaml
 from dagster_k8s.container_context import K8sContainerContext
 from dagster_k8s.job import (
-    DagsterK8sJobConfig, UserDefinedDagsterK8sConfig, construct_dagster_k8s_job, get_user_defined_k8s_config,
+    DagsterK8sJobConfig,
+    UserDefinedDagsterK8sConfig,
+    construct_dagster_k8s_job,
+    get_user_defined_k8s_config,
 )
 from kubernetes.client import ApiClient
 
@@ -30,16 +33,21 @@ from resources.step_kinds import STEP_SIZES, step_resources
 OUT = Path(__file__).resolve().parent / "k8s"
 DEFAULT_IMAGE = "registry.example.com/robodata:0.1.0"
 # As in the Helm chart (deploy/helm/values.yaml): instance ConfigMap, Postgres password Secret, DAGSTER_HOME.
-RUN_LAUNCHER = {"dagster_home": "/opt/dagster/dagster_home", "instance_config_map": "dagster-instance",
-                "postgres_password_secret": "dagster-postgresql-secret"}
+RUN_LAUNCHER = {
+    "dagster_home": "/opt/dagster/dagster_home",
+    "instance_config_map": "dagster-instance",
+    "postgres_password_secret": "dagster-postgresql-secret",
+}
 
 
 def _executor_context(settings: K8sSettings) -> K8sContainerContext:
     """The container context k8s_job_executor builds from its executor config."""
     cfg = settings.executor_config(max_concurrent=64)
     return K8sContainerContext(
-        image_pull_policy=cfg.get("image_pull_policy"), service_account_name=cfg.get("service_account_name"),
-        env_config_maps=cfg.get("env_config_maps"), env_secrets=cfg.get("env_secrets"),
+        image_pull_policy=cfg.get("image_pull_policy"),
+        service_account_name=cfg.get("service_account_name"),
+        env_config_maps=cfg.get("env_config_maps"),
+        env_secrets=cfg.get("env_secrets"),
         namespace=cfg.get("job_namespace"),
         run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(cfg.get("step_k8s_config", {})),
     )
@@ -54,11 +62,15 @@ def render_step_job(kind: str, settings: K8sSettings, image: str) -> dict[str, A
     job = construct_dagster_k8s_job(
         job_config=job_config,
         args=["dagster", "api", "execute_step"],
-        job_name=name, pod_name=name, component="step_worker",
+        job_name=name,
+        pod_name=name,
+        component="step_worker",
         user_defined_k8s_config=ctx.run_k8s_config,
         labels={"dagster/job": "ingest_batch", "dagster/op": f"example_{kind}_step", "dagster/run-id": "example"},
-        env_vars=[{"name": "DAGSTER_RUN_JOB_NAME", "value": "ingest_batch"},
-                  {"name": "DAGSTER_RUN_STEP_KEY", "value": f"example_{kind}_step"}],
+        env_vars=[
+            {"name": "DAGSTER_RUN_JOB_NAME", "value": "ingest_batch"},
+            {"name": "DAGSTER_RUN_STEP_KEY", "value": f"example_{kind}_step"},
+        ],
     )
     body = ApiClient().sanitize_for_serialization(job)
     body["metadata"]["namespace"] = ctx.namespace
@@ -69,8 +81,10 @@ def render_all(image: str = DEFAULT_IMAGE, settings: K8sSettings | None = None) 
     """File name -> YAML text for every step kind."""
     settings = settings or K8sSettings(image=image)
     header = "# Rendered by `python -m deploy.render` from resources/step_kinds.py; do not edit.\n"
-    return {f"step-{kind}.yaml": header + yaml.safe_dump(render_step_job(kind, settings, image), sort_keys=True)
-            for kind in STEP_SIZES}
+    return {
+        f"step-{kind}.yaml": header + yaml.safe_dump(render_step_job(kind, settings, image), sort_keys=True)
+        for kind in STEP_SIZES
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

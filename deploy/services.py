@@ -47,8 +47,10 @@ def postgres_bindir() -> Path:
     for c in candidates:
         if c and (Path(c) / "initdb").is_file() and (Path(c) / "pg_ctl").is_file():
             return Path(c)
-    raise ServiceUnavailable("PostgreSQL server binaries (initdb, pg_ctl) not found; "
-                             "install the Debian package `postgresql` or set PG_BINDIR")
+    raise ServiceUnavailable(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found; "
+        "install the Debian package `postgresql` or set PG_BINDIR"
+    )
 
 
 def _run_as() -> list[str]:
@@ -75,7 +77,7 @@ class PrivatePostgres:
     _running: bool = False
 
     @classmethod
-    def start(cls, max_connections: int = 200) -> "PrivatePostgres":
+    def start(cls, max_connections: int = 200) -> PrivatePostgres:
         bindir = postgres_bindir()
         prefix = _run_as()
         workdir = Path(tempfile.mkdtemp(prefix="robodata-pg-"))
@@ -83,10 +85,11 @@ class PrivatePostgres:
             shutil.chown(workdir, user=prefix[2])
         pg = cls(workdir=workdir, port=free_port(), _prefix=prefix, _bindir=bindir)
         data = workdir / "data"
-        pg._exec(["initdb", "-D", str(data), "-A", "trust", "-U", pg.user, "-E", "UTF8",
-                  "--locale=C", "--no-sync"])
-        opts = (f"-p {pg.port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                f"-c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}")
+        pg._exec(["initdb", "-D", str(data), "-A", "trust", "-U", pg.user, "-E", "UTF8", "--locale=C", "--no-sync"])
+        opts = (
+            f"-p {pg.port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}"
+        )
         pg._exec(["pg_ctl", "-D", str(data), "-o", opts, "-l", str(workdir / "server.log"), "-w", "-t", "60", "start"])
         pg._running = True
         atexit.register(pg.stop)
@@ -127,7 +130,7 @@ class PrivatePostgres:
             finally:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "PrivatePostgres":
+    def __enter__(self) -> PrivatePostgres:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -143,7 +146,7 @@ class LoopbackS3:
     _server: object = None
 
     @classmethod
-    def start(cls, bucket: str = "robodata-test") -> "LoopbackS3":
+    def start(cls, bucket: str = "robodata-test") -> LoopbackS3:
         import boto3
         from moto.server import ThreadedMotoServer
 
@@ -156,13 +159,22 @@ class LoopbackS3:
         return s3
 
     def boto_kwargs(self) -> dict[str, str]:
-        return {"endpoint_url": self.endpoint_url, "aws_access_key_id": "testing",
-                "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+        return {
+            "endpoint_url": self.endpoint_url,
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+            "region_name": "us-east-1",
+        }
 
     def env(self) -> dict[str, str]:
         """AWS_* variables that point every client (s3fs, delta-rs, boto3) at this server."""
-        return {"AWS_ENDPOINT_URL": self.endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
 
     def location(self, prefix: str = "") -> StorageLocation:
         root = f"s3://{self.bucket}" + (f"/{prefix.strip('/')}" if prefix else "")
@@ -173,7 +185,7 @@ class LoopbackS3:
             self._server.stop()  # type: ignore[attr-defined]
             self._server = None
 
-    def __enter__(self) -> "LoopbackS3":
+    def __enter__(self) -> LoopbackS3:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,7 +5,8 @@ Merges leave small files in the days they touch; this folds them back into
 so selective queries keep skipping data. Only the last `days` days are rewritten:
 older days are not touched by ingestion and stay as compacted.
 """
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
@@ -22,11 +23,16 @@ def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, c
     if not cat.exists():
         context.log.info(f"no catalog at {cat.uri} yet; nothing to compact")
         return
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     days = [(today - timedelta(days=k)).isoformat() for k in range(config.days)]
     metrics = cat.optimize(days=days)
-    context.add_output_metadata({"days": days, "files_added": metrics.get("numFilesAdded", 0),
-                                 "files_removed": metrics.get("numFilesRemoved", 0)})
+    context.add_output_metadata(
+        {
+            "days": days,
+            "files_added": metrics.get("numFilesAdded", 0),
+            "files_removed": metrics.get("numFilesRemoved", 0),
+        }
+    )
 
 
 @dg.job(description="Daily catalog compaction (see jobs/catalog_maintenance.py).")

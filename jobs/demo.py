@@ -5,6 +5,7 @@ on the embedded default instance (SQLite under DAGSTER_HOME, local files).
 
 then curate the catalog into a manifest, evaluate site acceptance and train briefly on it.
 """
+
 import argparse
 import json
 import sys
@@ -14,12 +15,20 @@ from pathlib import Path
 import dagster as dg
 
 curate_and_train = dg.define_asset_job(
-    "curate_and_train", selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
-    description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.")
+    "curate_and_train",
+    selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
+    description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.",
+)
 
 # The demo's training run: 2 simulated nodes x 2 ranks (HSDP on gloo), a few steps.
-DEMO_TRAIN = ["steps=8", "global_batch_size=4", "checkpoint.every_steps=4", "log_every=4",
-              "topology.nodes=2", "topology.gpus_per_node=2"]
+DEMO_TRAIN = [
+    "steps=8",
+    "global_batch_size=4",
+    "checkpoint.every_steps=4",
+    "log_every=4",
+    "topology.nodes=2",
+    "topology.gpus_per_node=2",
+]
 
 
 def prepare_landing(landing: Path, episodes: int, duration_s: float) -> None:
@@ -67,16 +76,22 @@ def main(argv: list[str]) -> int:
     job = defs.get_job_def("full")
     ok = True
     for batch in t.new_batches:
-        res = job.execute_in_process(instance=instance, partition_key=batch, raise_on_error=False,
-                                     run_config=profile_config("bulk", root=str(root)))
+        res = job.execute_in_process(
+            instance=instance,
+            partition_key=batch,
+            raise_on_error=False,
+            run_config=profile_config("bulk", root=str(root)),
+        )
         ok &= res.success
         print(f"batch {batch}: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
         for ev in res.get_asset_materialization_events():
             md = ev.materialization.metadata
             print(f"  {ev.asset_key.to_user_string()}: " + ", ".join(f"{k}={v.value}" for k, v in md.items()))
         for ev in res.get_asset_check_evaluations():
-            print(f"  check {ev.asset_key.to_user_string()}:{ev.check_name} passed={ev.passed} "
-                  + ", ".join(f"{k}={v.value}" for k, v in ev.metadata.items()))
+            print(
+                f"  check {ev.asset_key.to_user_string()}:{ev.check_name} passed={ev.passed} "
+                + ", ".join(f"{k}={v.value}" for k, v in ev.metadata.items())
+            )
     print(f"catalog: {IngestPaths(str(root)).catalog} ({time.perf_counter() - t0:.1f} s)")
     if ok:
         ok = run_downstream(defs, instance, root)
@@ -87,12 +102,15 @@ def main(argv: list[str]) -> int:
 def run_downstream(defs, instance: dg.DagsterInstance, root: Path) -> bool:
     """Curate the fresh catalog into a manifest and train on it (the rest of the asset graph)."""
     cfg = {"ops": {"training_run": {"config": {"run_dir": str(root / "train"), "overrides": DEMO_TRAIN}}}}
-    res = defs.get_job_def("curate_and_train").execute_in_process(instance=instance, run_config=cfg,
-                                                                  raise_on_error=False)
+    res = defs.get_job_def("curate_and_train").execute_in_process(
+        instance=instance, run_config=cfg, raise_on_error=False
+    )
     print(f"curate_and_train: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
-    show = {"manifest": ("path", "episodes", "hours", "catalog_version", "content_hash"),
-            "site_acceptance": ("table", "episodes_evaluated", "shifts_updated", "shifts_below_target"),
-            "training_run": ("checkpoint", "step", "loss", "mesh", "manifest_hash", "goodput_fraction")}
+    show = {
+        "manifest": ("path", "episodes", "hours", "catalog_version", "content_hash"),
+        "site_acceptance": ("table", "episodes_evaluated", "shifts_updated", "shifts_below_target"),
+        "training_run": ("checkpoint", "step", "loss", "mesh", "manifest_hash", "goodput_fraction"),
+    }
     for ev in res.get_asset_materialization_events():
         key = ev.asset_key.to_user_string()
         md = ev.materialization.metadata

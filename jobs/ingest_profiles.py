@@ -13,6 +13,7 @@ the run pod itself is sized for encoding: the `dagster-k8s/config` run tag from
 step_resources("encode"), which the k8s run launcher applies to the run's pod; batch runs carry
 BATCH_RUN_TAGS so the run queue limits how many run at once.
 """
+
 import os
 
 import dagster as dg
@@ -44,19 +45,44 @@ def _cfg(**fields) -> dict:
 
 RUN_TAGS = {**BATCH_RUN_TAGS, **step_resources("encode")}
 
-full_job = dg.define_asset_job("full", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
-                               tags=RUN_TAGS, description="All ingestion assets and checks for one batch.")
+full_job = dg.define_asset_job(
+    "full",
+    selection=INGEST,
+    partitions_def=INGEST_BATCH,
+    executor_def=dg.in_process_executor,
+    tags=RUN_TAGS,
+    description="All ingestion assets and checks for one batch.",
+)
 metadata_backfill_job = dg.define_asset_job(
-    "metadata_backfill", selection=dg.AssetSelection.assets(episode_metadata).without_checks(), partitions_def=INGEST_BATCH,
-    description="Recompute catalog rows from existing containers (footers only).")
-relabel_job = dg.define_asset_job("relabel", selection=dg.AssetSelection.assets(segments, features).without_checks(),
-                                  partitions_def=INGEST_BATCH, description="Recompute segments and features only.")
-live_job = dg.define_asset_job("live", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
-                               config=_cfg(**PROFILE_FIELDS["live"]),
-                               tags={**RUN_TAGS, "robodata/profile": "live"}, description="Low latency, small batches.")
-bulk_job = dg.define_asset_job("bulk", selection=INGEST, partitions_def=INGEST_BATCH, executor_def=dg.in_process_executor,
-                               config=_cfg(**PROFILE_FIELDS["bulk"]),
-                               tags={**RUN_TAGS, "robodata/profile": "bulk"}, description="Throughput: bins on every core.")
+    "metadata_backfill",
+    selection=dg.AssetSelection.assets(episode_metadata).without_checks(),
+    partitions_def=INGEST_BATCH,
+    description="Recompute catalog rows from existing containers (footers only).",
+)
+relabel_job = dg.define_asset_job(
+    "relabel",
+    selection=dg.AssetSelection.assets(segments, features).without_checks(),
+    partitions_def=INGEST_BATCH,
+    description="Recompute segments and features only.",
+)
+live_job = dg.define_asset_job(
+    "live",
+    selection=INGEST,
+    partitions_def=INGEST_BATCH,
+    executor_def=dg.in_process_executor,
+    config=_cfg(**PROFILE_FIELDS["live"]),
+    tags={**RUN_TAGS, "robodata/profile": "live"},
+    description="Low latency, small batches.",
+)
+bulk_job = dg.define_asset_job(
+    "bulk",
+    selection=INGEST,
+    partitions_def=INGEST_BATCH,
+    executor_def=dg.in_process_executor,
+    config=_cfg(**PROFILE_FIELDS["bulk"]),
+    tags={**RUN_TAGS, "robodata/profile": "bulk"},
+    description="Throughput: bins on every core.",
+)
 
 
 def resolved_full_job():

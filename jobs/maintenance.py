@@ -9,7 +9,7 @@ docs/operations.md for the index and pool setup that goes with it.
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
@@ -39,8 +39,9 @@ def latest_materialization_runs(instance: dg.DagsterInstance) -> set[str]:
     return {ev.run_id for ev in events.values() if ev is not None}
 
 
-def prune_runs(instance: dg.DagsterInstance, cutoff: datetime, batch_size: int = 500,
-               max_batches: int = 100) -> PruneResult:
+def prune_runs(
+    instance: dg.DagsterInstance, cutoff: datetime, batch_size: int = 500, max_batches: int = 100
+) -> PruneResult:
     """Delete finished runs created before `cutoff` (oldest first), at most batch_size * max_batches."""
     if batch_size < 1 or max_batches < 1:
         raise ValueError(f"batch_size and max_batches must be >= 1, got {batch_size}, {max_batches}")
@@ -48,8 +49,9 @@ def prune_runs(instance: dg.DagsterInstance, cutoff: datetime, batch_size: int =
     filters = dg.RunsFilter(statuses=FINISHED, created_before=cutoff)
 
     def oldest(n: int) -> list[str]:
-        records = instance.get_run_records(filters=filters, limit=n + len(protected),
-                                           order_by="create_timestamp", ascending=True)
+        records = instance.get_run_records(
+            filters=filters, limit=n + len(protected), order_by="create_timestamp", ascending=True
+        )
         return [r.dagster_run.run_id for r in records]
 
     deleted = batches = 0
@@ -70,20 +72,36 @@ def prune_runs(instance: dg.DagsterInstance, cutoff: datetime, batch_size: int =
 
 @dg.op(tags=step_resources("light"), description="Delete finished runs (and their event logs) older than the cutoff.")
 def prune_old_runs(context: dg.OpExecutionContext, config: CleanupConfig) -> dg.Output:
-    cutoff = datetime.now(timezone.utc) - timedelta(days=config.older_than_days)
+    cutoff = datetime.now(UTC) - timedelta(days=config.older_than_days)
     res = prune_runs(context.instance, cutoff, config.batch_size, config.max_batches)
-    context.log.info(f"pruned {res.deleted} runs created before {cutoff.isoformat()} "
-                     f"in {res.batches} batches; kept {res.kept_latest} holding latest materializations")
-    return dg.Output(res.deleted, metadata={"deleted_runs": res.deleted, "batches": res.batches,
-                                            "kept_latest": res.kept_latest, "more_left": res.more_left,
-                                            "cutoff": cutoff.isoformat()})
+    context.log.info(
+        f"pruned {res.deleted} runs created before {cutoff.isoformat()} "
+        f"in {res.batches} batches; kept {res.kept_latest} holding latest materializations"
+    )
+    return dg.Output(
+        res.deleted,
+        metadata={
+            "deleted_runs": res.deleted,
+            "batches": res.batches,
+            "kept_latest": res.kept_latest,
+            "more_left": res.more_left,
+            "cutoff": cutoff.isoformat(),
+        },
+    )
 
 
-@dg.job(tags={"robodata/run-kind": "maintenance"}, description="Prune old runs and event-log rows (Dagster has no retention).")
+@dg.job(
+    tags={"robodata/run-kind": "maintenance"},
+    description="Prune old runs and event-log rows (Dagster has no retention).",
+)
 def event_log_cleanup():
     prune_old_runs()
 
 
 event_log_cleanup_schedule = dg.ScheduleDefinition(
-    name="event_log_cleanup_daily", job=event_log_cleanup, cron_schedule="17 3 * * *",
-    execution_timezone="UTC", default_status=dg.DefaultScheduleStatus.RUNNING)
+    name="event_log_cleanup_daily",
+    job=event_log_cleanup,
+    cron_schedule="17 3 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)

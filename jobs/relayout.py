@@ -16,7 +16,8 @@ import dagster as dg
 from assets.layout import relaid_containers, relayout_days
 
 relayout_job = dg.define_asset_job(
-    "relayout", selection=dg.AssetSelection.assets(relaid_containers),   # partitioned by relayout_day
+    "relayout",
+    selection=dg.AssetSelection.assets(relaid_containers),  # partitioned by relayout_day
     tags={"robodata/profile": "relayout"},
     description="Re-encode / re-chunk one catalog day into the advised layout, then flip its pointers.",
 )

@@ -11,6 +11,8 @@ import dagster as dg
 TRAINING_TAGS = {"dagster/max_retries": "2", "dagster/retry_strategy": "FROM_FAILURE", "robodata/profile": "training"}
 
 training_job = dg.define_asset_job(
-    "training", selection=dg.AssetSelection.assets("training_run"), tags=TRAINING_TAGS,
+    "training",
+    selection=dg.AssetSelection.assets("training_run"),
+    tags=TRAINING_TAGS,
     description="Train on the latest curated manifest; killed or preempted runs are retried and resume.",
 )

@@ -2,6 +2,7 @@
 
 Defaults follow the ingestion root, so with ROBODATA_STORAGE_ROOT=s3://bucket/prefix all three
 are on S3 (reached with the AWS_* variables of the process that runs the step)."""
+
 import os
 
 import dagster as dg
@@ -10,7 +11,7 @@ from resources.ingest import default_root
 from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.storage import StorageLocation
 
-_ROOT = default_root().rstrip("/")   # the ingestion root: ingestion merges into <root>/catalog/episodes
+_ROOT = default_root().rstrip("/")  # the ingestion root: ingestion merges into <root>/catalog/episodes
 
 
 class CatalogResource(dg.ConfigurableResource):

@@ -6,7 +6,6 @@ ROBODATA_REPAIR_AUDIT and ROBODATA_HEALTH_TABLE (Delta table URIs).
 """
 
 import os
-from typing import Optional
 
 import dagster as dg
 
@@ -20,21 +19,26 @@ class ClusterRepairResource(dg.ConfigurableResource):
     dry_run: bool = True
     audit_uri: str = ".robodata/cluster_repair_audit"
     health_uri: str = ".robodata/node_health"
-    kube_host: Optional[str] = None
-    kubeconfig: Optional[str] = None
-    kube_context: Optional[str] = None
+    kube_host: str | None = None
+    kubeconfig: str | None = None
+    kube_context: str | None = None
     in_cluster: bool = False
     cordon_grace_s: float = 2 * 3600
     stale_grace_s: float = 15 * 60
     health_max_age_s: float = 3600
 
     def repair_config(self) -> RepairConfig:
-        return RepairConfig(dry_run=self.dry_run, cordon_grace_s=self.cordon_grace_s,
-                            stale_grace_s=self.stale_grace_s, health_max_age_s=self.health_max_age_s)
+        return RepairConfig(
+            dry_run=self.dry_run,
+            cordon_grace_s=self.cordon_grace_s,
+            stale_grace_s=self.stale_grace_s,
+            health_max_age_s=self.health_max_age_s,
+        )
 
     def api(self):
-        return api_client(host=self.kube_host, kubeconfig=self.kubeconfig, context=self.kube_context,
-                          in_cluster=self.in_cluster)
+        return api_client(
+            host=self.kube_host, kubeconfig=self.kubeconfig, context=self.kube_context, in_cluster=self.in_cluster
+        )
 
 
 def _env_flag(name: str) -> bool:

@@ -16,20 +16,37 @@ re-exports step_resources/step_pool for asset authors.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import dagster as dg
 
 from resources.step_kinds import (
-    POOL_LIMITS, STEP_SIZES, STEP_TAG_LIMITS, apply_pool_limits, step_pool, step_resources,
+    POOL_LIMITS,
+    STEP_SIZES,
+    STEP_TAG_LIMITS,
+    apply_pool_limits,
+    step_pool,
+    step_resources,
 )
 from robodata.config import require
 from robodata.storage import StorageLocation
 
-__all__ = ["Deployment", "K8sSettings", "StorageResource", "RESOURCES", "EXECUTOR", "DEPLOYMENT",
-           "step_resources", "step_pool", "apply_pool_limits", "POOL_LIMITS", "BATCH_RUN_TAGS"]
+__all__ = [
+    "Deployment",
+    "K8sSettings",
+    "StorageResource",
+    "RESOURCES",
+    "EXECUTOR",
+    "DEPLOYMENT",
+    "step_resources",
+    "step_pool",
+    "apply_pool_limits",
+    "POOL_LIMITS",
+    "BATCH_RUN_TAGS",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLOYMENTS = ("local", "prod")
@@ -41,16 +58,18 @@ BATCH_RUN_TAGS = {"robodata/run-kind": "ingest-batch"}
 @dataclass(frozen=True)
 class K8sSettings:
     namespace: str = "robodata"
-    image: str | None = None                       # None: the code location's image
+    image: str | None = None  # None: the code location's image
     image_pull_policy: str = "IfNotPresent"
-    service_account: str = "robodata-steps"        # bound to the S3 IAM role (IRSA)
-    env_config_maps: tuple[str, ...] = ("robodata-env",)       # ROBODATA_*, AWS_REGION, AWS_ENDPOINT_URL
+    service_account: str = "robodata-steps"  # bound to the S3 IAM role (IRSA)
+    env_config_maps: tuple[str, ...] = ("robodata-env",)  # ROBODATA_*, AWS_REGION, AWS_ENDPOINT_URL
     env_secrets: tuple[str, ...] = ("robodata-s3-credentials",)  # optional static keys
 
     def __post_init__(self) -> None:
         require(bool(self.namespace), "K8sSettings.namespace must not be empty")
-        require(self.image_pull_policy in ("Always", "IfNotPresent", "Never"),
-                f"K8sSettings.image_pull_policy: bad value {self.image_pull_policy!r}")
+        require(
+            self.image_pull_policy in ("Always", "IfNotPresent", "Never"),
+            f"K8sSettings.image_pull_policy: bad value {self.image_pull_policy!r}",
+        )
 
     def executor_config(self, max_concurrent: int) -> dict[str, Any]:
         cfg: dict[str, Any] = {
@@ -80,7 +99,10 @@ class Deployment:
         require(self.name in DEPLOYMENTS, f"ROBODATA_DEPLOYMENT must be one of {DEPLOYMENTS}, got {self.name!r}")
         require(self.max_concurrent_steps >= 1, f"max_concurrent_steps must be >= 1, got {self.max_concurrent_steps}")
         if self.name == "prod":
-            require(self.storage.is_s3, f"prod storage must be on S3 (ROBODATA_STORAGE_ROOT=s3://...), got {self.storage.root!r}")
+            require(
+                self.storage.is_s3,
+                f"prod storage must be on S3 (ROBODATA_STORAGE_ROOT=s3://...), got {self.storage.root!r}",
+            )
             require(self.k8s is not None, "prod deployment needs K8sSettings")
 
     @property
@@ -89,7 +111,7 @@ class Deployment:
         return INSTANCE_YAML[self.name]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Deployment":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Deployment:
         e = os.environ if env is None else env
         name = e.get("ROBODATA_DEPLOYMENT", "local").strip().lower() or "local"
         require(name in DEPLOYMENTS, f"ROBODATA_DEPLOYMENT must be one of {DEPLOYMENTS}, got {name!r}")
@@ -100,8 +122,9 @@ class Deployment:
         require(raw.isdigit(), f"ROBODATA_MAX_CONCURRENT_STEPS must be a positive integer, got {raw!r}")
         k8s = None
         if name == "prod":
-            k8s = K8sSettings(namespace=e.get("ROBODATA_K8S_NAMESPACE", "robodata"),
-                              image=e.get("ROBODATA_K8S_IMAGE") or None)
+            k8s = K8sSettings(
+                namespace=e.get("ROBODATA_K8S_NAMESPACE", "robodata"), image=e.get("ROBODATA_K8S_IMAGE") or None
+            )
         return cls(name=name, storage=StorageLocation.from_env(root, e), max_concurrent_steps=int(raw), k8s=k8s)
 
     def executor(self) -> dg.ExecutorDefinition:
@@ -112,7 +135,8 @@ class Deployment:
             return k8s_job_executor.configured(self.k8s.executor_config(self.max_concurrent_steps), name="robodata_k8s")
         return dg.multiprocess_executor.configured(
             {"max_concurrent": self.max_concurrent_steps, "tag_concurrency_limits": STEP_TAG_LIMITS},
-            name="robodata_local")
+            name="robodata_local",
+        )
 
 
 class StorageResource(dg.ConfigurableResource):

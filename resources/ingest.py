@@ -4,6 +4,7 @@
 run config: `paths()` reads the AWS_* variables of the process that runs the step
 (StorageLocation.from_env), as the `storage` resource does (resources/deployment.py).
 """
+
 import os
 from typing import Any
 
@@ -30,7 +31,7 @@ class IngestResource(dg.ConfigurableResource):
     crf: int = 23
     preset: str = "veryfast"
     gop: int = 30
-    encoder_threads: int = 0          # per camera; 0 = the codec's choice, 1 = bulk (a process per core)
+    encoder_threads: int = 0  # per camera; 0 = the codec's choice, 1 = bulk (a process per core)
     qc_checks: list[str] = list(ALL_CHECKS)
     qc_by_vendor: dict[str, list[str]] = {}
     qc_by_source: dict[str, list[str]] = {}
@@ -44,13 +45,22 @@ class IngestResource(dg.ConfigurableResource):
 
     def settings(self) -> IngestSettings:
         return IngestSettings(
-            root=self.root, workers=self.workers, decode_threads=self.decode_threads,
-            video=VideoSettings(codec=self.codec, gop=self.gop, crf=self.crf, preset=self.preset,
-                                threads=self.encoder_threads),
-            topics=tuple(TopicRule(**t) for t in self.topics), unknown_topics=self.unknown_topics,
-            qc=QCSelection(checks=tuple(self.qc_checks), by_vendor={k: tuple(v) for k, v in self.qc_by_vendor.items()},
-                           by_source={k: tuple(v) for k, v in self.qc_by_source.items()}, blocking=tuple(self.qc_blocking)),
-            visual_frames=self.visual_frames)
+            root=self.root,
+            workers=self.workers,
+            decode_threads=self.decode_threads,
+            video=VideoSettings(
+                codec=self.codec, gop=self.gop, crf=self.crf, preset=self.preset, threads=self.encoder_threads
+            ),
+            topics=tuple(TopicRule(**t) for t in self.topics),
+            unknown_topics=self.unknown_topics,
+            qc=QCSelection(
+                checks=tuple(self.qc_checks),
+                by_vendor={k: tuple(v) for k, v in self.qc_by_vendor.items()},
+                by_source={k: tuple(v) for k, v in self.qc_by_source.items()},
+                blocking=tuple(self.qc_blocking),
+            ),
+            visual_frames=self.visual_frames,
+        )
 
 
 RESOURCES = {"ingest": IngestResource()}

@@ -22,23 +22,32 @@ def _tick(context: dg.SensorEvaluationContext, res: ClusterRepairResource, repai
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
     with res.api() as api:
-        report = run_repair(api, res.repair_config(), audit_uri=res.audit_uri, health_uri=res.health_uri,
-                            state=state, repairs=repairs)
+        report = run_repair(
+            api, res.repair_config(), audit_uri=res.audit_uri, health_uri=res.health_uri, state=state, repairs=repairs
+        )
     for row in report.rows:
-        log = context.log.warning if row["outcome"] in ("alerted", "dry_run", "failed", "conflict") else context.log.info
+        log = (
+            context.log.warning if row["outcome"] in ("alerted", "dry_run", "failed", "conflict") else context.log.info
+        )
         log(f"{row['repair']}: {row['action']} {row['target']} -> {row['outcome']}: {row['reason']}")
     return dg.SensorResult(skip_reason=dg.SkipReason(report.summary()), cursor=json.dumps(state.state_dict()))
 
 
-@dg.sensor(name="cluster_cordon_repair", minimum_interval_seconds=INTERVAL_S,
-           default_status=dg.DefaultSensorStatus.STOPPED,
-           description="Restore nodes cordoned past the grace period that pass health (dry-run: alert).")
+@dg.sensor(
+    name="cluster_cordon_repair",
+    minimum_interval_seconds=INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Restore nodes cordoned past the grace period that pass health (dry-run: alert).",
+)
 def cluster_cordon_repair(context: dg.SensorEvaluationContext, cluster_repair: ClusterRepairResource):
     return _tick(context, cluster_repair, ("cordon",))
 
 
-@dg.sensor(name="cluster_stale_allocation_repair", minimum_interval_seconds=INTERVAL_S,
-           default_status=dg.DefaultSensorStatus.STOPPED,
-           description="Clear allocations idle nodes still carry for jobs that no longer run (dry-run: alert).")
+@dg.sensor(
+    name="cluster_stale_allocation_repair",
+    minimum_interval_seconds=INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Clear allocations idle nodes still carry for jobs that no longer run (dry-run: alert).",
+)
 def cluster_stale_allocation_repair(context: dg.SensorEvaluationContext, cluster_repair: ClusterRepairResource):
     return _tick(context, cluster_repair, ("allocation",))

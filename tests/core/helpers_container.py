@@ -11,11 +11,13 @@ CAMS = ("cam_left", "cam_right", "wrist")
 
 
 def small_layout(codec: str = "h264", gop: int = 10, camera_span_s: float = 1.0) -> Layout:
-    return Layout(groups=(
-        TopicGroup("cameras", CAMS, camera_span_s, VideoSettings(codec=codec, gop=gop, crf=20)),
-        TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
-        TopicGroup("events", ("events",), 60.0),
-    ))
+    return Layout(
+        groups=(
+            TopicGroup("cameras", CAMS, camera_span_s, VideoSettings(codec=codec, gop=gop, crf=20)),
+            TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
+            TopicGroup("events", ("events",), 60.0),
+        )
+    )
 
 
 def small_meta(episode_id: str = "ep-test", h: int = 48, w: int = 64, fps: float = 20.0) -> EpisodeMeta:
@@ -26,7 +28,9 @@ def small_meta(episode_id: str = "ep-test", h: int = 48, w: int = 64, fps: float
     return EpisodeMeta(episode_id, "robot-1", "site-a", "pick", 1_700_000_000_000_000_000, streams)
 
 
-def write_small(path, duration_s: float = 4.0, fps: float = 20.0, layout: Layout | None = None, h: int = 48, w: int = 64):
+def write_small(
+    path, duration_s: float = 4.0, fps: float = 20.0, layout: Layout | None = None, h: int = 48, w: int = 64
+):
     """Returns the frames written per camera (for comparison) and the proprio arrays."""
     meta = small_meta(h=h, w=w, fps=fps)
     layout = layout or small_layout()
@@ -47,5 +51,11 @@ def write_small(path, duration_s: float = 4.0, fps: float = 20.0, layout: Layout
         cmd = np.cos(tc[:, None] / 1e9 + np.arange(7)).astype(np.float32)
         wr.write_array("cmd", tc, cmd)
         wr.write_events("events", np.array([5, int(1.5e9)], dtype=np.int64), ["start", "grasp"])
-    return {"frames": {c: np.stack(v) for c, v in frames.items()}, "t_frames": t_frames,
-            "tj": tj, "joint_pos": jp, "tc": tc, "cmd": cmd}
+    return {
+        "frames": {c: np.stack(v) for c, v in frames.items()},
+        "t_frames": t_frames,
+        "tj": tj,
+        "joint_pos": jp,
+        "tc": tc,
+        "cmd": cmd,
+    }

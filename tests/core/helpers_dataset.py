@@ -16,19 +16,31 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
     rj = json.dumps(rates or RATES, sort_keys=True)
     footers = footers or [(None, None)] * n
     total = sum(durations)
-    return pa.table({
-        "episode_id": [f"ep{i}" for i in range(n)], "uri": uris, "site": ["s"] * n, "task": ["t"] * n,
-        "duration_s": durations, "num_frames": [int(d * 20) for d in durations],
-        "num_state_steps": [int(d * 100) for d in durations],
-        "cameras": [["cam_left", "cam_right", "wrist"]] * n, "stream_rates_json": [rj] * n,
-        "layout_version": ["v1"] * n, "size_bytes": sizes or [0] * n,
-        "footer_offset": [f[0] for f in footers], "footer_length": [f[1] for f in footers],
-        "split": ["train"] * n, "weight": [d / total for d in durations],  # as curation writes them
-    }, schema=MANIFEST_SCHEMA)
+    return pa.table(
+        {
+            "episode_id": [f"ep{i}" for i in range(n)],
+            "uri": uris,
+            "site": ["s"] * n,
+            "task": ["t"] * n,
+            "duration_s": durations,
+            "num_frames": [int(d * 20) for d in durations],
+            "num_state_steps": [int(d * 100) for d in durations],
+            "cameras": [["cam_left", "cam_right", "wrist"]] * n,
+            "stream_rates_json": [rj] * n,
+            "layout_version": ["v1"] * n,
+            "size_bytes": sizes or [0] * n,
+            "footer_offset": [f[0] for f in footers],
+            "footer_length": [f[1] for f in footers],
+            "split": ["train"] * n,
+            "weight": [d / total for d in durations],  # as curation writes them
+        },
+        schema=MANIFEST_SCHEMA,
+    )
 
 
-def write_manifest_of_small_episodes(directory, n: int, duration_s: float, content_hash: bytes, spec_hash: bytes,
-                                     catalog_version: int):
+def write_manifest_of_small_episodes(
+    directory, n: int, duration_s: float, content_hash: bytes, spec_hash: bytes, catalog_version: int
+):
     """n small containers (helpers_container.write_small) plus a manifest Parquet over them, with
     lineage metadata as curation writes it; returns the manifest path."""
     import os
@@ -36,8 +48,11 @@ def write_manifest_of_small_episodes(directory, n: int, duration_s: float, conte
 
     import pyarrow.parquet as pq
 
-    from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
-                                         MANIFEST_META_SPEC_HASH)
+    from robodata.catalog.schema import (
+        MANIFEST_META_CATALOG_VERSION,
+        MANIFEST_META_CONTENT_HASH,
+        MANIFEST_META_SPEC_HASH,
+    )
     from robodata.container import EpisodeReader
     from tests.core.helpers_container import write_small
 
@@ -50,8 +65,13 @@ def write_manifest_of_small_episodes(directory, n: int, duration_s: float, conte
         paths.append(str(p))
         hints.append((r.footer_offset, r.footer_length))
     table = manifest(paths, [duration_s] * n, sizes=[os.path.getsize(p) for p in paths], footers=hints)
-    table = table.replace_schema_metadata({MANIFEST_META_CONTENT_HASH: content_hash, MANIFEST_META_SPEC_HASH: spec_hash,
-                                           MANIFEST_META_CATALOG_VERSION: str(catalog_version).encode()})
+    table = table.replace_schema_metadata(
+        {
+            MANIFEST_META_CONTENT_HASH: content_hash,
+            MANIFEST_META_SPEC_HASH: spec_hash,
+            MANIFEST_META_CATALOG_VERSION: str(catalog_version).encode(),
+        }
+    )
     path = directory / "m.parquet"
     pq.write_table(table, path)
     return path

@@ -17,9 +17,15 @@ from robodata.ingest.synth import SynthConfig, synthesize
 SMALL = dict(duration_s=2.0, height=48, width=64, fps=10.0, state_hz=50.0)
 
 
-def write_ros2_mcap(path: Path, seconds: float = 2.0, fps: float = 10.0, raw_image: bool = False,
-                    extra_topic: str | None = "/gripper/force", unknown_topic: str | None = None,
-                    stamp_jump_at: int | None = None) -> Path:
+def write_ros2_mcap(
+    path: Path,
+    seconds: float = 2.0,
+    fps: float = 10.0,
+    raw_image: bool = False,
+    extra_topic: str | None = "/gripper/force",
+    unknown_topic: str | None = None,
+    stamp_jump_at: int | None = None,
+) -> Path:
     """sensor_msgs CompressedImage (or Image) + JointState + a Float32MultiArray topic, CDR-encoded."""
     from rosbags.typesys import Stores, get_typestore
 
@@ -48,12 +54,14 @@ def write_ros2_mcap(path: Path, seconds: float = 2.0, fps: float = 10.0, raw_ima
     for i in range(int(seconds * 50)):
         t = base + int(i * 2e7)
         q = np.array([0.3 * np.sin(i / 20), 0.1, -0.2, 0.0], np.float64)
-        m = T["sensor_msgs/msg/JointState"](Header(Time(t // 10**9, t % 10**9), "arm"), ["a", "b", "c", "d"],
-                                             q, np.zeros(4), q * 2)
+        m = T["sensor_msgs/msg/JointState"](
+            Header(Time(t // 10**9, t % 10**9), "arm"), ["a", "b", "c", "d"], q, np.zeros(4), q * 2
+        )
         msgs.append(("/joint_states", "sensor_msgs/msg/JointState", t, m))
         if extra_topic and i % 5 == 0:
-            arr = T["std_msgs/msg/Float32MultiArray"](T["std_msgs/msg/MultiArrayLayout"]([], 0),
-                                                      np.array([1.0 + i / 100, 2.0], np.float32))
+            arr = T["std_msgs/msg/Float32MultiArray"](
+                T["std_msgs/msg/MultiArrayLayout"]([], 0), np.array([1.0 + i / 100, 2.0], np.float32)
+            )
             msgs.append((extra_topic, "std_msgs/msg/Float32MultiArray", t, arr))
         if unknown_topic and i % 10 == 0:
             msgs.append((unknown_topic, "std_msgs/msg/String", t, T["std_msgs/msg/String"]("x")))
@@ -88,8 +96,15 @@ def malformed_landing(root: Path) -> dict[str, str]:
     data = good.read_bytes()
     (root / "ros-truncated.mcap").write_bytes(data[: len(data) // 2])
     write_ros2_mcap(root / "ros-unknown.mcap", unknown_topic="/mystery")
-    return {"good_a": eps[0].name, "good_b": eps[1].name, "bad_jpeg": bad_jpeg.name, "backwards": backwards.name,
-            "mcap_good": "ros-good.mcap", "mcap_truncated": "ros-truncated.mcap", "mcap_unknown": "ros-unknown.mcap"}
+    return {
+        "good_a": eps[0].name,
+        "good_b": eps[1].name,
+        "bad_jpeg": bad_jpeg.name,
+        "backwards": backwards.name,
+        "mcap_good": "ros-good.mcap",
+        "mcap_truncated": "ros-truncated.mcap",
+        "mcap_unknown": "ros-unknown.mcap",
+    }
 
 
 def copy_tree(src: Path, dst: Path) -> Path:

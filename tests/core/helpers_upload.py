@@ -10,10 +10,10 @@ import os
 import random
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -53,8 +53,14 @@ def s3(url: str):
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=url, aws_access_key_id="testing", aws_secret_access_key="testing",
-                        region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}),
+    )
 
 
 class Faults:
@@ -64,8 +70,8 @@ class Faults:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.p_500_before = 0.0  # answer 500 without forwarding
-        self.p_500_after = 0.0   # forward (the server applies it), then answer 500
-        self.p_bad_etag = 0.0    # forward, then corrupt the ETag response header
+        self.p_500_after = 0.0  # forward (the server applies it), then answer 500
+        self.p_bad_etag = 0.0  # forward, then corrupt the ETag response header
         self.methods = {"PUT", "POST", "HEAD"}
         self.match = lambda method, path: True  # narrow faults to some requests
         self.budget: int | None = None  # stop injecting after this many faults
@@ -118,8 +124,11 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
             body = self.rfile.read(n) if n else b""
             method = self.command
             if faults.roll(method, self.path, "500_before"):
-                return self._reply(500, [("Content-Type", "application/xml")],
-                                   b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
+                return self._reply(
+                    500,
+                    [("Content-Type", "application/xml")],
+                    b"<Error><Code>InternalError</Code><Message>injected</Message></Error>",
+                )
             conn = http.client.HTTPConnection(up_host, int(up_port), timeout=60)
             try:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
@@ -130,8 +139,11 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
             finally:
                 conn.close()
             if faults.roll(method, self.path, "500_after"):
-                return self._reply(500, [("Content-Type", "application/xml")],
-                                   b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
+                return self._reply(
+                    500,
+                    [("Content-Type", "application/xml")],
+                    b"<Error><Code>InternalError</Code><Message>injected</Message></Error>",
+                )
             if any(k.lower() == "etag" for k, _ in out) and faults.roll(method, self.path, "bad_etag"):
                 out = [(k, _corrupt(v) if k.lower() == "etag" else v) for k, v in out]
             self._reply(resp.status, out, data)
@@ -150,8 +162,9 @@ def fault_proxy(upstream: str, faults: Faults) -> Iterator[str]:
 
 
 # spool ---------------------------------------------------------------------------------
-def write_episode(spool: Path, name: str, rng: random.Random, *, kind: str, protocol: str = "rename",
-                  max_bytes: int = 400_000) -> dict[str, bytes]:
+def write_episode(
+    spool: Path, name: str, rng: random.Random, *, kind: str, protocol: str = "rename", max_bytes: int = 400_000
+) -> dict[str, bytes]:
     """Write one episode with the completion protocol; returns {key: bytes} expected upstream."""
     files: dict[str, bytes] = {}
     if kind == "file":
@@ -187,9 +200,16 @@ def upstream_identical(client, expected: dict[str, bytes]) -> list[str]:
 
 
 def write_config(path: Path, spool: Path, endpoint: str, **extra) -> Path:
-    cfg = {"spool": str(spool), "bucket": BUCKET, "site_prefix": PREFIX, "endpoint_url": endpoint,
-           "part_size": PART, "min_part_size": PART, "poll_interval_s": 0.2,
-           "retry": {"max_attempts": 6, "base_delay_s": 0.01, "max_delay_s": 0.2}}
+    cfg = {
+        "spool": str(spool),
+        "bucket": BUCKET,
+        "site_prefix": PREFIX,
+        "endpoint_url": endpoint,
+        "part_size": PART,
+        "min_part_size": PART,
+        "poll_interval_s": 0.2,
+        "retry": {"max_attempts": 6, "base_delay_s": 0.01, "max_delay_s": 0.2},
+    }
     cfg.update(extra)
     path.write_text(yaml.safe_dump(cfg))
     return path

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 def free_port() -> int:
@@ -23,7 +23,15 @@ def moto_s3() -> Iterator[dict]:
     server.start()
     url = f"http://127.0.0.1:{port}"
     try:
-        yield {"endpoint_url": url, "key": "testing", "secret": "testing",
-               "storage_options": {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": url, "region_name": "us-east-1"}}}
+        yield {
+            "endpoint_url": url,
+            "key": "testing",
+            "secret": "testing",
+            "storage_options": {
+                "key": "testing",
+                "secret": "testing",
+                "client_kwargs": {"endpoint_url": url, "region_name": "us-east-1"},
+            },
+        }
     finally:
         server.stop()

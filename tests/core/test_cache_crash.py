@@ -55,11 +55,11 @@ def _reader(cfg: PageCacheConfig, uris: list[str], seed: int, seconds: float, ou
 def _verify_disk_against_origin(cache: PageCache, objs: dict[str, bytes]) -> int:
     by_oid = {object_id(u): d for u, d in objs.items()}
     checked = 0
-    for oid, page, path in cache.store.scan():
+    for oid, page, _path in cache.store.scan():
         if oid is None:
             continue
         data = by_oid[oid]
-        expect = data[page * PS: (page + 1) * PS]
+        expect = data[page * PS : (page + 1) * PS]
         # Every page file that exists is whole and correct: atomic renames, no torn pages.
         assert cache.store.get(oid, page, len(expect)) == expect, f"page {page} of {oid} is wrong"
         checked += 1
@@ -104,12 +104,12 @@ def test_sigkill_mid_flight_leaves_no_corrupt_page(tmp_path):
         for p in procs:
             p.join(10)
             assert p.exitcode == -signal.SIGKILL
-    cache = PageCache(cfg)               # opening recovers the WAL of killed writers
+    cache = PageCache(cfg)  # opening recovers the WAL of killed writers
     assert _verify_disk_against_origin(cache, objs) > 0
     cache.reconcile(grace_s=0)
     rows = {(o, p): n for o, p, n in cache._proc().rows()}
     files = {(o, p) for o, p, _ in cache.store.scan() if o is not None}
-    assert set(rows) == files                       # no orphans, no dangling rows
+    assert set(rows) == files  # no orphans, no dangling rows
     assert not any(o is None for o, _, _ in cache.store.scan())  # temp files cleaned
     s = cache.stats()
     assert s.resident_bytes == sum(rows.values()) <= cfg.budget_bytes

@@ -22,8 +22,9 @@ def _origin(tmp_path, n_bytes: int, name: str = "obj.bin", seed: int = 0):
 
 
 def _cache(tmp_path, pages: int, **kw) -> PageCache:
-    return PageCache(PageCacheConfig(root=str(tmp_path / "cache"), page_size=PS, budget_bytes=pages * PS,
-                                     touch_flush_s=0, **kw))
+    return PageCache(
+        PageCacheConfig(root=str(tmp_path / "cache"), page_size=PS, budget_bytes=pages * PS, touch_flush_s=0, **kw)
+    )
 
 
 def test_reads_match_origin_and_second_read_is_all_hits(tmp_path):
@@ -33,11 +34,11 @@ def test_reads_match_origin_and_second_read_is_all_hits(tmp_path):
     for _ in range(50):
         off = int(rng.integers(0, len(data)))
         n = int(rng.integers(0, 3 * PS))
-        assert cache.read(uri, off, n) == data[off: off + n]
-    assert cache.read(uri, len(data) - 5, 100) == data[-5:]      # clipped at the end
+        assert cache.read(uri, off, n) == data[off : off + n]
+    assert cache.read(uri, len(data) - 5, 100) == data[-5:]  # clipped at the end
     assert cache.read(uri, len(data) + 10, 5) == b""
     s = cache.stats()
-    assert s.misses == 11 and s.bytes_fetched == len(data)         # every page fetched exactly once
+    assert s.misses == 11 and s.bytes_fetched == len(data)  # every page fetched exactly once
     assert s.resident_bytes == len(data)
     before = s.hits
     src = cache.source(uri)
@@ -49,7 +50,7 @@ def test_reads_match_origin_and_second_read_is_all_hits(tmp_path):
 def test_only_missing_pages_are_fetched_with_one_request_per_run(tmp_path):
     uri, data = _origin(tmp_path, 8 * PS)
     cache = _cache(tmp_path, 100)
-    cache.read(uri, 2 * PS, PS)                 # page 2
+    cache.read(uri, 2 * PS, PS)  # page 2
     calls = []
     fs = cache._origin(uri)
     real = fs.cat_file
@@ -63,16 +64,16 @@ def test_eviction_is_per_page_lru_and_respects_the_budget(tmp_path):
     cache = _cache(tmp_path, 4)
     for p in range(4):
         cache.read(uri, p * PS, 1)
-    cache.read(uri, 0, 1)         # page 0 becomes most recently used
+    cache.read(uri, 0, 1)  # page 0 becomes most recently used
     cache.flush()
-    cache.read(uri, 4 * PS, 1)    # evicts page 1 (least recently used), not page 0 or the whole file
+    cache.read(uri, 4 * PS, 1)  # evicts page 1 (least recently used), not page 0 or the whole file
     oid = object_id(uri)
     on_disk = sorted(int(f.rsplit(".", 1)[1]) for f in os.listdir(cache.store.path(oid, 0).parent) if f.startswith(oid))
     assert on_disk == [0, 2, 3, 4]
     s = cache.stats()
     assert s.evictions == 1 and s.resident_bytes == 4 * PS
     for p in range(10):
-        assert cache.read(uri, p * PS, PS) == data[p * PS:(p + 1) * PS]
+        assert cache.read(uri, p * PS, PS) == data[p * PS : (p + 1) * PS]
     assert cache.stats().resident_bytes <= 4 * PS
 
 
@@ -84,7 +85,7 @@ def test_a_corrupted_page_file_is_refetched_not_served(tmp_path):
     raw = bytearray(path.read_bytes())
     raw[100] ^= 0xFF
     path.write_bytes(bytes(raw))
-    assert cache.read(uri, PS, PS) == data[PS: 2 * PS]
+    assert cache.read(uri, PS, PS) == data[PS : 2 * PS]
     assert cache.stats().misses == 4
 
 
@@ -132,19 +133,31 @@ def test_s3_origin_through_moto(tmp_path):
     from tests.core.s3_server import moto_s3
 
     with moto_s3() as srv:
-        s3 = boto3.client("s3", endpoint_url=srv["endpoint_url"], aws_access_key_id=srv["key"],
-                          aws_secret_access_key=srv["secret"], region_name="us-east-1")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=srv["endpoint_url"],
+            aws_access_key_id=srv["key"],
+            aws_secret_access_key=srv["secret"],
+            region_name="us-east-1",
+        )
         s3.create_bucket(Bucket="eps")
         data = np.random.default_rng(5).integers(0, 256, 5 * PS + 7, dtype=np.uint8).tobytes()
         s3.put_object(Bucket="eps", Key="a/ep.bin", Body=data)
-        cache = PageCache(PageCacheConfig(root=str(tmp_path / "c"), page_size=PS, budget_bytes=100 * PS,
-                                          touch_flush_s=0, storage_options=srv["storage_options"]))
+        cache = PageCache(
+            PageCacheConfig(
+                root=str(tmp_path / "c"),
+                page_size=PS,
+                budget_bytes=100 * PS,
+                touch_flush_s=0,
+                storage_options=srv["storage_options"],
+            )
+        )
         src = cache.source("s3://eps/a/ep.bin")
         assert src.size() == len(data)
-        assert src.read(PS - 3, 2 * PS) == data[PS - 3: 3 * PS - 3]
-        assert cache.stats().bytes_fetched == 3 * PS            # pages 0..2, one range request
-        assert src.read(PS, PS) == data[PS: 2 * PS]
-        assert cache.stats().bytes_fetched == 3 * PS            # all hits
+        assert src.read(PS - 3, 2 * PS) == data[PS - 3 : 3 * PS - 3]
+        assert cache.stats().bytes_fetched == 3 * PS  # pages 0..2, one range request
+        assert src.read(PS, PS) == data[PS : 2 * PS]
+        assert cache.stats().bytes_fetched == 3 * PS  # all hits
         assert src.read(0, len(data)) == data
 
 
@@ -166,5 +179,5 @@ def test_cli_stats_and_reconcile(tmp_path):
     assert json.loads(res.output)["resident_bytes"] == len(data)
     res = CliRunner().invoke(app, ["cache-reconcile", root, "--page-size", str(PS), "--grace-s", "0"])
     assert res.exit_code == 0 and json.loads(res.output)["temp_files"] == 1
-    res = CliRunner().invoke(app, ["cache-stats", root])   # wrong page size: a clear error, not a new cache
+    res = CliRunner().invoke(app, ["cache-stats", root])  # wrong page size: a clear error, not a new cache
     assert res.exit_code != 0 and "page_size" in str(res.exception)

@@ -1,4 +1,5 @@
 """The catalog and curation against a real S3 API (moto on loopback)."""
+
 import boto3
 import polars as pl
 
@@ -11,17 +12,28 @@ from tests.core.s3_server import moto_s3
 
 def test_merge_and_curate_on_s3(tmp_path):
     with moto_s3() as s3:
-        boto3.client("s3", endpoint_url=s3["endpoint_url"], aws_access_key_id="testing",
-                     aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket="cat")
-        opts = {"AWS_ENDPOINT_URL": s3["endpoint_url"], "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
-                "aws_conditional_put": "etag"}
+        boto3.client(
+            "s3",
+            endpoint_url=s3["endpoint_url"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="cat")
+        opts = {
+            "AWS_ENDPOINT_URL": s3["endpoint_url"],
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+            "aws_conditional_put": "etag",
+        }
         cat = Catalog(CatalogConfig(uri="s3://cat/episodes", storage_options=opts))
         shape = synthetic.FleetShape(rows_per_day=100)
         assert cat.merge(synthetic.rows(shape, 0, 150)).inserted == 150
         assert cat.merge(synthetic.rows(shape, 100, 100)).inserted == 50
-        spec = spec_from_dict({"version": 1, "name": "s3", "filters": [
-            {"column": "day", "op": "==", "value": "2024-01-02"}]})
+        spec = spec_from_dict(
+            {"version": 1, "name": "s3", "filters": [{"column": "day", "op": "==", "value": "2024-01-02"}]}
+        )
         info, sel = curate(spec, cat, tmp_path)
         assert info.episodes == 100 and info.catalog_version == cat.version()
         assert sorted(sel.rows["episode_id"]) == [f"ep-{i:010d}" for i in range(100, 200)]

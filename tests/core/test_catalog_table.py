@@ -27,20 +27,24 @@ def test_merge_is_idempotent_and_updates(tmp_path):
     cat.merge(changed)
     df = pl.read_delta(cat.uri)
     assert df.height == 250 and df["episode_id"].n_unique() == 250
-    assert df.filter(pl.col("qc_status") == "quarantined")["episode_id"].sort().to_list()[:10] == \
-        sorted(changed["episode_id"].to_list())
+    assert df.filter(pl.col("qc_status") == "quarantined")["episode_id"].sort().to_list()[:10] == sorted(
+        changed["episode_id"].to_list()
+    )
     assert cat.table().metadata().partition_columns == ["day"]
     assert sorted(df["day"].unique()) == ["2024-01-01", "2024-01-02", "2024-01-03"]
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda df: pl.concat([df, df.head(1)]), "duplicate episode_id"),
-    (lambda df: df.with_columns(qc_status=pl.lit("maybe")), "unknown qc_status"),
-    (lambda df: df.with_columns(day=pl.lit("1999-01-01")), "not the UTC date"),
-    (lambda df: df.drop("uri"), "lack required"),
-    (lambda df: df.with_columns(color=pl.lit(1)), "unknown column"),
-    (lambda df: df.with_columns(episode_id=pl.lit(None, dtype=pl.String)), "null 'episode_id'"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda df: pl.concat([df, df.head(1)]), "duplicate episode_id"),
+        (lambda df: df.with_columns(qc_status=pl.lit("maybe")), "unknown qc_status"),
+        (lambda df: df.with_columns(day=pl.lit("1999-01-01")), "not the UTC date"),
+        (lambda df: df.drop("uri"), "lack required"),
+        (lambda df: df.with_columns(color=pl.lit(1)), "unknown column"),
+        (lambda df: df.with_columns(episode_id=pl.lit(None, dtype=pl.String)), "null 'episode_id'"),
+    ],
+)
 def test_bad_rows_are_rejected_and_nothing_is_written(tmp_path, mutate, message):
     cat = Catalog(str(tmp_path / "cat"))
     good = pl.from_arrow(synthetic.rows(SHAPE, 0, 20))
@@ -121,13 +125,15 @@ def test_an_episode_whose_day_changes_keeps_one_row(tmp_path):
     and re-merging the same rows changes nothing."""
     cat = Catalog(str(tmp_path / "cat"))
     rows = pl.from_arrow(synthetic.rows(SHAPE, 0, 20))
-    failed = rows.head(3).with_columns(start_time=None, day=pl.lit(None, dtype=pl.String),
-                                       qc_status=pl.lit("quarantined"), uri=pl.lit(""))
+    failed = rows.head(3).with_columns(
+        start_time=None, day=pl.lit(None, dtype=pl.String), qc_status=pl.lit("quarantined"), uri=pl.lit("")
+    )
     cat.merge(failed)
     first = cat.merge(rows)
     assert (first.inserted, first.moved) == (20, 3)
-    shifted = rows.slice(3, 2).with_columns(start_time=pl.col("start_time") + pl.duration(hours=24),
-                                            day=pl.lit(None, dtype=pl.String))
+    shifted = rows.slice(3, 2).with_columns(
+        start_time=pl.col("start_time") + pl.duration(hours=24), day=pl.lit(None, dtype=pl.String)
+    )
     assert cat.merge(shifted).moved == 2
     again = cat.merge(shifted)
     assert (again.inserted, again.updated, again.moved) == (0, 2, 0)

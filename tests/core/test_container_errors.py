@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec, TopicGroup, VideoSettings
+from robodata.container import EpisodeReader, EpisodeWriter, Layout, TopicGroup, VideoSettings
 from robodata.errors import ContainerError, RobodataError
 from tests.core.helpers_container import small_layout, small_meta, write_small
 
@@ -69,20 +69,20 @@ def test_not_a_container(tmp_path):
 def test_writer_rejects_bad_input_and_leaves_no_valid_file(tmp_path):
     meta = small_meta()
     p = tmp_path / "bad.rdep"
-    with pytest.raises(RobodataError, match="unknown stream"):
-        with EpisodeWriter(p, meta, small_layout()) as w:
-            w.write_frame("cam_top", np.zeros((48, 64, 3), np.uint8), 0)
+    with pytest.raises(RobodataError, match="unknown stream"), EpisodeWriter(p, meta, small_layout()) as w:
+        w.write_frame("cam_top", np.zeros((48, 64, 3), np.uint8), 0)
     with pytest.raises(ContainerError):
         EpisodeReader.open(p)  # aborted writer leaves no footer
-    with pytest.raises(RobodataError, match="must increase"):
-        with EpisodeWriter(p, meta, small_layout()) as w:
-            w.write_frame("cam_left", np.zeros((48, 64, 3), np.uint8), 10)
-            w.write_frame("cam_left", np.zeros((48, 64, 3), np.uint8), 10)
-    with pytest.raises(RobodataError, match="shape"):
-        with EpisodeWriter(p, meta, small_layout()) as w:
-            w.write_frame("cam_left", np.zeros((10, 10, 3), np.uint8), 10)
-    mixed = Layout(groups=(TopicGroup("all", ("cam_left", "cam_right", "wrist", "joint_pos", "cmd", "events"), 1.0,
-                                      VideoSettings()),))
+    with pytest.raises(RobodataError, match="must increase"), EpisodeWriter(p, meta, small_layout()) as w:
+        w.write_frame("cam_left", np.zeros((48, 64, 3), np.uint8), 10)
+        w.write_frame("cam_left", np.zeros((48, 64, 3), np.uint8), 10)
+    with pytest.raises(RobodataError, match="shape"), EpisodeWriter(p, meta, small_layout()) as w:
+        w.write_frame("cam_left", np.zeros((10, 10, 3), np.uint8), 10)
+    mixed = Layout(
+        groups=(
+            TopicGroup("all", ("cam_left", "cam_right", "wrist", "joint_pos", "cmd", "events"), 1.0, VideoSettings()),
+        )
+    )
     with pytest.raises(RobodataError, match="never mix"):
         EpisodeWriter(p, meta, mixed)
 

@@ -6,11 +6,13 @@ from tests.core.helpers_container import CAMS, write_small
 
 
 def _layout(bframes: int) -> Layout:
-    return Layout(groups=(
-        TopicGroup("cameras", CAMS, 1.5, VideoSettings(gop=15, crf=20, bframes=bframes)),
-        TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
-        TopicGroup("events", ("events",), 60.0),
-    ))
+    return Layout(
+        groups=(
+            TopicGroup("cameras", CAMS, 1.5, VideoSettings(gop=15, crf=20, bframes=bframes)),
+            TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
+            TopicGroup("events", ("events",), 60.0),
+        )
+    )
 
 
 def test_subsampled_window_skips_non_reference_frames(tmp_path):

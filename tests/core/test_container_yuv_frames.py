@@ -22,8 +22,8 @@ H, W, FPS, N = 48, 64, 20.0, 20
 def _scene(i: int) -> np.ndarray:
     """Black and white bars (the extremes show a range mix-up) plus a moving grey ramp."""
     img = np.zeros((H, W, 3), np.uint8)
-    img[:, W // 2:] = 255
-    img[H // 3: 2 * H // 3] = np.linspace(30, 220, W, dtype=np.uint8)[None, :, None]
+    img[:, W // 2 :] = 255
+    img[H // 3 : 2 * H // 3] = np.linspace(30, 220, W, dtype=np.uint8)[None, :, None]
     img[:4, (2 * i) % W] = (255, 0, 0)
     return img
 
@@ -70,8 +70,8 @@ def test_jpeg_frames_keep_full_range_and_match_the_rgb_decode(tmp_path, monkeypa
     assert formats and set(formats) == {"yuvj420p"}
     assert np.abs(got.astype(int) - ref).mean() < 3.0
     # A range mix-up moves black to ~16 and white to ~235: the bars must stay at the extremes.
-    assert got[:, 6:H // 3 - 2, 2: W // 2 - 4].mean() <= 4
-    assert got[:, 6:H // 3 - 2, W // 2 + 4:].mean() >= 251
+    assert got[:, 6 : H // 3 - 2, 2 : W // 2 - 4].mean() <= 4
+    assert got[:, 6 : H // 3 - 2, W // 2 + 4 :].mean() >= 251
 
 
 def test_limited_range_yuv_frames_and_rgb_arrays_mix_in_one_stream(tmp_path):
@@ -93,12 +93,14 @@ def test_limited_range_yuv_frames_and_rgb_arrays_mix_in_one_stream(tmp_path):
     for c in CAMS:
         got = _frames(r, c)
         assert np.abs(got.astype(int) - ref).mean() < 3.0, c
-        assert got[:, 6:H // 3 - 2, 2: W // 2 - 4].mean() <= 4, c
-        assert got[:, 6:H // 3 - 2, W // 2 + 4:].mean() >= 251, c
+        assert got[:, 6 : H // 3 - 2, 2 : W // 2 - 4].mean() <= 4, c
+        assert got[:, 6 : H // 3 - 2, W // 2 + 4 :].mean() >= 251, c
 
 
 def test_a_frame_of_the_wrong_size_is_refused(tmp_path):
     small = decode_jpeg_bytes(_jpeg(np.zeros((H // 2, W, 3), np.uint8)))
-    with pytest.raises(RobodataError, match=r"has shape \(24, 64, 3\)"):
-        with EpisodeWriter(tmp_path / "bad.rdep", small_meta(h=H, w=W, fps=FPS), small_layout()) as w:
-            w.write_frame(CAMS[0], small, 1_000)
+    with (
+        pytest.raises(RobodataError, match=r"has shape \(24, 64, 3\)"),
+        EpisodeWriter(tmp_path / "bad.rdep", small_meta(h=H, w=W, fps=FPS), small_layout()) as w,
+    ):
+        w.write_frame(CAMS[0], small, 1_000)

@@ -39,12 +39,27 @@ def _write(path: Path, episode_id: str, task: str, seed: int) -> dict:
         w.write_array("cmd", tc, rng.normal(size=(len(tc), 7)).astype(np.float32))
         w.write_events("events", np.array([0, int(1e9)], dtype=np.int64), ["start", "grasp"])
     r = EpisodeReader.open(path)
-    return {"episode_id": episode_id, "uri": str(path), "site": "sfo-1", "robot": "r1", "task": task,
-            "start_time": meta.start_time_ns // 1000, "duration_s": r.meta.duration_s, "num_frames": n,
-            "num_state_steps": len(tj), "cameras": list(CAMS), "stream_rates_json": "{}",
-            "success": True, "quality_score": 0.95, "qc_status": "pass", "layout_version": r.layout_version,
-            "ingest_batch": "b0", "size_bytes": r.source.size(), "footer_offset": r.footer_offset,
-            "footer_length": r.footer_length}
+    return {
+        "episode_id": episode_id,
+        "uri": str(path),
+        "site": "sfo-1",
+        "robot": "r1",
+        "task": task,
+        "start_time": meta.start_time_ns // 1000,
+        "duration_s": r.meta.duration_s,
+        "num_frames": n,
+        "num_state_steps": len(tj),
+        "cameras": list(CAMS),
+        "stream_rates_json": "{}",
+        "success": True,
+        "quality_score": 0.95,
+        "qc_status": "pass",
+        "layout_version": r.layout_version,
+        "ingest_batch": "b0",
+        "size_bytes": r.source.size(),
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +120,7 @@ def test_mcap_export_opens_and_decodes(manifest, tmp_path):
     decoded = 0
     for _, m in topics["/camera/cam_left"]:
         import base64
+
         decoded += len(codec.decode(av.Packet(base64.b64decode(m["data"]))))
     decoded += len(codec.decode(None))
     assert decoded == int(SECONDS * FPS)

@@ -45,13 +45,21 @@ def _all(cat):
 
 
 def test_filters_and_exclusions_match_reference(catalog, tmp_path):
-    doc = {**BASE, "exclude": {"robots": ["sfo-1-r003", "aus-1-r001"], "batches": ["batch-0"],
-                                "episode_ids": ["ep-0000000500", "ep-0000000501"]}}
+    doc = {
+        **BASE,
+        "exclude": {
+            "robots": ["sfo-1-r003", "aus-1-r001"],
+            "batches": ["batch-0"],
+            "episode_ids": ["ep-0000000500", "ep-0000000501"],
+        },
+    }
     doc["filters"] = doc["filters"] + [{"column": "start_time", "op": "<", "value": "2024-01-05T12:00:00"}]
     info, sel = curate(spec_from_dict(doc), catalog, tmp_path)
     ref = _all(catalog).filter(
-        pl.col("day").is_between(pl.lit("2024-01-02"), pl.lit("2024-01-06")), pl.col("quality_score") >= 0.6,
-        ~pl.col("robot").is_in(["sfo-1-r003", "aus-1-r001"]), pl.col("ingest_batch") != "batch-0",
+        pl.col("day").is_between(pl.lit("2024-01-02"), pl.lit("2024-01-06")),
+        pl.col("quality_score") >= 0.6,
+        ~pl.col("robot").is_in(["sfo-1-r003", "aus-1-r001"]),
+        pl.col("ingest_batch") != "batch-0",
         ~pl.col("episode_id").is_in(["ep-0000000500", "ep-0000000501"]),
         pl.col("start_time") < pl.datetime(2024, 1, 5, 12, time_zone="UTC"),
     )
@@ -62,9 +70,11 @@ def test_filters_and_exclusions_match_reference(catalog, tmp_path):
 
 
 def test_mixing_weights_and_budgets(catalog, tmp_path):
-    doc = {**BASE, "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 1, "pick_place": 0},
-                            "default_weight": 0},
-           "budget": {"per_group_hours": {"fold_towel": 2.0}, "total_hours": 100}}
+    doc = {
+        **BASE,
+        "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 1, "pick_place": 0}, "default_weight": 0},
+        "budget": {"per_group_hours": {"fold_towel": 2.0}, "total_hours": 100},
+    }
     _, sel = curate(spec_from_dict(doc), catalog, tmp_path)
     rows = sel.rows
     assert set(rows["task"]) == {"fold_towel", "fold_shirt"}
@@ -72,7 +82,7 @@ def test_mixing_weights_and_budgets(catalog, tmp_path):
     share = {r["task"]: r for r in share.to_dicts()}
     assert share["fold_towel"]["weight"] == pytest.approx(0.75)
     assert share["fold_shirt"]["weight"] == pytest.approx(0.25)
-    assert 1.8 < share["fold_towel"]["h"] <= 2.0   # capped close to, never over, the budget
+    assert 1.8 < share["fold_towel"]["h"] <= 2.0  # capped close to, never over, the budget
     unlimited = curate(spec_from_dict({**doc, "budget": {}}), catalog, tmp_path / "u")[1].rows
     assert unlimited.filter(pl.col("task") == "fold_towel")["duration_s"].sum() / 3600 > 2.0
     # a budgeted subset is a subset of the unbudgeted selection, and stable
@@ -87,8 +97,8 @@ def test_split_is_stable_as_the_catalog_grows(tmp_path):
     _, first = curate(spec, cat, tmp_path / "m")
     cat.merge(synthetic.rows(SHAPE, 1000, 1000))
     _, second = curate(spec, cat, tmp_path / "m")
-    a = dict(zip(first.rows["episode_id"], first.rows["split"]))
-    b = dict(zip(second.rows["episode_id"], second.rows["split"]))
+    a = dict(zip(first.rows["episode_id"], first.rows["split"], strict=True))
+    b = dict(zip(second.rows["episode_id"], second.rows["split"], strict=True))
     assert all(b[k] == v for k, v in a.items())
     assert 0.15 < (second.rows["split"] == "val").mean() < 0.25
 
@@ -97,7 +107,7 @@ def test_manifest_is_content_addressed_and_byte_identical(catalog, tmp_path):
     spec = spec_from_dict(BASE)
     i1, _ = curate(spec, catalog, tmp_path / "a")
     i2, _ = curate(spec, catalog, tmp_path / "b")
-    assert isinstance(i1.path, str)                    # a path or an object-store URI
+    assert isinstance(i1.path, str)  # a path or an object-store URI
     i1, i2 = (dataclasses.replace(i, path=Path(i.path)) for i in (i1, i2))
     assert i1.path.name == i2.path.name and i1.content_hash[:16] in i1.path.name
     assert hashlib.sha256(i1.path.read_bytes()).digest() == hashlib.sha256(i2.path.read_bytes()).digest()
@@ -115,8 +125,9 @@ def test_manifest_is_content_addressed_and_byte_identical(catalog, tmp_path):
 def test_altered_manifest_is_detected(catalog, tmp_path):
     info, _ = curate(spec_from_dict(BASE), catalog, tmp_path)
     table = pq.read_table(info.path)
-    tampered = table.set_column(table.schema.get_field_index("weight"), "weight",
-                                pl.Series([1.0] * table.num_rows).to_arrow())
+    tampered = table.set_column(
+        table.schema.get_field_index("weight"), "weight", pl.Series([1.0] * table.num_rows).to_arrow()
+    )
     pq.write_table(tampered, info.path)
     with pytest.raises(ManifestError, match="content hash mismatch"):
         read_manifest(info.path)
@@ -126,6 +137,7 @@ def test_altered_manifest_is_detected(catalog, tmp_path):
 
 def test_pinned_missing_version_is_clear(catalog, tmp_path):
     from robodata.catalog.rows import CatalogError
+
     with pytest.raises(CatalogError, match="version 999"):
         curate(spec_from_dict({**BASE, "catalog_version": 999}), catalog, tmp_path)
 
@@ -135,8 +147,9 @@ def test_cli_curate(catalog, tmp_path):
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(json.dumps(BASE))  # JSON is YAML
-    res = CliRunner().invoke(app, ["curate", str(spec), "--catalog", catalog.uri, "--out", str(tmp_path / "m"),
-                                   "--json"])
+    res = CliRunner().invoke(
+        app, ["curate", str(spec), "--catalog", catalog.uri, "--out", str(tmp_path / "m"), "--json"]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["episodes"] == pl.read_parquet(out["manifest"]).height > 0

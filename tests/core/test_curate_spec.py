@@ -34,18 +34,21 @@ def test_yaml_spec_loads_typed(tmp_path):
     assert spec.spec_hash(tmp_path) != h  # the exclusion file's content is part of the hash
 
 
-@pytest.mark.parametrize("patch, message", [
-    ({"version": 2}, "version 2 not supported"),
-    ({"filters": [{"column": "colour", "op": "==", "value": 1}]}, "not a catalog column"),
-    ({"filters": [{"column": "site", "op": "~", "value": 1}]}, "op '~'"),
-    ({"filters": [{"column": "site", "op": "in", "value": "sfo-1"}]}, "non-empty list"),
-    ({"filters": [{"column": "day", "op": "between", "value": ["a"]}]}, r"\[low, high\]"),
-    ({"mix": {"by": "robot"}}, "mix.by"),
-    ({"mix": {"by": "task", "weights": {"a": -1}}}, ">= 0"),
-    ({"split": {"val_fraction": 1.5}}, "val_fraction"),
-    ({"budget": {"per_group_hours": {"a": 1}}}, "needs a mix"),
-    ({"extra": 1}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"version": 2}, "version 2 not supported"),
+        ({"filters": [{"column": "colour", "op": "==", "value": 1}]}, "not a catalog column"),
+        ({"filters": [{"column": "site", "op": "~", "value": 1}]}, "op '~'"),
+        ({"filters": [{"column": "site", "op": "in", "value": "sfo-1"}]}, "non-empty list"),
+        ({"filters": [{"column": "day", "op": "between", "value": ["a"]}]}, r"\[low, high\]"),
+        ({"mix": {"by": "robot"}}, "mix.by"),
+        ({"mix": {"by": "task", "weights": {"a": -1}}}, ">= 0"),
+        ({"split": {"val_fraction": 1.5}}, "val_fraction"),
+        ({"budget": {"per_group_hours": {"a": 1}}}, "needs a mix"),
+        ({"extra": 1}, "unknown key"),
+    ],
+)
 def test_bad_specs_fail_up_front(patch, message):
     doc = {"version": 1, "name": "x", **patch}
     with pytest.raises(ConfigError, match=message):
@@ -65,5 +68,5 @@ def test_stable_hash_matches_reference_and_is_spread():
     assert int(stable_hash64(pa.array(["ep-0000000001"]))[0]) == 0x257A280E095AF1A2
     assert int(stable_hash64(pa.array(["ep-0000000001"]), "bench/split")[0]) == 0x4BEFBDAE054EF71A
     u = unit_interval(stable_hash64(pa.array([f"ep-{i}" for i in range(20000)])))
-    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
     assert abs((u < 0.1).mean() - 0.1) < 0.01

@@ -16,18 +16,27 @@ from robodata.dataset import Anchor, PatternDataset, PatternSampler, ReadPattern
 from tests.core.helpers_container import CAMS, write_small
 from tests.core.helpers_dataset import manifest
 
-PATTERN = ReadPattern("t", (
-    StreamWindow("cameras", CAMS, "video", length=4, every=2, offset=-2),
-    StreamWindow("state", ("joint_pos",), "array", length=3, every=5),
-    StreamWindow("action", ("cmd",), "array", length=10),
-), anchor_stride_s=0.25)
+PATTERN = ReadPattern(
+    "t",
+    (
+        StreamWindow("cameras", CAMS, "video", length=4, every=2, offset=-2),
+        StreamWindow("state", ("joint_pos",), "array", length=3, every=5),
+        StreamWindow("action", ("cmd",), "array", length=10),
+    ),
+    anchor_stride_s=0.25,
+)
 
 
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory):
     root = tmp_path_factory.mktemp("eps")
-    bframes = Layout(groups=(TopicGroup("cameras", CAMS, 1.0, VideoSettings(gop=10, crf=20, bframes=2)),
-                             TopicGroup("proprio", ("joint_pos", "cmd"), 2.0), TopicGroup("events", ("events",), 60.0)))
+    bframes = Layout(
+        groups=(
+            TopicGroup("cameras", CAMS, 1.0, VideoSettings(gop=10, crf=20, bframes=2)),
+            TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
+            TopicGroup("events", ("events",), 60.0),
+        )
+    )
     paths, durs = [], []
     for i, (d, layout) in enumerate([(3.0, None), (2.0, bframes)]):
         p = root / f"ep{i}.rdep"
@@ -58,7 +67,7 @@ def test_samples_match_the_reader_including_b_frames(episodes):
     uris = episodes.column("uri").to_pylist()
     keys = [ds.index.locate(i) for i in range(len(ds))]
     got = ds.__getitems__(keys)
-    for k, s in zip(keys, got):
+    for k, s in zip(keys, got, strict=True):
         exp = _expected(uris[k.row], k.t)
         for c in CAMS:
             assert s[c].dtype == torch.uint8 and tuple(s[c].shape) == (4, 48, 64, 3)
@@ -72,7 +81,7 @@ def test_samples_match_the_reader_including_b_frames(episodes):
 
 def test_windows_past_the_episode_are_padded_and_flagged(episodes):
     ds = PatternDataset(episodes, PATTERN)
-    s = ds[Anchor(0, 0.0)]          # two frames of history before t=0 do not exist
+    s = ds[Anchor(0, 0.0)]  # two frames of history before t=0 do not exist
     assert s["cam_left_is_pad"].tolist() == [True, False, False, False]
     np.testing.assert_array_equal(s["cam_left"][0].numpy(), s["cam_left"][1].numpy())
 
@@ -84,8 +93,9 @@ def test_resize(episodes):
 
 
 def test_dataloader_with_workers_pin_memory_persistent_and_cache(episodes, tmp_path):
-    cache = PageCache(PageCacheConfig(root=str(tmp_path / "cache"), page_size=64 * 1024, budget_bytes=64 << 20,
-                                      touch_flush_s=0))
+    cache = PageCache(
+        PageCacheConfig(root=str(tmp_path / "cache"), page_size=64 * 1024, budget_bytes=64 << 20, touch_flush_s=0)
+    )
     ds = PatternDataset(episodes, PATTERN, cache=cache)
     sampler = PatternSampler(ds.index, seed=5, shuffle="block", block_size=4)
     dl = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=2, pin_memory=True, persistent_workers=True)
@@ -97,7 +107,7 @@ def test_dataloader_with_workers_pin_memory_persistent_and_cache(episodes, tmp_p
         for b, batch in enumerate(dl):
             assert batch["cam_left"].dtype == torch.uint8 and batch["cam_left"].shape[1:] == (4, 48, 64, 3)
             assert batch["cmd"].shape[1:] == (10, 7)
-            keys = order[b * 4:(b + 1) * 4]
+            keys = order[b * 4 : (b + 1) * 4]
             exp = ref.__getitems__(keys)
             np.testing.assert_array_equal(batch["cam_right"].numpy(), np.stack([e["cam_right"].numpy() for e in exp]))
             assert batch["episode_index"].tolist() == [k.row for k in keys]
@@ -114,14 +124,16 @@ def test_pattern_loader_resumes_at_the_consumed_batch(episodes):
 
     ds = PatternDataset(episodes, PATTERN)
     cfg = LoaderConfig(batch_size=3, num_workers=2, prefetch_factor=2)
-    full = [(b["episode_index"].tolist(), b["t"].tolist()) for b in
-            PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)]
+    full = [
+        (b["episode_index"].tolist(), b["t"].tolist())
+        for b in PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)
+    ]
     loader = PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)
     it = iter(loader)
     head = [next(it) for _ in range(2)]
-    assert head[0]["cam_left"].is_shared()          # built in the worker, straight in shared memory
+    assert head[0]["cam_left"].is_shared()  # built in the worker, straight in shared memory
     assert head[0]["cam_left"].shape == (3, 4, 48, 64, 3)
-    state = loader.state_dict()                     # workers have prefetched further than this
+    state = loader.state_dict()  # workers have prefetched further than this
     assert state["sampler"]["position"] == 6
     del it
     resumed = PatternLoader(ds, PatternSampler(ds.index, seed=2, shuffle="block", block_size=3), cfg)

@@ -22,16 +22,28 @@ def test_presets_and_config_validation():
         ReadPattern("p", (StreamWindow("a", ("s",)), StreamWindow("b", ("s",))))
     with pytest.raises(ConfigError, match="unknown key"):
         ReadPattern.from_dict({"name": "p", "windows": [{"name": "a", "streams": ["s"], "lenght": 3}]})
-    p = ReadPattern.from_dict({"name": "p", "windows": [{"name": "a", "streams": ["cam_left"], "kind": "video",
-                                                        "length": 4, "every": 2, "resize": [32, 48]}]})
+    p = ReadPattern.from_dict(
+        {
+            "name": "p",
+            "windows": [
+                {"name": "a", "streams": ["cam_left"], "kind": "video", "length": 4, "every": 2, "resize": [32, 48]}
+            ],
+        }
+    )
     assert p.windows[0].resize == (32, 48)
     with pytest.raises(ConfigError, match="unknown read pattern"):
         preset("nope")
 
 
 def test_index_counts_and_anchor_ranges():
-    pat = ReadPattern("p", (StreamWindow("cams", ("cam_left",), "video", length=5, every=2, offset=-2),
-                            StreamWindow("act", ("cmd",), "array", length=25)), anchor_stride_s=0.5)
+    pat = ReadPattern(
+        "p",
+        (
+            StreamWindow("cams", ("cam_left",), "video", length=5, every=2, offset=-2),
+            StreamWindow("act", ("cmd",), "array", length=25),
+        ),
+        anchor_stride_s=0.5,
+    )
     # needs 0.1 s of history (2 frames at 20 Hz) and 0.48 s ahead (24 steps at 50 Hz): anchors in [0.1, d-0.48]
     idx = SampleIndex(manifest(["a", "b", "c"], [3.0, 0.3, 1.0]), pat)
     assert list(idx.counts) == [5, 0, 1]
@@ -71,7 +83,7 @@ def test_order_is_a_seeded_permutation(shuffle):
     idx = _index()
     n = len(idx)
     a = _ids(PatternSampler(idx, seed=3, shuffle=shuffle, block_size=4))
-    if shuffle == "block":   # 11 anchors per episode padded to 12: one repeat per episode
+    if shuffle == "block":  # 11 anchors per episode padded to 12: one repeat per episode
         assert set(a) == set(range(n)) and len(a) == 7 * 12
     else:
         assert sorted(a) == list(range(n))
@@ -85,14 +97,14 @@ def test_order_is_a_seeded_permutation(shuffle):
 
 
 def test_block_shuffle_keeps_neighbours_together():
-    idx = _index()   # 7 episodes x 11 anchors
+    idx = _index()  # 7 episodes x 11 anchors
     a = _ids(PatternSampler(idx, seed=0, shuffle="block", block_size=5))
     assert len(a) == 7 * 15 and set(a) == set(range(len(idx)))
-    blocks = [a[i:i + 5] for i in range(0, len(a), 5)]
+    blocks = [a[i : i + 5] for i in range(0, len(a), 5)]
     for blk in blocks:
-        assert len({x // 11 for x in blk}) == 1                 # one episode per block
+        assert len({x // 11 for x in blk}) == 1  # one episode per block
         assert max(blk) - min(blk) < 5 or sorted(x % 11 for x in blk)[:1] == [0]  # neighbours (or the padded tail)
-    assert any(blk != sorted(blk) for blk in blocks)            # shuffled inside
+    assert any(blk != sorted(blk) for blk in blocks)  # shuffled inside
     assert [b[0] // 11 for b in blocks] != sorted(b[0] // 11 for b in blocks)  # and blocks shuffled
 
 
@@ -100,11 +112,15 @@ def test_block_shuffle_keeps_neighbours_together():
 def test_ranks_split_the_epoch(world):
     idx = _index()  # 77 samples; in blocks of 4 padded to 7 x 12 = 84
     padded = 84
-    parts = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4)) for r in range(world)]
+    parts = [
+        _ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4)) for r in range(world)
+    ]
     assert len({len(p) for p in parts}) == 1 and -(-padded // world) <= len(parts[0]) <= -(-padded // world) + 4
     assert set().union(*map(set, parts)) == set(range(len(idx)))
-    dl = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4, drop_last=True))
-          for r in range(world)]
+    dl = [
+        _ids(PatternSampler(idx, seed=1, rank=r, world_size=world, shuffle="block", block_size=4, drop_last=True))
+        for r in range(world)
+    ]
     assert len({len(p) for p in dl}) == 1 and len(dl[0]) >= padded // world - 4
     g = [_ids(PatternSampler(idx, seed=1, rank=r, world_size=world, drop_last=True)) for r in range(world)]
     assert len(set().union(*map(set, g))) == sum(map(len, g))  # global shuffle + drop_last: no duplicates
@@ -136,9 +152,9 @@ def test_manifest_weights_set_each_episodes_share():
     rows = [idx.locate(i).row for i in range(len(idx))]
     assert rows.count(0) == 17
     t0 = sorted(idx.locate(i).t for i in range(17))
-    assert set(t0) == {float(x) for x in range(11)}              # every anchor of "a" used, some twice
-    assert len({idx.locate(i).t for i in range(17, 25)}) == 8     # "b": 8 distinct of its 11 anchors
-    assert list(SampleIndex(m, pat).counts) == [11, 11, 11]      # natural counts without weights
+    assert set(t0) == {float(x) for x in range(11)}  # every anchor of "a" used, some twice
+    assert len({idx.locate(i).t for i in range(17, 25)}) == 8  # "b": 8 distinct of its 11 anchors
+    assert list(SampleIndex(m, pat).counts) == [11, 11, 11]  # natural counts without weights
     bad = m.set_column(m.schema.get_field_index("weight"), "weight", __import__("pyarrow").array([0.0, 0.0, 0.0]))
     with pytest.raises(ConfigError, match="weights"):
         SampleIndex(bad, pat, use_weights=True)
@@ -153,8 +169,12 @@ def test_dataset_keeps_per_row_state_in_arrays_not_python_objects():
     from robodata.dataset import PatternDataset
 
     n = 200_000
-    m = manifest([f"s3://bucket/containers/day=2026-11-30/ep{i:09d}.rdep" for i in range(n)], [30.0] * n,
-                 sizes=[10_000_000 + i for i in range(n)], footers=[(9_000_000 + i, 4000 + i % 7) for i in range(n)])
+    m = manifest(
+        [f"s3://bucket/containers/day=2026-11-30/ep{i:09d}.rdep" for i in range(n)],
+        [30.0] * n,
+        sizes=[10_000_000 + i for i in range(n)],
+        footers=[(9_000_000 + i, 4000 + i % 7) for i in range(n)],
+    )
     tracemalloc.start()
     try:
         ds = PatternDataset(m, preset("vla"))
@@ -163,4 +183,8 @@ def test_dataset_keeps_per_row_state_in_arrays_not_python_objects():
         tracemalloc.stop()
     assert peak / n < 120, f"{peak / n:.0f} traced bytes per manifest row"
     assert ds._uris[n - 1].as_py().endswith(f"ep{n - 1:09d}.rdep")
-    assert (ds._hint("size_bytes", 7), ds._hint("footer_offset", 7), ds._hint("footer_length", 7)) == (10_000_007, 9_000_007, 4000)
+    assert (ds._hint("size_bytes", 7), ds._hint("footer_offset", 7), ds._hint("footer_length", 7)) == (
+        10_000_007,
+        9_000_007,
+        4000,
+    )

@@ -15,10 +15,14 @@ from robodata.dataset.ring import BUSY, FREE, Leases, SlotPool, SlotRef
 from tests.core.helpers_container import CAMS, write_small
 from tests.core.helpers_dataset import manifest
 
-PATTERN = ReadPattern("s", (
-    StreamWindow("cameras", CAMS, "video", length=3, every=2),
-    StreamWindow("state", ("joint_pos",), "array", length=4, every=5),
-), anchor_stride_s=0.2)
+PATTERN = ReadPattern(
+    "s",
+    (
+        StreamWindow("cameras", CAMS, "video", length=3, every=2),
+        StreamWindow("state", ("joint_pos",), "array", length=4, every=5),
+    ),
+    anchor_stride_s=0.2,
+)
 # slot_min_bytes=1: every batch tensor of these small episodes goes into a slot
 SLOTS = dict(batch_size=2, num_workers=2, prefetch_factor=2, slot_min_bytes=1, timeout_s=60)
 
@@ -32,7 +36,9 @@ def ds(tmp_path_factory):
         write_small(p, duration_s=2.0)
         paths.append(str(p))
     hints = [(EpisodeReader.open(p).footer_offset, EpisodeReader.open(p).footer_length) for p in paths]
-    return PatternDataset(manifest(paths, [2.0, 2.0], sizes=[os.path.getsize(p) for p in paths], footers=hints), PATTERN)
+    return PatternDataset(
+        manifest(paths, [2.0, 2.0], sizes=[os.path.getsize(p) for p in paths], footers=hints), PATTERN
+    )
 
 
 def _sampler(ds, epoch: int = 0):
@@ -43,7 +49,7 @@ def _sampler(ds, epoch: int = 0):
 
 def _reference(ds, epoch: int = 0):
     keys = list(_sampler(ds, epoch))
-    return [ds.batch(keys[i:i + 2], shared=False) for i in range(0, len(keys), 2)]
+    return [ds.batch(keys[i : i + 2], shared=False) for i in range(0, len(keys), 2)]
 
 
 def _same(batch, ref) -> None:
@@ -54,14 +60,14 @@ def _same(batch, ref) -> None:
 
 def test_batches_the_trainer_keeps_are_never_overwritten(ds):
     ref = _reference(ds)
-    assert len(ref) >= 8                       # far more batches than the 2 x 2 slots
+    assert len(ref) >= 8  # far more batches than the 2 x 2 slots
     loader = PatternLoader(ds, _sampler(ds), LoaderConfig(**SLOTS, batch_slots=2))
-    kept = list(loader)                        # every batch stays referenced
+    kept = list(loader)  # every batch stays referenced
     assert len(kept) == len(ref)
-    for b, r in zip(kept, ref):
+    for b, r in zip(kept, ref, strict=True):
         _same(b, r)
     stats = loader.slot_stats
-    assert stats["slot_batches"] <= 4          # each slot handed out once: it never came free
+    assert stats["slot_batches"] <= 4  # each slot handed out once: it never came free
     assert stats["slot_batches"] + stats["fresh_batches"] == len(ref)
 
 
@@ -69,7 +75,7 @@ def test_slots_are_reused_once_the_trainer_drops_batches(ds):
     ref = _reference(ds)
     loader = PatternLoader(ds, _sampler(ds), LoaderConfig(**SLOTS))
     ptrs = []
-    for b, r in zip(loader, ref):
+    for b, r in zip(loader, ref, strict=True):
         _same(b, r)
         ptrs.append(b["cam_left"].untyped_storage().data_ptr())
     stats = loader.slot_stats
@@ -80,7 +86,7 @@ def test_slots_are_reused_once_the_trainer_drops_batches(ds):
 def test_a_view_or_numpy_array_kept_from_a_batch_keeps_it_intact(ds):
     loader = PatternLoader(ds, _sampler(ds), LoaderConfig(**SLOTS, batch_slots=1))
     it = iter(loader)
-    for _ in range(4):                         # each worker's first batch is in fresh memory
+    for _ in range(4):  # each worker's first batch is in fresh memory
         kept = next(it)
     assert loader.slot_stats["slot_batches"] >= 1
     view, arr = kept["wrist"][1], kept["joint_pos"].numpy()
@@ -98,30 +104,30 @@ def test_persistent_workers_epochs_cut_short_and_pin_memory(ds):
     for epoch in range(3):
         loader.set_epoch(epoch)
         ref = _reference(ds, epoch)
-        n = 2 if epoch == 0 else len(ref)      # the first epoch stops early: prefetched batches are dropped
-        for i, b in zip(range(n), loader):
+        n = 2 if epoch == 0 else len(ref)  # the first epoch stops early: prefetched batches are dropped
+        for i, b in zip(range(n), loader, strict=False):
             _same(b, ref[i])
         total += n
     stats = loader.slot_stats
     assert stats["slot_batches"] + stats["fresh_batches"] == total
-    assert stats["fresh_batches"] <= 2         # the dropped batches' slots came back for the next epochs
+    assert stats["fresh_batches"] <= 2  # the dropped batches' slots came back for the next epochs
 
 
 def test_slot_pool_claims_only_free_slots_and_gives_back_a_failed_one():
     leases = Leases(workers=1, slots=2)
     pool = SlotPool(leases.table, worker=0)
-    assert pool.claim().slot == -1             # no batch size known yet: fresh memory
+    assert pool.claim().slot == -1  # no batch size known yet: fresh memory
     pool.grow(1024)
     a, b = pool.claim(), pool.claim()
     assert (a.slot, b.slot) == (0, 1) and leases.table[0].tolist() == [BUSY, BUSY]
     assert a.storage.nbytes() >= 1024
-    assert pool.claim().slot == -1             # all busy: fresh memory, no waiting
-    pool.release(b)                            # the batch built in b failed
+    assert pool.claim().slot == -1  # all busy: fresh memory, no waiting
+    pool.release(b)  # the batch built in b failed
     assert pool.claim().slot == 1
 
 
 def test_leases_free_a_slot_only_when_nothing_refers_to_it():
-    leases = Leases(workers=1, slots=2)        # as a worker would have sent them:
+    leases = Leases(workers=1, slots=2)  # as a worker would have sent them:
     refs = [SlotRef(0, i, torch.UntypedStorage._new_shared(4096)) for i in range(2)]
     leases.table[0] = BUSY
     held = torch.empty(0, dtype=torch.uint8).set_(refs[0].storage)[:10].view(torch.int16)
@@ -132,11 +138,11 @@ def test_leases_free_a_slot_only_when_nothing_refers_to_it():
     assert leases.table[0].tolist() == [BUSY, BUSY]
     del held
     leases.release()
-    assert leases.table[0].tolist() == [FREE, BUSY]     # a numpy array still refers to slot 1
+    assert leases.table[0].tolist() == [FREE, BUSY]  # a numpy array still refers to slot 1
     del arr
     leases.release()
     assert leases.table[0].tolist() == [FREE, FREE]
-    leases.table[0, 0] = BUSY                  # claimed by a worker for a batch that was then discarded
+    leases.table[0, 0] = BUSY  # claimed by a worker for a batch that was then discarded
     leases.reset_stale()
     assert leases.table[0].tolist() == [FREE, FREE]
 
@@ -145,7 +151,7 @@ def test_arena_carves_aligned_tensors_and_declines_what_does_not_fit():
     from robodata.dataset.ring import ALIGN, Arena
 
     arena = Arena(torch.UntypedStorage._new_shared(4096), min_bytes=64)
-    a = arena.tensor((10, 3), torch.uint8)                 # 30 bytes: below min_bytes, own memory
+    a = arena.tensor((10, 3), torch.uint8)  # 30 bytes: below min_bytes, own memory
     assert a is None
     b = arena.tensor((100,), torch.uint8)
     c = arena.tensor((50,), torch.float64)
@@ -154,4 +160,4 @@ def test_arena_carves_aligned_tensors_and_declines_what_does_not_fit():
     b.fill_(7)
     c.fill_(1.5)
     assert int(b.sum()) == 700 and float(c.sum()) == 75.0  # no overlap
-    assert arena.tensor((4096,), torch.uint8) is None      # no room left: fresh memory instead
+    assert arena.tensor((4096,), torch.uint8) is None  # no room left: fresh memory instead

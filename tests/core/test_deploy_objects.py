@@ -27,17 +27,17 @@ def test_create_never_overwrites(where):
     root, opts = where
     uri = f"{root}/manifests/m-1.parquet"
     assert objects.create(uri, b"first", opts) is True
-    assert objects.create(uri, b"second", opts) is False          # already there: nothing written
+    assert objects.create(uri, b"second", opts) is False  # already there: nothing written
     assert objects.read_bytes(uri, opts) == b"first"
     if not objects.is_remote(uri):
-        assert os.listdir(os.path.dirname(uri)) == ["m-1.parquet"]   # no temporary file left
+        assert os.listdir(os.path.dirname(uri)) == ["m-1.parquet"]  # no temporary file left
 
 
 def test_staged_folder_is_published_and_removed_marker_first(where):
     root, opts = where
     final = f"{root}/ckpt/step-00000001"
     staging = objects.staging_folder(final)
-    assert (staging == final) == objects.is_remote(root)           # S3 cannot rename a folder
+    assert (staging == final) == objects.is_remote(root)  # S3 cannot rename a folder
     objects.write_durable(f"{staging}/shard", b"x" * 10, opts)
     objects.write_durable(f"{staging}/COMPLETE", b"{}", opts)
     objects.publish_folder(staging, final, opts)
@@ -45,7 +45,7 @@ def test_staged_folder_is_published_and_removed_marker_first(where):
     assert staging == final or not objects.exists(staging, opts)
     objects.remove_folder(final, opts, first=["COMPLETE"])
     assert not objects.exists(f"{final}/COMPLETE", opts) and not objects.exists(f"{final}/shard", opts)
-    objects.remove_folder(f"{root}/ckpt/never-written", opts, first=["COMPLETE"])   # missing is fine
+    objects.remove_folder(f"{root}/ckpt/never-written", opts, first=["COMPLETE"])  # missing is fine
 
 
 def test_republishing_replaces_an_older_folder(tmp_path):

@@ -30,7 +30,9 @@ def test_s3_location_reaches_moto_with_fsspec_and_deltalake(s3):
 
 
 def test_from_env_maps_aws_variables_and_local_paths(tmp_path):
-    loc = StorageLocation.from_env("s3://b/p/", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_DEFAULT_REGION": "eu-west-1"})
+    loc = StorageLocation.from_env(
+        "s3://b/p/", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_DEFAULT_REGION": "eu-west-1"}
+    )
     assert loc.root == "s3://b/p" and loc.region == "eu-west-1" and loc.key is None
     assert loc.delta_options()["AWS_ALLOW_HTTP"] == "true" and "AWS_ACCESS_KEY_ID" not in loc.delta_options()
     assert "key" not in loc.fsspec_options()  # default credential chain (IRSA, instance profile)
@@ -38,8 +40,10 @@ def test_from_env_maps_aws_variables_and_local_paths(tmp_path):
     assert local.fsspec_options() == {} and local.delta_options() == {} and local.join("a") == f"{tmp_path}/x/a"
 
 
-@pytest.mark.parametrize("kw", [{"root": ""}, {"root": "relative/dir"}, {"root": "gs://b"}, {"root": "s3://"},
-                                {"root": "s3://b", "key": "k"}])
+@pytest.mark.parametrize(
+    "kw",
+    [{"root": ""}, {"root": "relative/dir"}, {"root": "gs://b"}, {"root": "s3://"}, {"root": "s3://b", "key": "k"}],
+)
 def test_bad_locations_are_config_errors(kw):
     with pytest.raises(ConfigError):
         StorageLocation(**kw)

@@ -9,17 +9,20 @@ from robodata.cli import app
 
 def test_check_records_and_exits_3_when_excluded(tmp_path):
     spec = tmp_path / "nvml.json"
-    spec.write_text(json.dumps({"gpus": [{"uuid": "GPU-1", "aggregate_uncorrected": 5},
-                                         {"uuid": "GPU-2", "retired_pending": 1}]}))
+    spec.write_text(
+        json.dumps({"gpus": [{"uuid": "GPU-1", "aggregate_uncorrected": 5}, {"uuid": "GPU-2", "retired_pending": 1}]})
+    )
     table = str(tmp_path / "health")
     runner = CliRunner()
-    res = runner.invoke(app, ["health", "check", "--node", "n1", "--fake-nvml", str(spec), "--no-probes",
-                              "--table", table])
+    res = runner.invoke(
+        app, ["health", "check", "--node", "n1", "--fake-nvml", str(spec), "--no-probes", "--table", table]
+    )
     assert res.exit_code == 3, res.output
     assert "page retirement pending" in res.output
     spec.write_text(json.dumps({"gpus": [{"uuid": "GPU-1", "aggregate_uncorrected": 5}]}))
-    ok = runner.invoke(app, ["health", "check", "--node", "n2", "--fake-nvml", str(spec), "--no-probes",
-                             "--table", table, "--json"])
+    ok = runner.invoke(
+        app, ["health", "check", "--node", "n2", "--fake-nvml", str(spec), "--no-probes", "--table", table, "--json"]
+    )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output.strip().splitlines()[-1])["assignable"] is True
     shown = runner.invoke(app, ["health", "show", table])
@@ -42,8 +45,24 @@ def test_check_every_repeats_and_needs_a_table(tmp_path):
     bad = runner.invoke(app, ["health", "check", "--fake-nvml", str(spec), "--no-probes", "--every", "1"])
     assert bad.exit_code == 2
     table = str(tmp_path / "health")
-    res = runner.invoke(app, ["health", "check", "--node", "n", "--fake-nvml", str(spec), "--no-probes",
-                              "--table", table, "--every", "0.01", "--times", "3"])
+    res = runner.invoke(
+        app,
+        [
+            "health",
+            "check",
+            "--node",
+            "n",
+            "--fake-nvml",
+            str(spec),
+            "--no-probes",
+            "--table",
+            table,
+            "--every",
+            "0.01",
+            "--times",
+            "3",
+        ],
+    )
     assert res.exit_code == 0, res.output
     from deltalake import DeltaTable
 

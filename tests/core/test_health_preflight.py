@@ -43,8 +43,12 @@ def test_gloo_allreduce_probe_two_local_processes():
 
 def test_preflight_records_healthy_and_excluded_nodes(tmp_path):
     good = run_preflight(NO_PROBES, node="node-a", nvml=FakeNvml([FakeGpu(aggregate_uncorrected=4)]), probes=False)
-    bad = run_preflight(NO_PROBES, node="node-b", nvml=FakeNvml([FakeGpu(volatile_uncorrected=1,
-                                                                         aggregate_uncorrected=1)]), probes=False)
+    bad = run_preflight(
+        NO_PROBES,
+        node="node-b",
+        nvml=FakeNvml([FakeGpu(volatile_uncorrected=1, aggregate_uncorrected=1)]),
+        probes=False,
+    )
     assert good.verdict.assignable and good.backend == "FakeNvml"
     assert bad.verdict.excluded
     uri = str(tmp_path / "node_health")
@@ -57,7 +61,9 @@ def test_preflight_records_healthy_and_excluded_nodes(tmp_path):
     assert latest_by_node(str(tmp_path / "missing")) == {}
     ok, excluded = split_assignable(uri, ["node-a", "node-b", "node-c"], max_age=timedelta(hours=1))
     assert ok == ["node-a", "node-b"] and "no preflight record" in excluded["node-c"][0]
-    ok, excluded = split_assignable(uri, ["node-a"], max_age=timedelta(hours=1), now=good.checked_at + timedelta(hours=2))
+    ok, excluded = split_assignable(
+        uri, ["node-a"], max_age=timedelta(hours=1), now=good.checked_at + timedelta(hours=2)
+    )
     assert ok == [] and list(excluded) == ["node-a"]  # stale evidence is no evidence
 
 

@@ -11,8 +11,9 @@ def test_first_run_costs_nothing():
 
 def test_retry_records_lost_steps_and_restart_latency():
     tags = {"dagster/retry_number": "2", "dagster/parent_run_id": "p", "dagster/root_run_id": "r"}
-    cost = recovery_cost(tags, start_time=1_000.0, parent_end_time=955.5, last_step_before_failure=1430,
-                         resumed_from_step=1400)
+    cost = recovery_cost(
+        tags, start_time=1_000.0, parent_end_time=955.5, last_step_before_failure=1430, resumed_from_step=1400
+    )
     assert cost.lost_steps == 30 and cost.restart_latency_s == pytest.approx(44.5)
     md = cost.as_metadata()
     assert md["recovery/parent_run_id"] == "p" and md["recovery/resumed_from_step"] == 1400

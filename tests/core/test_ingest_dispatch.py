@@ -13,8 +13,10 @@ from robodata.ingest.synth import SynthConfig, synthesize
 
 def _jobs(tmp_path, n=6):
     synthesize(SynthConfig(episodes=n, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0), tmp_path / "land")
-    return [{"uri": it.uri, "kind": it.kind, "size_bytes": it.size_bytes}
-            for it in sorted(new_items(str(tmp_path / "land"), LandingCursor()), key=lambda it: it.uri)]
+    return [
+        {"uri": it.uri, "kind": it.kind, "size_bytes": it.size_bytes}
+        for it in sorted(new_items(str(tmp_path / "land"), LandingCursor()), key=lambda it: it.uri)
+    ]
 
 
 def test_one_worker_takes_jobs_in_order_and_rows_come_back_for_all(tmp_path):

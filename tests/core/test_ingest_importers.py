@@ -3,17 +3,17 @@ import json
 import numpy as np
 import pytest
 
-from tests.core.helpers_ingest import SMALL, write_ros2_mcap
 from robodata.container import EpisodeReader
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.binpack import balance, first_fit_decreasing, makespan
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
+from robodata.ingest.landing import scan
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.synth_lerobot import write_lerobot
-from robodata.ingest.landing import scan
 from robodata.ingest.topics import TopicMap, TopicRule
+from tests.core.helpers_ingest import SMALL, write_ros2_mcap
 
 
 def _roundtrip(uri, kind, out, topic_map=None):
@@ -35,7 +35,9 @@ def test_legacy_alignment_removes_device_offsets(tmp_path):
 
 
 def test_ros2_cdr_mcap_with_custom_topic_and_raw_images(tmp_path):
-    tm = TopicMap.default().extended(TopicRule("/gripper/force", "array", stream="gripper_force", field="data", units="N"))
+    tm = TopicMap.default().extended(
+        TopicRule("/gripper/force", "array", stream="gripper_force", field="data", units="N")
+    )
     for raw_image in (False, True):
         p = write_ros2_mcap(tmp_path / f"r{raw_image}.mcap", raw_image=raw_image)
         raw, al, res, r = _roundtrip(p, "mcap", tmp_path / f"o{raw_image}.rdep", tm)
@@ -61,7 +63,9 @@ def test_truncated_mcap_raises_clear_error(tmp_path):
 
 @pytest.mark.parametrize("version,codec", [("v2.1", "h264"), ("v3.0", "av1")])
 def test_lerobot_datasets(tmp_path, version, codec):
-    root = write_lerobot(tmp_path / f"lr-{version}", version, episodes=2, frames_per_episode=12, height=64, width=64, codec=codec)
+    root = write_lerobot(
+        tmp_path / f"lr-{version}", version, episodes=2, frames_per_episode=12, height=64, width=64, codec=codec
+    )
     items = sorted(scan(str(tmp_path)), key=lambda i: i.uri)
     assert [i.kind for i in items] == [f"lerobot-{version}"] * 2
     for i, it in enumerate(items):

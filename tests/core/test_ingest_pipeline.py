@@ -4,7 +4,6 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from tests.core.helpers_ingest import malformed_landing
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.ingest.batch import write_manifest
 from robodata.ingest.landing import LandingCursor, new_items
@@ -14,6 +13,7 @@ from robodata.ingest.settings import IngestSettings
 from robodata.ingest.stagger import StaggerPolicy
 from robodata.ingest.tables import IngestPaths
 from robodata.ingest.topics import TopicRule
+from tests.core.helpers_ingest import malformed_landing
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +21,11 @@ def ingested(tmp_path_factory):
     d = tmp_path_factory.mktemp("ing")
     cases = malformed_landing(d / "landing")
     items = new_items(str(d / "landing"), LandingCursor())
-    s = IngestSettings(root=str(d / "state"), workers=2,
-                       topics=(TopicRule("/gripper/force", "array", stream="gripper_force", field="data"),))
+    s = IngestSettings(
+        root=str(d / "state"),
+        workers=2,
+        topics=(TopicRule("/gripper/force", "array", stream="gripper_force", field="data"),),
+    )
     write_manifest(IngestPaths(s.root), "b1", items)
     out = run_batch("b1", s)
     return d, s, cases, out
@@ -55,7 +58,9 @@ def test_catalog_rows_follow_schema_and_rerun_is_idempotent(ingested):
     assert cat.schema.names == CATALOG_SCHEMA.names
     assert cat.num_rows == 7
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
-    assert len(ok) == 4 and all(r["uri"].endswith(".rdep") and r["footer_length"] > 0 and r["num_frames"] == 20 for r in ok)
+    assert len(ok) == 4 and all(
+        r["uri"].endswith(".rdep") and r["footer_length"] > 0 and r["num_frames"] == 20 for r in ok
+    )
     assert {r["ingest_batch"] for r in ok} == {"b1"} and all(json.loads(r["stream_rates_json"]) for r in ok)
     assert (out["episode_metadata"]["inserted"], out["episode_metadata"]["updated"]) == (7, 0)
     again = run_batch("b1", s, derived=False)  # re-run: rows replaced per batch, merged by key, never duplicated
@@ -68,8 +73,12 @@ def test_catalog_rows_follow_schema_and_rerun_is_idempotent(ingested):
 
 def test_qc_selection_per_vendor_changes_what_blocks(ingested, tmp_path):
     d, s, cases, out = ingested
-    s2 = IngestSettings(root=str(tmp_path / "state"), qc=s.qc.__class__(
-        by_vendor={"inhouse": ("readable", "rate_within_tolerance")}, blocking=("readable", "converted")))
+    s2 = IngestSettings(
+        root=str(tmp_path / "state"),
+        qc=s.qc.__class__(
+            by_vendor={"inhouse": ("readable", "rate_within_tolerance")}, blocking=("readable", "converted")
+        ),
+    )
     items = [i for i in new_items(str(d / "landing"), LandingCursor()) if i.name == cases["backwards"]]
     write_manifest(IngestPaths(s2.root), "b2", items)
     run_batch("b2", s2, derived=False)
@@ -97,21 +106,31 @@ def test_landing_cursor_batches_and_stagger(ingested, tmp_path):
     restored = LaunchState()
     restored.load_state_dict(json.loads(json.dumps(state.state_dict())))
     assert restored.pending == state.pending and restored.landing.watermark == state.landing.watermark
-    assert [len(b) for b in cut_batches(new_items(str(d / "landing"), LandingCursor()), BatchPolicy(max_items=3))] == [3, 3, 1]
+    assert [len(b) for b in cut_batches(new_items(str(d / "landing"), LandingCursor()), BatchPolicy(max_items=3))] == [
+        3,
+        3,
+        1,
+    ]
 
 
 def test_landing_zone_on_s3(tmp_path):
-    from tests.core.s3_server import moto_s3
     import fsspec
+
     from robodata.ingest.synth import SynthConfig, synthesize
+    from tests.core.s3_server import moto_s3
 
     local = tmp_path / "land"
     synthesize(SynthConfig(episodes=2, duration_s=0.5, height=32, width=32, fps=5.0, state_hz=20.0), local)
     with moto_s3() as s3:
         import boto3
 
-        boto3.client("s3", endpoint_url=s3["endpoint_url"], aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="land-bucket")
+        boto3.client(
+            "s3",
+            endpoint_url=s3["endpoint_url"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="land-bucket")
         fs = fsspec.filesystem("s3", **s3["storage_options"])
         fs.put(str(local) + "/", "land-bucket/landing/", recursive=True)
         items = new_items("s3://land-bucket/landing", LandingCursor(), storage_options=s3["storage_options"])
@@ -137,7 +156,7 @@ def test_parallel_alignment_matches_serial(tmp_path):
         observe(IngestPaths(s.root), "b")
         assert align_batch(IngestPaths(s.root), "b", s)["aligned"] == 8
         t = read_batch(IngestPaths(s.root).table("aligned_tracks"), "b", ["uri", "alignment_json", "decoded_bytes"])
-        got[workers] = sorted(zip(*[t.column(c).to_pylist() for c in t.column_names]))
+        got[workers] = sorted(zip(*[t.column(c).to_pylist() for c in t.column_names], strict=True))
     assert got[1] == got[2]
 
 
@@ -158,11 +177,14 @@ def test_landing_scan_sizes_only_items_the_cursor_has_not_passed(tmp_path, monke
     cur = LandingCursor()
     cur.advance(new_items(str(land), cur))
     assert cur.watermark == 1_001
-    new = synthesize(SynthConfig(episodes=1, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0, seed=9,
-                                 site="other"), land)[0]
+    new = synthesize(
+        SynthConfig(episodes=1, duration_s=0.5, height=16, width=16, fps=5.0, state_hz=10.0, seed=9, site="other"), land
+    )[0]
     sized = []
     real_du = local_fs.LocalFileSystem.du
-    monkeypatch.setattr(local_fs.LocalFileSystem, "du", lambda self, path, *a, **k: sized.append(path) or real_du(self, path, *a, **k))
+    monkeypatch.setattr(
+        local_fs.LocalFileSystem, "du", lambda self, path, *a, **k: sized.append(path) or real_du(self, path, *a, **k)
+    )
     items = new_items(str(land), cur)
     assert [it.name for it in items] == [new.name] and items[0].size_bytes > 0
     # Only the item at the watermark instant is sized besides the new one (its name decides).

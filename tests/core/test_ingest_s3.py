@@ -4,6 +4,7 @@ on S3, objects staged through bounded local scratch."""
 import json
 import os
 import uuid
+from pathlib import Path
 
 import boto3
 import fsspec
@@ -61,13 +62,12 @@ def test_lerobot_episode_files_name_only_that_episode(tmp_path):
 
 def test_local_output_publishes_only_complete_files(s3, tmp_path):
     opts, uri = s3.location().fsspec_options(), f"s3://{s3.bucket}/out/ep.rdep"
-    with pytest.raises(RuntimeError):
-        with objects.local_output(uri, opts) as local:
-            open(local, "wb").write(b"half")
-            raise RuntimeError("writer failed")
+    with pytest.raises(RuntimeError), objects.local_output(uri, opts) as local:
+        Path(local).write_bytes(b"half")
+        raise RuntimeError("writer failed")
     assert not objects.exists(uri, opts)
     with objects.local_output(uri, opts) as local:
-        open(local, "wb").write(b"x" * 1000)
+        Path(local).write_bytes(b"x" * 1000)
     assert objects.size(uri, opts) == 1000 and os.listdir(tmp_path / "scratch") == []
 
 
@@ -78,7 +78,7 @@ def test_cli_ingest_with_s3_landing_and_root(s3, tmp_path, monkeypatch):
 
     src = tmp_path / "src"
     eps = synthesize(SynthConfig(episodes=2, **TINY), src)
-    (eps[1] / "state.parquet").write_bytes(b"not parquet")      # bad input: quarantined, not fatal
+    (eps[1] / "state.parquet").write_bytes(b"not parquet")  # bad input: quarantined, not fatal
     write_lerobot(src / "lr", "v2.1", episodes=2, frames_per_episode=8, height=32, width=32)
     _fs(s3).put(f"{src}/", f"s3://{s3.bucket}/landing/", recursive=True)
     monkeypatch.chdir(tmp_path)
@@ -91,8 +91,11 @@ def test_cli_ingest_with_s3_landing_and_root(s3, tmp_path, monkeypatch):
     cat = DeltaTable(f"{root}/catalog/episodes", storage_options=loc.delta_options()).to_pyarrow_table()
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
     assert sorted(r["episode_id"] for r in ok if r["vendor"] == "lerobot") == ["lr-000000", "lr-000001"]
-    assert all(r["uri"].startswith(f"{root}/containers/b1/") and objects.size(r["uri"], loc.fsspec_options()) == r["size_bytes"]
-               for r in ok)
+    assert all(
+        r["uri"].startswith(f"{root}/containers/b1/")
+        and objects.size(r["uri"], loc.fsspec_options()) == r["size_bytes"]
+        for r in ok
+    )
     qc = DeltaTable(f"{root}/ingest/qc_results", storage_options=loc.delta_options()).to_pyarrow_table().to_pylist()
     (bad,) = [r for r in qc if r["stage"] == "summary" and not r["passed"]]
     assert bad["uri"] == f"s3://{s3.bucket}/landing/{eps[1].name}" and "state.parquet" in bad["reason"]

@@ -4,7 +4,6 @@ skippable B-frames for subsampled windows; the CLI prints and writes the plan.""
 import json
 
 import numpy as np
-
 import pytest
 from typer.testing import CliRunner
 
@@ -17,13 +16,33 @@ from robodata.layout.workload import sample_anchors
 from tests.core.helpers_container import CAMS, write_small
 
 FPS = 20.0
-VLA = ReadPattern("vla", (StreamWindow("cameras", CAMS, "video", length=2, every=1, offset=-1),
-                          StreamWindow("state", ("joint_pos",), "array", length=1),
-                          StreamWindow("action", ("cmd",), "array", length=10)), anchor_stride_s=1 / FPS)
-WAM = ReadPattern("wam", (StreamWindow("cameras", CAMS, "video", length=8, every=4),
-                          StreamWindow("state", ("joint_pos",), "array", length=10, every=10)), anchor_stride_s=1.0)
-CFG = AdvisorConfig(gops=(1, 2, 4, 10, 20, 40), crfs=(23,), camera_spans_s=(1.0, 2.0), array_spans_s=(1.0, 4.0),
-                    samples=12, rounds=1, verify_top=2, min_psnr_db=25.0)
+VLA = ReadPattern(
+    "vla",
+    (
+        StreamWindow("cameras", CAMS, "video", length=2, every=1, offset=-1),
+        StreamWindow("state", ("joint_pos",), "array", length=1),
+        StreamWindow("action", ("cmd",), "array", length=10),
+    ),
+    anchor_stride_s=1 / FPS,
+)
+WAM = ReadPattern(
+    "wam",
+    (
+        StreamWindow("cameras", CAMS, "video", length=8, every=4),
+        StreamWindow("state", ("joint_pos",), "array", length=10, every=10),
+    ),
+    anchor_stride_s=1.0,
+)
+CFG = AdvisorConfig(
+    gops=(1, 2, 4, 10, 20, 40),
+    crfs=(23,),
+    camera_spans_s=(1.0, 2.0),
+    array_spans_s=(1.0, 4.0),
+    samples=12,
+    rounds=1,
+    verify_top=2,
+    min_psnr_db=25.0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +57,7 @@ def test_vla_gets_short_gops_wam_gets_long_gops_with_skippable_b_frames(episode)
     wam = advise(WAM, [episode], CFG)
     gv, gw = vla.layout.group_of("cam_left"), wam.layout.group_of("cam_left")
     assert gv.video.gop <= 4, vla.alternatives
-    assert gw.video.gop >= 10 and gw.video.bframes == 3, wam.alternatives   # every=4 -> 3 B between references
+    assert gw.video.gop >= 10 and gw.video.bframes == 3, wam.alternatives  # every=4 -> 3 B between references
     assert set(gv.streams) == set(CAMS)
     # arrays the pattern reads share one group; what it never reads is kept out of the hot groups
     assert vla.layout.group_of("joint_pos").name == vla.layout.group_of("cmd").name == "proprio"
@@ -61,8 +80,16 @@ def test_vla_gets_short_gops_wam_gets_long_gops_with_skippable_b_frames(episode)
 
 
 def test_quality_floor_and_bad_patterns(episode):
-    cfg = AdvisorConfig(gops=(4, 20), crfs=(23, 35), camera_spans_s=(1.0,), array_spans_s=(2.0,), samples=4,
-                        rounds=1, verify_top=1, min_psnr_db=99.0)
+    cfg = AdvisorConfig(
+        gops=(4, 20),
+        crfs=(23, 35),
+        camera_spans_s=(1.0,),
+        array_spans_s=(2.0,),
+        samples=4,
+        rounds=1,
+        verify_top=1,
+        min_psnr_db=99.0,
+    )
     plan = advise(VLA, [episode], cfg)
     assert plan.layout.group_of("cam_left").video.crf == 23  # nothing meets the floor: best quality offered
     bad = ReadPattern("bad", (StreamWindow("cameras", ("cam_left", "nope"), "video", length=2),))
@@ -76,10 +103,13 @@ def test_quality_floor_and_bad_patterns(episode):
 
 def test_cli_advise_prints_and_writes_plan(episode, tmp_path):
     cfg = tmp_path / "adv.yaml"
-    cfg.write_text("gops: [2, 10]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 6\n"
-                   "min_psnr_db: 25.0\n")
+    cfg.write_text(
+        "gops: [2, 10]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 6\nmin_psnr_db: 25.0\n"
+    )
     out = tmp_path / "plan.json"
-    res = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["advise", "vla", "-e", episode, "--config", str(cfg), "--out", str(out), "--quick"])
+    res = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["advise", "vla", "-e", episode, "--config", str(cfg), "--out", str(out), "--quick"]
+    )
     assert res.exit_code == 0, res.output
     assert "chosen:" in res.output and "predicted ms" in res.output
     plan = json.loads(out.read_text())
@@ -95,9 +125,9 @@ def test_measure_through_reader_and_dataset_agree_on_what_is_read(episode):
     r = EpisodeReader.open(episode)
     smp = sample_anchors([r.meta], WAM, 4, seed=3)
     sample = read_sample(r, WAM, smp[0].t)
-    assert sample["cam_left"].data.shape[0] == 8              # length frames, every 4th
+    assert sample["cam_left"].data.shape[0] == 8  # length frames, every 4th
     assert np.allclose(np.diff(sample["cam_left"].t), 4 / FPS, atol=1e-6)
-    assert sample["joint_pos"].data.shape[0] == 10             # every 10th of 100 Hz over ~1.4 s
+    assert sample["joint_pos"].data.shape[0] == 10  # every 10th of 100 Hz over ~1.4 s
     got = {loader: measure({"a": [r]}, WAM, smp, rounds=1, loader=loader)["a"] for loader in ("reader", "dataset")}
     assert all(m.cpu_s > 0 and m.bytes > 0 for m in got.values())
     with pytest.raises(ValueError):

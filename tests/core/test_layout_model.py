@@ -5,7 +5,7 @@ import pytest
 
 from robodata.codecs.video import VideoEncoder
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
-from robodata.layout.gop import B, I, P, count_types, decoded_counts, frame_types
+from robodata.layout.gop import B, I, count_types, decoded_counts, frame_types
 from robodata.layout.plan import LayoutPlan
 from tests.core.helpers_container import CAMS, small_meta, write_small
 
@@ -35,8 +35,13 @@ def test_count_types_over_gop_boundaries():
 
 
 def _layout(gop, bframes, span):
-    return Layout(groups=(TopicGroup("cameras", CAMS, span, VideoSettings(gop=gop, crf=23, bframes=bframes)),
-                          TopicGroup("proprio", ("joint_pos", "cmd"), 2.0), TopicGroup("events", ("events",), 60.0)))
+    return Layout(
+        groups=(
+            TopicGroup("cameras", CAMS, span, VideoSettings(gop=gop, crf=23, bframes=bframes)),
+            TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
+            TopicGroup("events", ("events",), 60.0),
+        )
+    )
 
 
 @pytest.mark.parametrize("gop,bframes,span,every", [(10, 0, 1.0, 1), (5, 0, 0.5, 1), (6, 2, 0.6, 3), (20, 0, 2.0, 2)])
@@ -88,7 +93,6 @@ def test_gopwise_counts_match_the_dataset_decoder(tmp_path, gop, bframes, every)
     fpc = max(1, round(fps / gop)) * gop
     import av
 
-    fed = []
     real_decode = av.CodecContext.decode
 
     class Spy:
@@ -119,4 +123,4 @@ def test_gopwise_counts_match_the_dataset_decoder(tmp_path, gop, bframes, every)
         d = decoded_counts_gopwise(gop, bframes, fpc, first, last, every, n)
         assert set(got) == want_pts and d.kept == len(want_pts)
         if calls is not None:
-            assert len(calls) == int(d.types.sum()), (first, length)   # unwanted non-references are never sent
+            assert len(calls) == int(d.types.sum()), (first, length)  # unwanted non-references are never sent

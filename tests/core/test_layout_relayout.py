@@ -2,7 +2,8 @@
 old objects still readable, bad episodes skipped, re-runs idempotent."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -19,19 +20,41 @@ from robodata.layout.rewrite import rewrite, verify
 from tests.core.helpers_container import CAMS, small_layout, write_small
 
 DAY = "2023-11-14"
-NEW = Layout(groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=5, crf=20, bframes=0)),
-                     TopicGroup("proprio", ("joint_pos", "cmd"), 1.0), TopicGroup("cold", ("events",), 60.0)))
+NEW = Layout(
+    groups=(
+        TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=5, crf=20, bframes=0)),
+        TopicGroup("proprio", ("joint_pos", "cmd"), 1.0),
+        TopicGroup("cold", ("events",), 60.0),
+    )
+)
 
 
 def _row(path: str, ep: str) -> dict:
     r = EpisodeReader.open(path)
     m = r.meta
-    row = {"episode_id": ep, "uri": path, "site": m.site, "robot": m.robot, "task": m.task, "vendor": m.vendor,
-           "start_time": datetime.fromtimestamp(m.start_time_ns / 1e9, tz=timezone.utc), "day": DAY,
-           "duration_s": m.duration_s, "num_frames": 0, "num_state_steps": 0, "cameras": list(CAMS),
-           "stream_rates_json": json.dumps({s: sp.rate_hz for s, sp in m.streams.items()}), "success": True,
-           "quality_score": 1.0, "qc_status": "pass", "layout_version": r.layout_version, "ingest_batch": "b0",
-           "size_bytes": r.source.size(), "footer_offset": r.footer_offset, "footer_length": r.footer_length}
+    row = {
+        "episode_id": ep,
+        "uri": path,
+        "site": m.site,
+        "robot": m.robot,
+        "task": m.task,
+        "vendor": m.vendor,
+        "start_time": datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC),
+        "day": DAY,
+        "duration_s": m.duration_s,
+        "num_frames": 0,
+        "num_state_steps": 0,
+        "cameras": list(CAMS),
+        "stream_rates_json": json.dumps({s: sp.rate_hz for s, sp in m.streams.items()}),
+        "success": True,
+        "quality_score": 1.0,
+        "qc_status": "pass",
+        "layout_version": r.layout_version,
+        "ingest_batch": "b0",
+        "size_bytes": r.source.size(),
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+    }
     r.close()
     return row
 
@@ -60,9 +83,9 @@ def test_relayout_partition_flips_verified_pointers_and_keeps_old_objects(catalo
     uri, plan, rows = catalog
     # ep2's object is corrupted: it must be reported and keep its pointer
     bad = rows[2]["uri"]
-    raw = bytearray(open(bad, "rb").read())
+    raw = bytearray(Path(bad).read_bytes())
     raw[200:260] = b"\x00" * 60
-    open(bad, "wb").write(bytes(raw))
+    Path(bad).write_bytes(bytes(raw))
     rep = relayout_partition(DAY, RelayoutConfig(catalog_uri=uri, plan_path=plan))
     assert rep.relaid == 2 and rep.pointers_flipped == 2 and len(rep.failed) == 1, rep.as_dict()
     assert "ep-other2" in rep.failed[0]
@@ -74,7 +97,7 @@ def test_relayout_partition_flips_verified_pointers_and_keeps_old_objects(catalo
         nr = EpisodeReader.open(new["uri"], new["footer_offset"], new["footer_length"])
         assert nr.layout_version == new["layout_version"] and new["size_bytes"] == nr.source.size()
         assert nr.layout.group_of("cam_left").video.gop == 5
-        old = EpisodeReader.open(r["uri"])   # the old layout stays readable
+        old = EpisodeReader.open(r["uri"])  # the old layout stays readable
         a, b = old.read_window(0, 5), nr.read_window(0, 5)
         for s in a:
             assert np.array_equal(a[s].t, b[s].t), s
@@ -91,7 +114,7 @@ def test_interrupted_run_reuses_a_verified_copy(catalog):
     src = EpisodeReader.open(rows[0]["uri"])
     lay = LayoutPlan.load(plan).layout_for(src.meta)
     dst = rows[0]["uri"].rsplit("/", 1)[0] + f"/{rows[0]['episode_id']}.{lay.version}.rdep"
-    rewrite(src, lay, dst)            # written, but the pointer was never flipped (crash)
+    rewrite(src, lay, dst)  # written, but the pointer was never flipped (crash)
     rep = relayout_partition(DAY, RelayoutConfig(catalog_uri=uri, plan_path=plan, max_episodes=1))
     assert rep.reused == 1 and rep.relaid == 0 and rep.pointers_flipped == 1
     assert _rows(uri)[rows[0]["episode_id"]]["uri"] == dst
@@ -140,8 +163,13 @@ def test_rewrite_to_s3_appears_whole(tmp_path):
     write_small(src_path, duration_s=1.0, fps=10.0)
     with moto_s3() as s3:
         so = s3["storage_options"]
-        boto3.client("s3", endpoint_url=s3["endpoint_url"], aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="bucket")
+        boto3.client(
+            "s3",
+            endpoint_url=s3["endpoint_url"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="bucket")
         fs = fsspec.filesystem("s3", **so)
         res = rewrite(EpisodeReader.open(src_path), NEW, "s3://bucket/eps/a.v1-new.rdep", **so)
         assert fs.ls("bucket/eps") == ["bucket/eps/a.v1-new.rdep"]
@@ -167,15 +195,22 @@ def test_encoder_threads_are_not_part_of_a_layout(tmp_path):
     the same layout, so relayout skips the container instead of re-encoding it."""
     one = Layout(groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=5, crf=20, threads=1)), *NEW.groups[1:]))
     assert one.version == NEW.version
-    assert Layout(groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=6, crf=20, threads=1)),
-                          *NEW.groups[1:])).version != NEW.version  # what is stored still counts
+    assert (
+        Layout(
+            groups=(TopicGroup("cameras", CAMS, 0.5, VideoSettings(gop=6, crf=20, threads=1)), *NEW.groups[1:])
+        ).version
+        != NEW.version
+    )  # what is stored still counts
     p = tmp_path / "ep0.rdep"
     write_small(p, duration_s=1.0, fps=10.0, layout=one)
     r = EpisodeReader.open(p)
     assert r.layout_version == NEW.version and r.layout.groups[0].video.threads == 1
     plan = LayoutPlan(pattern={"name": "t"}, layout=NEW, page_size=1 << 20)
     report = RelayoutReport(DAY)
-    assert relayout_episode({"uri": str(p), "episode_id": "ep-test"}, plan, RelayoutConfig("unused", "unused"), report) is None
+    assert (
+        relayout_episode({"uri": str(p), "episode_id": "ep-test"}, plan, RelayoutConfig("unused", "unused"), report)
+        is None
+    )
     assert report.skipped == 1 and report.relaid == 0
     with pytest.raises(ConfigError, match="threads"):
         VideoSettings(threads=-1)

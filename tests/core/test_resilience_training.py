@@ -17,7 +17,7 @@ def test_killing_one_rank_fails_the_launcher_fast_and_a_rerun_resumes_to_the_ref
     res = rt.kill_training_worker(tmp_path, quick=True)
     assert res.survived, res.detail
     assert res.data_lost == 0
-    assert res.metrics["detect_s"] < 30            # failed, not hung until the collective timeout (60 s)
+    assert res.metrics["detect_s"] < 30  # failed, not hung until the collective timeout (60 s)
     assert 0 < res.metrics["lost_steps"] <= rt.INTERVAL
     assert res.metrics["max_param_diff"] <= 1e-6
     result = json.loads((tmp_path / "run" / "result.json").read_text())
@@ -40,13 +40,20 @@ def test_rank_pids_ignores_non_python_children_and_times_out(tmp_path):
     import time
 
     flag = tmp_path / "started"
-    helper = subprocess.Popen([sys.executable, "-c", "import subprocess,sys,time; subprocess.Popen(['sleep','30']);"
-                               " open(sys.argv[1], 'w').close(); time.sleep(30)", str(flag)],
-                              start_new_session=True)
+    helper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess,sys,time; subprocess.Popen(['sleep','30']);"
+            " open(sys.argv[1], 'w').close(); time.sleep(30)",
+            str(flag),
+        ],
+        start_new_session=True,
+    )
     try:
         while not flag.exists():
             time.sleep(0.01)
-        assert len(rt.children(helper.pid)) == 1       # the `sleep`: not a rank
+        assert len(rt.children(helper.pid)) == 1  # the `sleep`: not a rank
         with pytest.raises(RuntimeError, match="did not start 1 ranks"):
             rt.rank_pids(helper.pid, 1, timeout=0.5)
     finally:

@@ -5,12 +5,22 @@ import pytest
 from PIL import Image
 
 from robodata.container import EpisodeReader
+from robodata.errors import ConfigError
 from robodata.ingest.legacy import RawEpisodeError, fit_clock, import_legacy
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata.errors import ConfigError
 
-CFG = SynthConfig(episodes=2, duration_s=2.0, height=48, width=64, fps=15.0, state_hz=50.0,
-                  clock_offset_max_s=0.08, jitter_frac=0.1, drop_prob=0.05, seed=7)
+CFG = SynthConfig(
+    episodes=2,
+    duration_s=2.0,
+    height=48,
+    width=64,
+    fps=15.0,
+    state_hz=50.0,
+    clock_offset_max_s=0.08,
+    jitter_frac=0.1,
+    drop_prob=0.05,
+    seed=7,
+)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +99,7 @@ def test_import_legacy_bad_jpeg_and_incomplete(landing, tmp_path):
 def test_fit_clock_recovers_offset_and_drift():
     dev = np.linspace(0, 1e10, 10)
     host = 1.0001 * dev - 3e7
-    fit = fit_clock([[int(d), int(h)] for d, h in zip(dev, host)])
+    fit = fit_clock([[int(d), int(h)] for d, h in zip(dev, host, strict=True)])
     assert abs(fit.drift - 1.0001) < 1e-7 and abs(fit.offset + 3e7) < 10 and fit.residual_ns < 1
     with pytest.raises(ValueError):
         fit_clock([[1, 2]])

@@ -33,7 +33,7 @@ def test_checkpoints_on_s3_complete_partial_and_corrupted(s3):
     opts, root = s3.location().fsspec_options(), f"s3://{s3.bucket}/run/checkpoints"
     assert complete_checkpoints(root, opts) == [] and partial_checkpoints(root, opts) == []
     good, newer = _fake(root, 4, opts), _fake(root, 8, opts)
-    partial = _fake(root, 12, opts, complete=False)             # shards written, never published
+    partial = _fake(root, 12, opts, complete=False)  # shards written, never published
     assert complete_checkpoints(root, opts) == [newer, good]
     assert partial_checkpoints(root, opts) == [partial]
     assert checkpoint_problem(good, options=opts) is None

@@ -17,15 +17,27 @@ pytestmark = pytest.mark.timeout(300)
 
 def test_train_on_a_manifest_records_its_lineage(tmp_path):
     mpath = write_manifest_of_small_episodes(tmp_path, 2, 3.0, b"c0ffee", b"spec42", 7)
-    cfg = tiny_config(tmp_path / "run", steps=4, global_batch_size=4, topology__nodes=1,
-                      topology__gpus_per_node=2, data__kind="manifest", data__manifest=str(mpath),
-                      data__stride_s=0.25, model__cameras=["cam_left", "wrist"])
+    cfg = tiny_config(
+        tmp_path / "run",
+        steps=4,
+        global_batch_size=4,
+        topology__nodes=1,
+        topology__gpus_per_node=2,
+        data__kind="manifest",
+        data__manifest=str(mpath),
+        data__stride_s=0.25,
+        model__cameras=["cam_left", "wrist"],
+    )
     run(cfg, tmp_path)
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["step"] == 4 and result["complete"]
     lin = result["lineage"]
-    assert (lin["manifest_hash"], lin["spec_hash"], lin["catalog_version"], lin["layout_version"]) == \
-        ("c0ffee", "spec42", 7, "v1")
+    assert (lin["manifest_hash"], lin["spec_hash"], lin["catalog_version"], lin["layout_version"]) == (
+        "c0ffee",
+        "spec42",
+        7,
+        "v1",
+    )
     # 24 samples (2 episodes x 12 anchors): after 4 steps of 4, 16 taken in epoch 0
     assert (lin["sampler_position"]["epoch"], lin["sampler_position"]["global_position"]) == (0, 16)
     assert lin["sampler_position"]["num_samples"] == 24

@@ -52,10 +52,20 @@ def start(cfg: dict, where: Path) -> subprocess.Popen:
     path = where / "train.yaml"
     path.write_text(yaml.safe_dump(cfg))
     src = str(Path(__file__).resolve().parents[2] / "src")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
-               OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    return subprocess.Popen([sys.executable, "-m", "robodata.train.launch", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
+        OMP_NUM_THREADS="1",
+        PYTHONWARNINGS="ignore",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "robodata.train.launch", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def run(cfg: dict, where: Path, timeout: float = 240) -> str:
@@ -86,9 +96,9 @@ def test_hsdp_each_rank_holds_half_the_optimizer_state_and_replicas_agree(refere
         # AdamW moments are sharded 2-way inside a node: each rank holds ~half
         assert 0.4 <= opt["local_numel"] / opt["full_numel"] <= 0.55, opt
     by_coord = {tuple(r["coordinate"]): r["param_digest"] for r in ranks}
-    assert by_coord[(0, 0)] == by_coord[(1, 0)]   # same shard on both "nodes": replicas equal
+    assert by_coord[(0, 0)] == by_coord[(1, 0)]  # same shard on both "nodes": replicas equal
     assert by_coord[(0, 1)] == by_coord[(1, 1)]
-    assert by_coord[(0, 0)] != by_coord[(0, 1)]   # the two shards differ: really sharded
+    assert by_coord[(0, 0)] != by_coord[(0, 1)]  # the two shards differ: really sharded
     result = json.loads((reference / "result.json").read_text())
     assert result["complete"] and result["step"] == 16 and result["mesh"] == [2, 2]
     assert result["goodput"]["restarts"] == 0 and 0 < result["goodput"]["goodput"] <= 1
@@ -110,7 +120,9 @@ def test_sigkill_mid_training_then_resume_matches_uninterrupted_run_bitwise(refe
             break
         time.sleep(0.005)
     proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, f"run was not killed mid-training (step {step}): {proc.stdout.read()[-3000:]}"
+    assert proc.returncode == -signal.SIGKILL, (
+        f"run was not killed mid-training (step {step}): {proc.stdout.read()[-3000:]}"
+    )
     assert not (tmp_path / "run" / "result.json").exists() and step < 16
     killed_at = json.loads(beat.read_text())["step"]
     last_complete = int(Path(complete_checkpoints(tmp_path / "run" / "checkpoints")[0]).name.split("-")[1])
@@ -128,8 +140,10 @@ def test_sigkill_mid_training_then_resume_matches_uninterrupted_run_bitwise(refe
     ref_opt, got_opt = final_state(reference, "optim."), final_state(tmp_path / "run", "optim.")
     for k in ref_opt:
         assert torch.equal(ref_opt[k], got_opt[k]), k
-    assert result["lineage"]["sampler_position"] == json.loads((reference / "result.json").read_text())[
-        "lineage"]["sampler_position"]
+    assert (
+        result["lineage"]["sampler_position"]
+        == json.loads((reference / "result.json").read_text())["lineage"]["sampler_position"]
+    )
 
 
 def test_resume_on_two_ranks_skips_corrupted_and_partial_checkpoints(reference, tmp_path):
@@ -139,9 +153,9 @@ def test_resume_on_two_ranks_skips_corrupted_and_partial_checkpoints(reference, 
         shutil.copytree(reference / "checkpoints" / f"step-{step:08d}", ckpts / f"step-{step:08d}")
     shard = sorted((ckpts / "step-00000008").glob("__*.distcp"))[1]
     data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0xFF                       # a flipped byte: same size, wrong CRC
+    data[len(data) // 2] ^= 0xFF  # a flipped byte: same size, wrong CRC
     shard.write_bytes(bytes(data))
-    partial = ckpts / "step-00000012.tmp"              # a save that never completed
+    partial = ckpts / "step-00000012.tmp"  # a save that never completed
     shutil.copytree(reference / "checkpoints" / "step-00000012", partial)
     (partial / "COMPLETE").unlink()
 
@@ -152,8 +166,10 @@ def test_resume_on_two_ranks_skips_corrupted_and_partial_checkpoints(reference, 
     assert result["resumed_from"].endswith("step-00000004") and result["step"] == 16
     assert result["world_size"] == 2 and result["mesh"] == [1, 2]
     ref_result = json.loads((reference / "result.json").read_text())
-    assert result["lineage"]["sampler_position"]["global_position"] == \
-        ref_result["lineage"]["sampler_position"]["global_position"]
+    assert (
+        result["lineage"]["sampler_position"]["global_position"]
+        == ref_result["lineage"]["sampler_position"]["global_position"]
+    )
     # same global batches and dropout masks on 2 ranks: equal up to reduction order (~1e-8)
     ref, got = final_state(reference), final_state(tmp_path / "run")
     for k in ref:
@@ -177,7 +193,7 @@ def test_sigterm_checkpoints_at_the_agreed_step_and_exits_3(tmp_path):
     while time.time() < deadline and proc.poll() is None:
         try:
             if json.loads(beat.read_text())["step"] >= 5:
-                proc.send_signal(signal.SIGTERM)       # the launcher only, as a preempting scheduler does
+                proc.send_signal(signal.SIGTERM)  # the launcher only, as a preempting scheduler does
                 break
         except (OSError, ValueError):
             pass

@@ -34,8 +34,12 @@ def test_config_is_validated_up_front():
 
 
 def _loader(ds, rank, world, batch, workers=0):
-    return StatefulLoader(DataSource(ds, RoundRobinSampler(len(ds), seed=3, rank=rank, world_size=world)),
-                          batch, world, num_workers=workers)
+    return StatefulLoader(
+        DataSource(ds, RoundRobinSampler(len(ds), seed=3, rank=rank, world_size=world)),
+        batch,
+        world,
+        num_workers=workers,
+    )
 
 
 def _ids(batch):  # synthetic samples are identified by their state vector
@@ -51,7 +55,7 @@ def test_loader_resumes_the_same_global_batches_on_another_world_size():
             next(it)
     state = l4[0].state_dict()
     assert state["epoch"] == 1 and state["global_position"] == 16
-    expected = set().union(*(_ids(next(it)) for it in its))      # the 8th global batch on 4 ranks
+    expected = set().union(*(_ids(next(it)) for it in its))  # the 8th global batch on 4 ranks
     l2 = [_loader(ds, r, 2, 4) for r in range(2)]
     for loader in l2:
         loader.load_state_dict(json.loads(json.dumps(state)))
@@ -66,7 +70,7 @@ def test_loader_state_counts_taken_batches_not_prefetched_ones():
     loader = _loader(ds, 0, 1, 4, workers=1)
     it = iter(loader)
     seen = [_ids(next(it)) for _ in range(2)]
-    time.sleep(0.2)                       # the worker has prefetched ahead by now
+    time.sleep(0.2)  # the worker has prefetched ahead by now
     state = loader.state_dict()
     assert state["position"] == 8 and state["epoch"] == 0
     fresh = _loader(ds, 0, 1, 4)
@@ -77,13 +81,16 @@ def test_loader_state_counts_taken_batches_not_prefetched_ones():
 
 def test_keyed_dropout_masks_do_not_depend_on_world_size():
     p, gb = 0.3, 8
+
     def mask_of_sample(g, world):  # global sample g sits at row g // world of rank g % world
         rank, row = g % world, g // world
         m = keyed_dropout_mask(torch.Size([gb // world, 16]), p, NoiseKey(5, 11, rank, world, gb), torch.device("cpu"))
         return m[row]
+
     for g in range(gb):
-        assert torch.equal(mask_of_sample(g, 1), mask_of_sample(g, 2)) and torch.equal(mask_of_sample(g, 1),
-                                                                                       mask_of_sample(g, 4))
+        assert torch.equal(mask_of_sample(g, 1), mask_of_sample(g, 2)) and torch.equal(
+            mask_of_sample(g, 1), mask_of_sample(g, 4)
+        )
     m = keyed_dropout_mask(torch.Size([gb, 16]), p, NoiseKey(5, 12, 0, 1, gb), torch.device("cpu"))
     assert 0.5 < (m > 0).float().mean() < 0.9 and not torch.equal(m, mask_of_sample(0, 1).expand_as(m))
 
@@ -101,14 +108,14 @@ def _fake_checkpoint(root, step):
 def test_checkpoint_integrity_checks(tmp_path):
     good, newer = _fake_checkpoint(tmp_path, 4), _fake_checkpoint(tmp_path, 8)
     (tmp_path / "step-00000012.tmp").mkdir()
-    (tmp_path / "step-00000016").mkdir()                    # no marker: incomplete
+    (tmp_path / "step-00000016").mkdir()  # no marker: incomplete
     assert complete_checkpoints(tmp_path) == [str(newer), str(good)]
     assert partial_checkpoints(tmp_path) == [str(tmp_path / "step-00000012.tmp"), str(tmp_path / "step-00000016")]
     assert checkpoint_problem(good) is None
     shard = newer / "__0_0.distcp"
     shard.write_bytes(b"x" * 50 + b"y" + b"x" * 49)
     assert "CRC32 mismatch" in checkpoint_problem(newer)
-    assert checkpoint_problem(newer, verify_crc=False) is None    # same size: only the CRC catches it
+    assert checkpoint_problem(newer, verify_crc=False) is None  # same size: only the CRC catches it
     shard.write_bytes(b"x" * 10)
     assert "expected 100" in checkpoint_problem(newer, verify_crc=False)
     (good / "COMPLETE").write_text("{not json")
@@ -120,7 +127,9 @@ def test_batch_mapping_names_what_is_missing_or_misshaped():
     frames = torch.zeros(2, 2, 8, 8, 3, dtype=torch.uint8)
     ok = {"a": frames, "b": frames, "joint_pos": torch.zeros(2, 1, 3), "cmd": torch.zeros(2, 4, 2)}
     inputs = to_inputs(ok, cfg, 2, torch.device("cpu"))
-    assert inputs.frames.shape == (2, 2, 2, 3, 8, 8) and inputs.state.shape == (2, 3) and inputs.action.shape == (2, 2, 2)
+    assert (
+        inputs.frames.shape == (2, 2, 2, 3, 8, 8) and inputs.state.shape == (2, 3) and inputs.action.shape == (2, 2, 2)
+    )
     with pytest.raises(RobodataError, match=r"lacks \['b'\]"):
         to_inputs({k: v for k, v in ok.items() if k != "b"}, cfg, 2, torch.device("cpu"))
     with pytest.raises(RobodataError, match="do not match the model"):
@@ -133,7 +142,7 @@ def test_goodput_charges_restarts_and_lost_steps():
     for _ in range(4):
         g.step(0.01, 0.09)
     saved = g.state_dict()
-    saved["saved_at"] -= 5.0                                   # checkpoint written 5 s ago
+    saved["saved_at"] -= 5.0  # checkpoint written 5 s ago
     r = GoodputTracker()
     r.resumed(saved, checkpoint_step=4, heartbeat_step=7)
     rep = r.report()

@@ -13,8 +13,15 @@ import time
 from typer.testing import CliRunner
 
 from robodata.cli import app
-from tests.core.helpers_upload import CREDS, episodes_in, moto_server, s3, upstream_identical, write_config, \
-    write_episode
+from tests.core.helpers_upload import (
+    CREDS,
+    episodes_in,
+    moto_server,
+    s3,
+    upstream_identical,
+    write_config,
+    write_episode,
+)
 
 
 def test_once_then_status(tmp_path, monkeypatch):
@@ -59,8 +66,12 @@ def test_daemon_uploads_as_episodes_appear_and_stops_on_sigterm(tmp_path):
     rng = random.Random(4)
     with moto_server() as url:
         cfg = write_config(tmp_path / "u.yaml", spool, url, poll_interval_s=0.1)
-        proc = subprocess.Popen([sys.executable, "-m", "robodata.cli", "upload", "run", "-c", str(cfg), "--quiet"],
-                                env={**os.environ, **CREDS}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "robodata.cli", "upload", "run", "-c", str(cfg), "--quiet"],
+            env={**os.environ, **CREDS},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
             expected = {}
             for i in range(3):

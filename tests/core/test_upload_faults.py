@@ -8,8 +8,19 @@ import pytest
 
 from robodata.upload.config import RetryConfig, UploadConfig
 from robodata.upload.uploader import Uploader
-from tests.core.helpers_upload import (BUCKET, CREDS, PART, PREFIX, Faults, episodes_in, fault_proxy, moto_server, s3,
-                                       upstream_identical, write_episode)
+from tests.core.helpers_upload import (
+    BUCKET,
+    CREDS,
+    PART,
+    PREFIX,
+    Faults,
+    episodes_in,
+    fault_proxy,
+    moto_server,
+    s3,
+    upstream_identical,
+    write_episode,
+)
 
 
 @pytest.fixture()
@@ -24,8 +35,15 @@ def world(tmp_path, monkeypatch):
 
 def make_uploader(spool, endpoint, attempts=6):
     retry = RetryConfig(max_attempts=attempts, base_delay_s=0.001, max_delay_s=0.01)
-    cfg = UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=endpoint, part_size=PART,
-                       min_part_size=PART, retry=retry)
+    cfg = UploadConfig(
+        spool=str(spool),
+        bucket=BUCKET,
+        site_prefix=PREFIX,
+        endpoint_url=endpoint,
+        part_size=PART,
+        min_part_size=PART,
+        retry=retry,
+    )
     return Uploader(cfg)
 
 
@@ -46,8 +64,10 @@ def spool_with(tmp_path, n, seed=1):
     spool = tmp_path / "spool"
     spool.mkdir()
     rng = random.Random(seed)
-    expected = {f"ep{i:02d}": write_episode(spool, f"ep{i:02d}", rng, kind="dir" if i % 2 else "file",
-                                            max_bytes=250_000) for i in range(n)}
+    expected = {
+        f"ep{i:02d}": write_episode(spool, f"ep{i:02d}", rng, kind="dir" if i % 2 else "file", max_bytes=250_000)
+        for i in range(n)
+    }
     return spool, expected
 
 

@@ -13,22 +13,25 @@ from robodata.upload.keys import UnsafeKeyError, episode_key
 P = "landing/site-a"
 
 
-@pytest.mark.parametrize("name,rel,reason", [
-    ("..", None, "'..' path component"),
-    (".", None, "'.' path component"),
-    ("../site-b", None, "contains '/'"),
-    ("ep1", "../../site-b/x", "'..' path component"),
-    ("ep1", "/etc/passwd", "absolute path"),
-    ("ep1", "cam/../../x", "'..' path component"),
-    ("ep\\..\\x", None, "backslash"),
-    ("ep1", "cam\\x.jpg", "backslash"),
-    ("ep\x00.mcap", None, "NUL byte"),
-    ("ep\n1", None, "control character"),
-    ("", None, "empty"),
-    ("ep1", "cam//x", "empty"),
-    ("ep\udcff", None, "not valid UTF-8"),
-    ("e" * 1100, None, "longer than 1024"),
-])
+@pytest.mark.parametrize(
+    "name,rel,reason",
+    [
+        ("..", None, "'..' path component"),
+        (".", None, "'.' path component"),
+        ("../site-b", None, "contains '/'"),
+        ("ep1", "../../site-b/x", "'..' path component"),
+        ("ep1", "/etc/passwd", "absolute path"),
+        ("ep1", "cam/../../x", "'..' path component"),
+        ("ep\\..\\x", None, "backslash"),
+        ("ep1", "cam\\x.jpg", "backslash"),
+        ("ep\x00.mcap", None, "NUL byte"),
+        ("ep\n1", None, "control character"),
+        ("", None, "empty"),
+        ("ep1", "cam//x", "empty"),
+        ("ep\udcff", None, "not valid UTF-8"),
+        ("e" * 1100, None, "longer than 1024"),
+    ],
+)
 def test_unsafe_names_are_refused(name, rel, reason):
     with pytest.raises(UnsafeKeyError, match=reason.replace("(", r"\(")) as ei:
         episode_key(P, name, rel)
@@ -47,11 +50,18 @@ def test_bad_site_prefix_is_a_config_error(prefix):
         UploadConfig(spool="/s", bucket="b", site_prefix=prefix)
 
 
-@pytest.mark.parametrize("field,value,msg", [
-    ("completion", "mtime", "completion"), ("verify", "trust-me", "verify"), ("part_size", 1024, "part_size"),
-    ("bandwidth_bytes_per_s", 0, "bandwidth"), ("bucket", "a/b", "bucket"), ("endpoint_url", "ftp://x", "endpoint_url"),
-    ("poll_interval_s", 0, "poll_interval_s"),
-])
+@pytest.mark.parametrize(
+    "field,value,msg",
+    [
+        ("completion", "mtime", "completion"),
+        ("verify", "trust-me", "verify"),
+        ("part_size", 1024, "part_size"),
+        ("bandwidth_bytes_per_s", 0, "bandwidth"),
+        ("bucket", "a/b", "bucket"),
+        ("endpoint_url", "ftp://x", "endpoint_url"),
+        ("poll_interval_s", 0, "poll_interval_s"),
+    ],
+)
 def test_config_validated_up_front(field, value, msg):
     with pytest.raises(ConfigError, match=msg):
         UploadConfig(**{"spool": "/s", "bucket": "b", "site_prefix": P, field: value})
@@ -80,7 +90,7 @@ def test_digest_matches_s3_etag_rules(tmp_path):
     data = bytes(range(256)) * 1000  # 256_000 bytes
     p.write_bytes(data)
     d = digest_file(p, 100_000)
-    md5s = [hashlib.md5(data[i:i + 100_000]).hexdigest() for i in range(0, len(data), 100_000)]
+    md5s = [hashlib.md5(data[i : i + 100_000]).hexdigest() for i in range(0, len(data), 100_000)]
     assert d.part_md5s == tuple(md5s) and d.size == len(data)
     assert d.etag == hashlib.md5(b"".join(bytes.fromhex(m) for m in md5s)).hexdigest() + "-3"
     assert d.sha256 == hashlib.sha256(data).hexdigest()

@@ -15,8 +15,17 @@ import sys
 import threading
 import time
 
-from tests.core.helpers_upload import (CREDS, PREFIX, Monitor, episodes_in, moto_server, s3, upstream_identical,
-                                       write_config, write_episode)
+from tests.core.helpers_upload import (
+    CREDS,
+    PREFIX,
+    Monitor,
+    episodes_in,
+    moto_server,
+    s3,
+    upstream_identical,
+    write_config,
+    write_episode,
+)
 
 N = 50
 LATE = 10  # written while the uploader is being killed and restarted
@@ -44,7 +53,7 @@ def test_sigkill_during_50_uploads(tmp_path):
 
         def late_writer() -> None:
             wr = random.Random(9)
-            for n in names[N - LATE:]:
+            for n in names[N - LATE :]:
                 time.sleep(wr.uniform(0.1, 0.6))
                 expected[n] = write_episode(spool, n, wr, kind=kinds[n], max_bytes=300_000)
 

@@ -29,8 +29,17 @@ def env(tmp_path, monkeypatch):
 
 def uploader(spool, url, **kw):
     kw.setdefault("retry", RetryConfig(max_attempts=3, base_delay_s=0.001, max_delay_s=0.01))
-    return Uploader(UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=url,
-                                 part_size=PART, min_part_size=PART, **kw))
+    return Uploader(
+        UploadConfig(
+            spool=str(spool),
+            bucket=BUCKET,
+            site_prefix=PREFIX,
+            endpoint_url=url,
+            part_size=PART,
+            min_part_size=PART,
+            **kw,
+        )
+    )
 
 
 def keys(client):
@@ -80,8 +89,9 @@ def test_directory_episode_gets_a_manifest_last(env):
     man = json.loads(client.get_object(Bucket=BUCKET, Key=f"{PREFIX}/ep7/_UPLOADED.json")["Body"].read())
     assert sorted(f["path"] for f in man["files"]) == ["cam/000001.jpg", "meta.json"]
     assert all(len(f["sha256"]) == 64 for f in man["files"])
-    assert keys(client) == sorted([f"{PREFIX}/ep7/_UPLOADED.json", f"{PREFIX}/ep7/cam/000001.jpg",
-                                   f"{PREFIX}/ep7/meta.json"])
+    assert keys(client) == sorted(
+        [f"{PREFIX}/ep7/_UPLOADED.json", f"{PREFIX}/ep7/cam/000001.jpg", f"{PREFIX}/ep7/meta.json"]
+    )
 
 
 def test_complete_marker_goes_up_last_and_min_age_waits(env):

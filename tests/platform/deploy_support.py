@@ -55,13 +55,26 @@ def prod_instance_home(pg: PrivatePostgres, db: str) -> tuple[Path, dict[str, st
     home = Path(tempfile.mkdtemp(prefix="robodata-dagster-home-"))
     cfg = yaml.safe_load((ROOT / "deploy" / "dagster.yaml").read_text())
     kubeconfig = home / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "test",
-        "clusters": [{"name": "test", "cluster": {"server": "https://127.0.0.1:9"}}],
-        "users": [{"name": "test", "user": {"token": "unused"}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "test", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "users": [{"name": "test", "user": {"token": "unused"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+            }
+        )
+    )
     cfg["run_launcher"]["config"].update(load_incluster_config=False, kubeconfig_file=str(kubeconfig))
     (home / "dagster.yaml").write_text(yaml.safe_dump(cfg))
-    env = {"DAGSTER_PG_USERNAME": pg.user, "DAGSTER_PG_PASSWORD": "unused", "DAGSTER_PG_HOST": "127.0.0.1",
-           "DAGSTER_PG_DB": db, "DAGSTER_PG_PORT": str(pg.port), "ROBODATA_K8S_NAMESPACE": "robodata"}
+    env = {
+        "DAGSTER_PG_USERNAME": pg.user,
+        "DAGSTER_PG_PASSWORD": "unused",
+        "DAGSTER_PG_HOST": "127.0.0.1",
+        "DAGSTER_PG_DB": db,
+        "DAGSTER_PG_PORT": str(pg.port),
+        "ROBODATA_K8S_NAMESPACE": "robodata",
+    }
     return home, env

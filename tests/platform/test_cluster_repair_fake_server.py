@@ -15,9 +15,11 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 
 @pytest.fixture
 def core():
-    with FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json") as srv:
-        with api_client(host=srv.url) as api:
-            yield client.CoreV1Api(api), srv
+    with (
+        FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json") as srv,
+        api_client(host=srv.url) as api,
+    ):
+        yield client.CoreV1Api(api), srv
 
 
 def test_reads_deserialize_into_client_models(core):
@@ -67,8 +69,9 @@ def test_delete_with_finalizers_marks_then_patch_removes(core):
 
 def test_patch_documents():
     doc = {"a": {"b/c": 1, "l": [1, 2]}}
-    assert apply_json_patch(doc, [{"op": "remove", "path": "/a/b~1c"}, {"op": "add", "path": "/a/l/-", "value": 3}]) \
-        == {"a": {"l": [1, 2, 3]}}
+    assert apply_json_patch(
+        doc, [{"op": "remove", "path": "/a/b~1c"}, {"op": "add", "path": "/a/l/-", "value": 3}]
+    ) == {"a": {"l": [1, 2, 3]}}
     with pytest.raises(PatchError) as exc:
         apply_json_patch(doc, [{"op": "test", "path": "/a/b~1c", "value": 2}])
     assert exc.value.code == 422

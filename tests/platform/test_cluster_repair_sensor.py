@@ -1,7 +1,7 @@
 """The Dagster sensors call the core repair; cursor carries state; dry-run by default."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -12,14 +12,15 @@ from robodata.cluster.fake_apiserver import FakeApiServer
 from sensors.cluster_repair import cluster_cordon_repair, cluster_stale_allocation_repair
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
-RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)  # the fixtures' "now"
+RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fixtures' "now"
 
 
 def test_sensors_dry_run_then_apply(tmp_path):
     with FakeApiServer.from_fixtures(FIX / "nodelist.json", FIX / "podlist.json", FIX / "leaselist.json") as srv:
-        srv.store.shift_times(datetime.now(timezone.utc) - RECORDED_NOW)  # these paths use the wall clock
-        res = ClusterRepairResource(kube_host=srv.url, audit_uri=str(tmp_path / "audit"),
-                                    health_uri=str(tmp_path / "health"))
+        srv.store.shift_times(datetime.now(UTC) - RECORDED_NOW)  # these paths use the wall clock
+        res = ClusterRepairResource(
+            kube_host=srv.url, audit_uri=str(tmp_path / "audit"), health_uri=str(tmp_path / "health")
+        )
         with dg.build_sensor_context(resources={"cluster_repair": res}) as ctx:
             result = cluster_stale_allocation_repair(ctx)
         assert isinstance(result, dg.SensorResult) and not result.run_requests
@@ -29,8 +30,9 @@ def test_sensors_dry_run_then_apply(tmp_path):
         with dg.build_sensor_context(resources={"cluster_repair": res}, cursor=result.cursor) as ctx:
             again = cluster_stale_allocation_repair(ctx)
         assert "nothing new" in again.skip_reason.skip_message  # no repeat alerts every tick
-        applying = ClusterRepairResource(kube_host=srv.url, audit_uri=str(tmp_path / "audit"),
-                                         health_uri=str(tmp_path / "health"), dry_run=False)
+        applying = ClusterRepairResource(
+            kube_host=srv.url, audit_uri=str(tmp_path / "audit"), health_uri=str(tmp_path / "health"), dry_run=False
+        )
         with dg.build_sensor_context(resources={"cluster_repair": applying}) as ctx:
             cluster_stale_allocation_repair(ctx)
             cordon = cluster_cordon_repair(ctx)

@@ -13,7 +13,6 @@ from deltalake import DeltaTable
 from tests.platform.deploy_support import postgres, prod_instance_home
 
 
-
 @pytest.fixture
 def s3(monkeypatch):
     from deploy.services import LoopbackS3
@@ -53,8 +52,13 @@ def _landing_on_s3(tmp_path, s3) -> dict[str, str]:
     (src / "ros-truncated.mcap").write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     fs = fsspec.filesystem("s3", **s3.location().fsspec_options())
     fs.put(str(src) + "/", f"s3://{s3.bucket}/landing/", recursive=True)
-    return {"good_a": eps[0].name, "good_b": eps[1].name, "bad_jpeg": eps[2].name,
-            "mcap_good": "ros-good.mcap", "mcap_truncated": "ros-truncated.mcap"}
+    return {
+        "good_a": eps[0].name,
+        "good_b": eps[1].name,
+        "bad_jpeg": eps[2].name,
+        "mcap_good": "ros-good.mcap",
+        "mcap_truncated": "ros-truncated.mcap",
+    }
 
 
 def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3, tmp_path, monkeypatch):
@@ -66,33 +70,57 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     cases = _landing_on_s3(tmp_path, s3)
     cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"
     cwd.mkdir()
-    monkeypatch.chdir(cwd)                               # a relative path written by mistake lands here
+    monkeypatch.chdir(cwd)  # a relative path written by mistake lands here
     monkeypatch.setenv("ROBODATA_SCRATCH", str(scratch))  # staged inputs / outputs: must be cleaned up
     root = f"s3://{s3.bucket}/state"
-    monkeypatch.delenv("ROBODATA_ROOT", raising=False)   # ingestion follows the deployment's storage root
-    for k, v in {"ROBODATA_STORAGE_ROOT": root, "ROBODATA_LANDING": f"s3://{s3.bucket}/landing",
-                 "ROBODATA_RUN_S": "0", "ROBODATA_SETTLE_S": "0"}.items():
+    monkeypatch.delenv("ROBODATA_ROOT", raising=False)  # ingestion follows the deployment's storage root
+    for k, v in {
+        "ROBODATA_STORAGE_ROOT": root,
+        "ROBODATA_LANDING": f"s3://{s3.bucket}/landing",
+        "ROBODATA_RUN_S": "0",
+        "ROBODATA_SETTLE_S": "0",
+    }.items():
         monkeypatch.setenv(k, v)
     tick = landing_zone_sensor(dg.build_sensor_context(instance=prod_instance))
     (rr,) = tick.run_requests
     batch = rr.partition_key
     assert rr.run_config["resources"]["ingest"]["config"]["root"] == root
-    paths = IngestPaths(root)                             # endpoint + credentials from AWS_* (from_env)
+    paths = IngestPaths(root)  # endpoint + credentials from AWS_* (from_env)
     assert paths.location == s3.location("state")
     prod_instance.add_dynamic_partitions("ingest_batch", [batch])
-    run_config = {"resources": {"ingest": {"config": {**rr.run_config["resources"]["ingest"]["config"],
-                                                      "workers": 2, "visual_frames": 2}}}}
-    with dg.execute_job(dg.reconstructable(full_job), instance=prod_instance, run_config=run_config,
-                        tags={"dagster/partition": batch}) as result:
+    run_config = {
+        "resources": {
+            "ingest": {"config": {**rr.run_config["resources"]["ingest"]["config"], "workers": 2, "visual_frames": 2}}
+        }
+    }
+    with dg.execute_job(
+        dg.reconstructable(full_job), instance=prod_instance, run_config=run_config, tags={"dagster/partition": batch}
+    ) as result:
         assert result.success, [e.message for e in result.all_events if e.is_failure]
         run_id = result.run_id
-    keys = {r.event_log_entry.dagster_event.asset_key.to_user_string() for r in prod_instance.get_records_for_run(
-        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=1000).records}
-    assert {"raw_episodes", "aligned_tracks", "episodes", "qc_results", "episode_metadata", "segments", "features"} <= keys
-    checks = {r.event_log_entry.dagster_event.event_specific_data.check_name: r.event_log_entry.dagster_event.event_specific_data
-              for r in prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=1000).records}
+    keys = {
+        r.event_log_entry.dagster_event.asset_key.to_user_string()
+        for r in prod_instance.get_records_for_run(
+            run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=1000
+        ).records
+    }
+    assert {
+        "raw_episodes",
+        "aligned_tracks",
+        "episodes",
+        "qc_results",
+        "episode_metadata",
+        "segments",
+        "features",
+    } <= keys
+    checks = {
+        (data := r.event_log_entry.dagster_event.event_specific_data).check_name: data
+        for r in prod_instance.get_records_for_run(
+            run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=1000
+        ).records
+    }
     assert not checks["converted"].passed and checks["converted"].severity == dg.AssetCheckSeverity.WARN
-    assert len(prod_instance.all_logs(run_id)) < 150      # a handful of events per batch, not per episode
+    assert len(prod_instance.all_logs(run_id)) < 150  # a handful of events per batch, not per episode
 
     loc = s3.location("state")
     fs = fsspec.filesystem("s3", **loc.fsspec_options())
@@ -113,8 +141,9 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     objs = {f"s3://{p}": fs.size(p) for p in fs.find(f"{s3.bucket}/state/containers/{batch}")}
     assert {r["uri"] for r in ok} <= set(objs) and all(objs[r["uri"]] == r["size_bytes"] for r in ok)
     for r in ok:
-        rd = EpisodeReader.open(r["uri"], footer_offset=r["footer_offset"], footer_length=r["footer_length"],
-                                **loc.fsspec_options())
+        rd = EpisodeReader.open(
+            r["uri"], footer_offset=r["footer_offset"], footer_length=r["footer_length"], **loc.fsspec_options()
+        )
         cam = r["cameras"][0]
         assert len(rd.read_window(0.0, 0.5, [cam])[cam].data) >= 4
     assert not any(p.endswith(".partial") for p in fs.find(f"{s3.bucket}/state"))

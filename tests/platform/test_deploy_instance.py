@@ -1,8 +1,6 @@
 """deploy/dagster.yaml against a real PostgreSQL, and the ingestion graph on Postgres end to end (local root;
 test_deploy_ingest_s3.py runs it with an S3 landing zone and root)."""
 
-import os
-
 import dagster as dg
 import pytest
 from dagster_k8s import K8sRunLauncher
@@ -62,15 +60,20 @@ def test_ingestion_graph_end_to_end_on_postgres(prod_instance, tmp_path, monkeyp
     batch = t.launch[0]
     prod_instance.add_dynamic_partitions("ingest_batch", [batch])
     run_config = {"resources": {"ingest": {"config": {"root": str(root), "workers": 1, "visual_frames": 2}}}}
-    with dg.execute_job(dg.reconstructable(full_job), instance=prod_instance, run_config=run_config,
-                        tags={"dagster/partition": batch}) as result:
+    with dg.execute_job(
+        dg.reconstructable(full_job), instance=prod_instance, run_config=run_config, tags={"dagster/partition": batch}
+    ) as result:
         assert result.success, [e.message for e in result.all_events if e.is_failure]
         run_id = result.run_id
     assert prod_instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.SUCCESS
-    mats = prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=1000).records
+    mats = prod_instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=1000
+    ).records
     keys = {r.event_log_entry.dagster_event.asset_key.to_user_string() for r in mats}
     assert {"raw_episodes", "episodes", "episode_metadata"} <= keys
-    checks = prod_instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=1000).records
+    checks = prod_instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=1000
+    ).records
     assert checks and all(r.event_log_entry.dagster_event.event_specific_data.passed for r in checks)
     assert prod_instance.get_latest_materialization_event(dg.AssetKey("episodes")).run_id == run_id
     assert DeltaTable(IngestPaths(str(root)).catalog).to_pyarrow_table().num_rows == 2

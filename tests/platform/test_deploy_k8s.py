@@ -25,7 +25,7 @@ def _container(job):
 def test_rendered_step_jobs_pass_the_kubernetes_schema():
     jobs = _jobs()
     assert set(jobs) == {f"step-{k}.yaml" for k in STEP_SIZES}
-    for name, job in jobs.items():
+    for job in jobs.values():
         kubernetes_validate.validate(job, K8S_VERSION, strict=True)  # raises on any schema error
         assert job["kind"] == "Job" and job["metadata"]["namespace"] == "robodata"
 

@@ -1,5 +1,5 @@
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
@@ -33,7 +33,7 @@ def test_prune_deletes_old_finished_runs_in_bounded_batches():
     with dg.instance_for_test() as inst:
         old = _runs(inst, 5)
         time.sleep(0.05)
-        cutoff = datetime.now(timezone.utc)
+        cutoff = datetime.now(UTC)
         time.sleep(0.05)
         new = _runs(inst, 1)
         assert inst.get_records_for_run(old[0]).records  # events exist before pruning
@@ -52,7 +52,7 @@ def test_runs_holding_the_latest_materialization_are_kept():
         first = dg.materialize([tracked_asset], instance=inst).run_id
         latest = dg.materialize([tracked_asset], instance=inst).run_id
         _runs(inst, 2)
-        res = prune_runs(inst, datetime.now(timezone.utc), batch_size=10)
+        res = prune_runs(inst, datetime.now(UTC), batch_size=10)
         assert res.deleted == 3 and res.kept_latest == 1
         assert [r.run_id for r in inst.get_runs()] == [latest]
         assert inst.get_latest_materialization_event(dg.AssetKey("tracked_asset")).run_id == latest
@@ -63,7 +63,8 @@ def test_cleanup_job_runs_and_is_scheduled_daily():
     with dg.instance_for_test() as inst:
         _runs(inst, 3)
         res = event_log_cleanup.execute_in_process(
-            instance=inst, run_config={"ops": {"prune_old_runs": {"config": {"older_than_days": 0.0, "batch_size": 2}}}})
+            instance=inst, run_config={"ops": {"prune_old_runs": {"config": {"older_than_days": 0.0, "batch_size": 2}}}}
+        )
         assert res.success and res.output_for_node("prune_old_runs") == 3
         assert [r.run_id for r in inst.get_runs()] == [res.run_id]  # its own (running) run is never pruned
     assert event_log_cleanup_schedule.job_name == "event_log_cleanup"
@@ -72,6 +73,5 @@ def test_cleanup_job_runs_and_is_scheduled_daily():
 
 
 def test_bad_bounds_rejected():
-    with dg.instance_for_test() as inst:
-        with pytest.raises(ValueError):
-            prune_runs(inst, datetime.now(timezone.utc), batch_size=0)
+    with dg.instance_for_test() as inst, pytest.raises(ValueError):
+        prune_runs(inst, datetime.now(UTC), batch_size=0)

@@ -28,8 +28,13 @@ def test_local_is_the_default():
 
 
 def test_prod_selects_s3_postgres_and_k8s():
-    env = {"ROBODATA_DEPLOYMENT": "prod", "ROBODATA_STORAGE_ROOT": "s3://robodata-prod/v1/",
-           "AWS_REGION": "eu-west-1", "ROBODATA_K8S_NAMESPACE": "data", "ROBODATA_K8S_IMAGE": "reg/robodata:1"}
+    env = {
+        "ROBODATA_DEPLOYMENT": "prod",
+        "ROBODATA_STORAGE_ROOT": "s3://robodata-prod/v1/",
+        "AWS_REGION": "eu-west-1",
+        "ROBODATA_K8S_NAMESPACE": "data",
+        "ROBODATA_K8S_IMAGE": "reg/robodata:1",
+    }
     d = Deployment.from_env(env)
     assert d.storage.root == "s3://robodata-prod/v1" and d.storage.region == "eu-west-1"
     assert d.storage.delta_options()["AWS_REGION"] == "eu-west-1"
@@ -40,13 +45,16 @@ def test_prod_selects_s3_postgres_and_k8s():
     assert cfg["job_namespace"] == "data" and cfg["job_image"] == "reg/robodata:1" and cfg["max_concurrent"] == 64
 
 
-@pytest.mark.parametrize("env, msg", [
-    ({"ROBODATA_DEPLOYMENT": "staging"}, "ROBODATA_DEPLOYMENT"),
-    ({"ROBODATA_DEPLOYMENT": "prod"}, "ROBODATA_STORAGE_ROOT"),
-    ({"ROBODATA_DEPLOYMENT": "prod", "ROBODATA_STORAGE_ROOT": "/data"}, "S3"),
-    ({"ROBODATA_MAX_CONCURRENT_STEPS": "many"}, "ROBODATA_MAX_CONCURRENT_STEPS"),
-    ({"ROBODATA_STORAGE_ROOT": "gs://x"}, "scheme"),
-])
+@pytest.mark.parametrize(
+    "env, msg",
+    [
+        ({"ROBODATA_DEPLOYMENT": "staging"}, "ROBODATA_DEPLOYMENT"),
+        ({"ROBODATA_DEPLOYMENT": "prod"}, "ROBODATA_STORAGE_ROOT"),
+        ({"ROBODATA_DEPLOYMENT": "prod", "ROBODATA_STORAGE_ROOT": "/data"}, "S3"),
+        ({"ROBODATA_MAX_CONCURRENT_STEPS": "many"}, "ROBODATA_MAX_CONCURRENT_STEPS"),
+        ({"ROBODATA_STORAGE_ROOT": "gs://x"}, "scheme"),
+    ],
+)
 def test_bad_deployment_env_is_a_clear_error(env, msg):
     with pytest.raises(ConfigError, match=msg):
         Deployment.from_env(env)
@@ -91,11 +99,17 @@ def test_storage_resource_reads_credentials_from_env(monkeypatch):
 
 
 def test_definitions_use_k8s_executor_in_prod():
-    code = ("from definitions import defs\n"
-            "names = {j.executor_def.name for j in defs.resolve_all_job_defs()}\n"
-            "print(sorted(names))\n")
-    env = dict(os.environ, ROBODATA_DEPLOYMENT="prod", ROBODATA_STORAGE_ROOT="s3://robodata-prod/v1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    code = (
+        "from definitions import defs\n"
+        "names = {j.executor_def.name for j in defs.resolve_all_job_defs()}\n"
+        "print(sorted(names))\n"
+    )
+    env = dict(
+        os.environ,
+        ROBODATA_DEPLOYMENT="prod",
+        ROBODATA_STORAGE_ROOT="s3://robodata-prod/v1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     names = set(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
@@ -111,9 +125,13 @@ def test_executor_configs_pass_the_executors_own_schemas():
     from resources.deployment import K8sSettings
     from resources.step_kinds import STEP_TAG_LIMITS
 
-    k8s = validate_config(k8s_job_executor.config_schema.config_type, K8sSettings(image="reg/robodata:1").executor_config(64))
+    k8s = validate_config(
+        k8s_job_executor.config_schema.config_type, K8sSettings(image="reg/robodata:1").executor_config(64)
+    )
     assert k8s.success, k8s.errors
     assert not validate_config(k8s_job_executor.config_schema.config_type, {"max_concurrent": "many"}).success
-    local = validate_config(dg.multiprocess_executor.config_schema.config_type,
-                            {"max_concurrent": 2, "tag_concurrency_limits": STEP_TAG_LIMITS})
+    local = validate_config(
+        dg.multiprocess_executor.config_schema.config_type,
+        {"max_concurrent": 2, "tag_concurrency_limits": STEP_TAG_LIMITS},
+    )
     assert local.success, local.errors

@@ -17,17 +17,26 @@ pytestmark = pytest.mark.timeout(300)
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = dict(duration_s=2.0, height=32, width=32, fps=10.0, state_hz=20.0)
-TRAIN = ["global_batch_size=2", "checkpoint.every_steps=2", "log_every=2", "topology.nodes=1",
-         "topology.gpus_per_node=2", "model.channels=[8]", "model.latent_dim=8", "model.hidden_dim=16",
-         "data.image_size=16", "data.stride_s=0.25"]
+TRAIN = [
+    "global_batch_size=2",
+    "checkpoint.every_steps=2",
+    "log_every=2",
+    "topology.nodes=1",
+    "topology.gpus_per_node=2",
+    "model.channels=[8]",
+    "model.latent_dim=8",
+    "model.hidden_dim=16",
+    "data.image_size=16",
+    "data.stride_s=0.25",
+]
 
 
 @pytest.fixture
 def s3(monkeypatch, tmp_path):
     from deploy.services import LoopbackS3
 
-    with LoopbackS3.start(f"train-{uuid.uuid4().hex[:12]}") as srv:   # moto state is per process
-        for k, v in srv.env().items():                                # as prod: AWS_* in the environment
+    with LoopbackS3.start(f"train-{uuid.uuid4().hex[:12]}") as srv:  # moto state is per process
+        for k, v in srv.env().items():  # as prod: AWS_* in the environment
             monkeypatch.setenv(k, v)
         monkeypatch.setenv("ROBODATA_SCRATCH", str(tmp_path / "scratch"))
         yield srv
@@ -50,19 +59,35 @@ def _run(instance, root: str, run_dir: Path, steps: int):
     from definitions import defs
 
     cfg = {
-        "resources": {"catalog": {"config": {"uri": f"{root}/catalog/episodes", "manifests_dir": f"{root}/manifests",
-                                             "acceptance_uri": f"{root}/catalog/site_acceptance"}}},
-        "ops": {"manifest": {"config": {"spec": str(REPO / "specs" / "demo_manifest.yaml")}},
-                "site_acceptance": {"config": {"config": str(REPO / "specs" / "site_acceptance.yaml")}},
-                "training_run": {"config": {
-                    "run_dir": str(run_dir), "checkpoint_root": f"{root}/train/demo/checkpoints",
-                    "overrides": [f"steps={steps}", f"data.cache_dir={run_dir.parent / 'cache'}", *TRAIN]}}},
+        "resources": {
+            "catalog": {
+                "config": {
+                    "uri": f"{root}/catalog/episodes",
+                    "manifests_dir": f"{root}/manifests",
+                    "acceptance_uri": f"{root}/catalog/site_acceptance",
+                }
+            }
+        },
+        "ops": {
+            "manifest": {"config": {"spec": str(REPO / "specs" / "demo_manifest.yaml")}},
+            "site_acceptance": {"config": {"config": str(REPO / "specs" / "site_acceptance.yaml")}},
+            "training_run": {
+                "config": {
+                    "run_dir": str(run_dir),
+                    "checkpoint_root": f"{root}/train/demo/checkpoints",
+                    "overrides": [f"steps={steps}", f"data.cache_dir={run_dir.parent / 'cache'}", *TRAIN],
+                }
+            },
+        },
     }
-    res = defs.get_job_def("curate_and_train").execute_in_process(instance=instance, run_config=cfg,
-                                                                  raise_on_error=False)
+    res = defs.get_job_def("curate_and_train").execute_in_process(
+        instance=instance, run_config=cfg, raise_on_error=False
+    )
     assert res.success, [e.message for e in res.all_events if e.is_failure]
-    return {ev.asset_key.to_user_string(): {k: v.value for k, v in ev.materialization.metadata.items()}
-            for ev in res.get_asset_materialization_events()}
+    return {
+        ev.asset_key.to_user_string(): {k: v.value for k, v in ev.materialization.metadata.items()}
+        for ev in res.get_asset_materialization_events()
+    }
 
 
 def test_curate_and_train_on_s3_resumes_from_s3_checkpoint(s3, tmp_path, monkeypatch):
@@ -74,7 +99,7 @@ def test_curate_and_train_on_s3_resumes_from_s3_checkpoint(s3, tmp_path, monkeyp
     opts = s3.location().fsspec_options()
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    monkeypatch.chdir(cwd)                     # a relative path written by mistake lands here
+    monkeypatch.chdir(cwd)  # a relative path written by mistake lands here
     _ingest_to_s3(s3, tmp_path, root)
     scratch = tmp_path / "scratch"
     with dg.instance_for_test() as instance:
@@ -106,7 +131,7 @@ def test_curate_and_train_on_s3_resumes_from_s3_checkpoint(s3, tmp_path, monkeyp
 
     fs = objects.filesystem(root, opts)
     steps = sorted(p.rsplit("/", 1)[-1] for p in fs.ls(ckroot.removeprefix("s3://"), detail=False))
-    assert steps == ["step-00000002", "step-00000004", "step-00000006"]     # keep=3, no partials
+    assert steps == ["step-00000002", "step-00000004", "step-00000006"]  # keep=3, no partials
     assert not any(p.endswith((".partial", ".tmp")) for p in fs.find(f"{s3.bucket}/state"))
     # local disk: nothing outside scratch; in scratch only working dirs and the page cache, no checkpoint
     assert os.listdir(cwd) == [] and sorted(os.listdir(tmp_path)) == ["cwd", "scratch", "src"]

@@ -30,8 +30,9 @@ ASSETS_QUERY = """{ assetNodes { assetKey { path } groupName isExecutable
 
 
 def _graphql(base, query):
-    req = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query}).encode(),
-                                 headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        f"{base}/graphql", data=json.dumps({"query": query}).encode(), headers={"content-type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)["data"]
 
@@ -44,12 +45,23 @@ def webserver():
     local = (ROOT / "resources" / "dagster.local.yaml").read_text()
     (home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
     port = free_port()
-    env = dict(os.environ, DAGSTER_HOME=str(home), DAGSTER_DISABLE_TELEMETRY="1", ROBODATA_DEPLOYMENT="local",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        DAGSTER_HOME=str(home),
+        DAGSTER_DISABLE_TELEMETRY="1",
+        ROBODATA_DEPLOYMENT="local",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
     exe = Path(sys.executable).parent / "dagster"
-    log = open(home / "dev.log", "w")
-    proc = subprocess.Popen([str(exe), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log = open(home / "dev.log", "w")  # noqa: SIM115 - the server's log, closed after it stops
+    proc = subprocess.Popen(
+        [str(exe), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 150
@@ -84,8 +96,9 @@ def test_asset_graph_groups_and_checks_in_chromium(webserver):
     with HeadlessChromium.start(browser, width=2400, height=1600) as page:
         page.goto(f"{base}/asset-groups")  # global lineage: one box per group (collapsed when several)
         named = [g for g in groups if g != "default"]  # ungrouped assets get no labelled box
-        text = page.wait_for_text(["Global asset lineage", *named], timeout_s=90,
-                                  absent=("Loading...", "Join the Dagster community"))
+        page.wait_for_text(
+            ["Global asset lineage", *named], timeout_s=90, absent=("Loading...", "Join the Dagster community")
+        )
         # expand every group box (the UI remembers it), then reload so the layout fits the expanded graph
         page.click_all('[aria-label="unfold_more"]')
         page.goto(f"{base}/asset-groups")

@@ -1,18 +1,17 @@
 """The ingestion graph on a real (temp-dir) Dagster instance: critical vs non-critical failures,
 re-execution from failure, and the number of event-log rows per batch."""
+
 import shutil
 
 import dagster as dg
 import pytest
 from deltalake import DeltaTable
 
+from jobs.ingest_profiles import resolved_full_job as full_job
 from robodata.ingest.batch import write_manifest
 from robodata.ingest.landing import LandingCursor, new_items
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.tables import IngestPaths
-
-
-from jobs.ingest_profiles import resolved_full_job as full_job
 
 
 def _config(root):
@@ -27,7 +26,9 @@ def _batch(instance, tmp, name, n):
 
 
 def _steps(instance, run_id, event_type):
-    return {r.event_log_entry.step_key for r in instance.get_records_for_run(run_id, of_type=event_type, limit=1000).records}
+    return {
+        r.event_log_entry.step_key for r in instance.get_records_for_run(run_id, of_type=event_type, limit=1000).records
+    }
 
 
 @pytest.fixture()
@@ -43,7 +44,9 @@ def test_features_failure_does_not_cancel_run_and_reexecution_finishes_it(instan
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("not a Delta table")  # the features table cannot be written
     job = dg.reconstructable(full_job)
-    with dg.execute_job(job, instance, run_config=_config(tmp_path / "state"), tags={"dagster/partition": "b-fail"}) as r1:
+    with dg.execute_job(
+        job, instance, run_config=_config(tmp_path / "state"), tags={"dagster/partition": "b-fail"}
+    ) as r1:
         assert not r1.success
         run1 = r1.run_id
     failed = _steps(instance, run1, dg.DagsterEventType.STEP_FAILURE)
@@ -55,8 +58,13 @@ def test_features_failure_does_not_cancel_run_and_reexecution_finishes_it(instan
 
     blocker.unlink()
     opts = dg.ReexecutionOptions.from_failure(run1, instance)
-    with dg.execute_job(job, instance, run_config=_config(tmp_path / "state"), reexecution_options=opts,
-                        tags={"dagster/partition": "b-fail"}) as r2:
+    with dg.execute_job(
+        job,
+        instance,
+        run_config=_config(tmp_path / "state"),
+        reexecution_options=opts,
+        tags={"dagster/partition": "b-fail"},
+    ) as r2:
         assert r2.success
         run2 = r2.run_id
     assert _steps(instance, run2, dg.DagsterEventType.STEP_SUCCESS) == {"features"}  # nothing finished is redone
@@ -68,8 +76,9 @@ def test_event_rows_per_batch_do_not_grow_with_episodes(instance, tmp_path):
     counts = {}
     for name, n in (("b-small", 1), ("b-large", 6)):
         _batch(instance, tmp_path, name, n)
-        res = full_job().execute_in_process(instance=instance, partition_key=name,
-                                            run_config={"resources": _config(tmp_path / "state")["resources"]})
+        res = full_job().execute_in_process(
+            instance=instance, partition_key=name, run_config={"resources": _config(tmp_path / "state")["resources"]}
+        )
         assert res.success
         counts[n] = len(instance.all_logs(res.run_id))
     assert counts[6] == counts[1] and counts[1] < 100
@@ -80,7 +89,9 @@ def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance
 
     _batch(instance, tmp_path, "b-prof", 2)
     cfg = {"resources": _config(tmp_path / "state")["resources"]}
-    assert defs.get_job_def("full").execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg).success
+    assert (
+        defs.get_job_def("full").execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg).success
+    )
     containers = sorted((tmp_path / "state" / "containers").rglob("*.rdep"))
     mtimes = [p.stat().st_mtime_ns for p in containers]
     for name, assets in (("metadata_backfill", {"episode_metadata"}), ("relabel", {"segments", "features"})):
@@ -89,7 +100,11 @@ def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance
         assert {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()} == assets
     assert [p.stat().st_mtime_ns for p in containers] == mtimes  # no video touched
     shutil.rmtree(tmp_path / "state" / "catalog")
-    assert defs.get_job_def("metadata_backfill").execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg).success
+    assert (
+        defs.get_job_def("metadata_backfill")
+        .execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg)
+        .success
+    )
     assert DeltaTable(IngestPaths(str(tmp_path / "state")).catalog).to_pyarrow_table().num_rows == 2
 
 
@@ -101,7 +116,9 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     write_manifest(IngestPaths(str(tmp_path / "state")), "b-short", new_items(str(land), LandingCursor()))
     instance.add_dynamic_partitions("ingest_batch", ["b-short"])
     cfg = {"resources": _config(tmp_path / "state")["resources"]}
-    res = full_job().execute_in_process(instance=instance, partition_key="b-short", run_config=cfg, raise_on_error=False)
+    res = full_job().execute_in_process(
+        instance=instance, partition_key="b-short", run_config=cfg, raise_on_error=False
+    )
     assert not res.success
     checks = {e.check_name: e for e in res.get_asset_check_evaluations()}
     assert not checks["min_duration"].passed and checks["min_duration"].severity == dg.AssetCheckSeverity.ERROR
@@ -109,10 +126,18 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     # the same check failing for some episodes only is a warning; those episodes are quarantined
     land2 = tmp_path / "land-mixed"
     synthesize(SynthConfig(episodes=2, duration_s=1.0, height=16, width=16, fps=10.0, state_hz=20.0, seed=4), land2)
-    synthesize(SynthConfig(episodes=1, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0, seed=5, site="x"), land2)
+    synthesize(
+        SynthConfig(episodes=1, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0, seed=5, site="x"), land2
+    )
     write_manifest(IngestPaths(str(tmp_path / "state")), "b-mixed", new_items(str(land2), LandingCursor()))
     instance.add_dynamic_partitions("ingest_batch", ["b-mixed"])
-    cfg2 = {"resources": {"ingest": {"config": {"root": str(tmp_path / "state"), "qc_blocking": ["readable", "min_duration", "converted"]}}}}
+    cfg2 = {
+        "resources": {
+            "ingest": {
+                "config": {"root": str(tmp_path / "state"), "qc_blocking": ["readable", "min_duration", "converted"]}
+            }
+        }
+    }
     res2 = full_job().execute_in_process(instance=instance, partition_key="b-mixed", run_config=cfg2)
     assert res2.success
     md = {e.asset_key.to_user_string(): e.materialization.metadata for e in res2.get_asset_materialization_events()}

@@ -22,11 +22,27 @@ def test_plan_asset_then_relayout_job_flips_the_catalog(tmp_path):
     uri = str(tmp_path / "catalog")
     write_deltalake(uri, pa.Table.from_pylist([_row(str(p), "ep0")], schema=CATALOG_SCHEMA), partition_by=["day"])
     adv = tmp_path / "adv.yaml"
-    adv.write_text("gops: [2, 20]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 4\n"
-                   "rounds: 1\nverify_top: 1\nmin_psnr_db: 20.0\n")
+    adv.write_text(
+        "gops: [2, 20]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 4\n"
+        "rounds: 1\nverify_top: 1\nmin_psnr_db: 20.0\n"
+    )
     plan_path = str(tmp_path / "plan.json")
-    res = dg.materialize([layout_plan], run_config={"ops": {"layout_plan": {"config": {
-        "pattern": "vla", "catalog_uri": uri, "sample": 1, "advisor_yaml": str(adv), "plan_path": plan_path}}}})
+    res = dg.materialize(
+        [layout_plan],
+        run_config={
+            "ops": {
+                "layout_plan": {
+                    "config": {
+                        "pattern": "vla",
+                        "catalog_uri": uri,
+                        "sample": 1,
+                        "advisor_yaml": str(adv),
+                        "plan_path": plan_path,
+                    }
+                }
+            }
+        },
+    )
     assert res.success
     plan = LayoutPlan.load(plan_path)
     md = res.get_asset_materialization_events()[0].materialization.metadata
@@ -45,6 +61,6 @@ def test_plan_asset_then_relayout_job_flips_the_catalog(tmp_path):
     assert md["relaid"].value == 1 and md["pointers_flipped"].value == 1
     row = DeltaTable(uri).to_pyarrow_table().to_pylist()[0]
     r = EpisodeReader.open(row["uri"], row["footer_offset"], row["footer_length"])
-    old = EpisodeReader.open(str(p))   # the old object is still there, in its old layout
+    old = EpisodeReader.open(str(p))  # the old object is still there, in its old layout
     assert row["layout_version"] == r.layout_version == plan.layout_for(r.meta).version != old.layout_version
     assert row["uri"] != str(p)

@@ -1,5 +1,7 @@
-import polars as pl
+from datetime import UTC
+
 import dagster as dg
+import polars as pl
 
 from assets.curation import manifest, site_acceptance
 from resources.catalog import CatalogResource
@@ -24,9 +26,16 @@ sites:
 
 def _run(tmp_path, resource, instance):
     return dg.materialize(
-        [manifest, site_acceptance], resources={"catalog": resource}, instance=instance,
-        run_config={"ops": {"manifest": {"config": {"spec": str(tmp_path / "spec.yaml")}},
-                            "site_acceptance": {"config": {"config": str(tmp_path / "accept.yaml")}}}})
+        [manifest, site_acceptance],
+        resources={"catalog": resource},
+        instance=instance,
+        run_config={
+            "ops": {
+                "manifest": {"config": {"spec": str(tmp_path / "spec.yaml")}},
+                "site_acceptance": {"config": {"config": str(tmp_path / "accept.yaml")}},
+            }
+        },
+    )
 
 
 def test_manifest_asset_records_provenance_and_data_version(tmp_path):
@@ -35,8 +44,9 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
     shape = synthetic.FleetShape(rows_per_day=150, robots_per_site=2)
     cat = Catalog(str(tmp_path / "catalog"))
     cat.merge(synthetic.rows(shape, 0, 450))
-    resource = CatalogResource(uri=cat.uri, manifests_dir=str(tmp_path / "manifests"),
-                               acceptance_uri=str(tmp_path / "acceptance"))
+    resource = CatalogResource(
+        uri=cat.uri, manifests_dir=str(tmp_path / "manifests"), acceptance_uri=str(tmp_path / "acceptance")
+    )
     with dg.instance_for_test() as instance:
         res = _run(tmp_path, resource, instance)
         assert res.success
@@ -71,11 +81,12 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
 
 
 def test_catalog_compaction_job(tmp_path):
+    from datetime import datetime
+
     from jobs.catalog_maintenance import catalog_compaction
-    from datetime import datetime, timezone
 
     cat = Catalog(str(tmp_path / "catalog"))
-    today = datetime.now(timezone.utc).date().isoformat()
+    today = datetime.now(UTC).date().isoformat()
     shape = synthetic.FleetShape(rows_per_day=1000, start_day=today)
     for start in range(0, 150, 50):
         cat.merge(synthetic.rows(shape, start, 50))  # 3 merges into today's partition

@@ -23,11 +23,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run_config(run_dir: Path) -> dict:
-    overrides = ["steps=8", "global_batch_size=4", "topology.nodes=1", "topology.gpus_per_node=2",
-                 "topology.timeout_s=60", "data.episodes=16", "data.image_size=16", "model.channels=[8]",
-                 "model.latent_dim=8", "model.hidden_dim=16", "checkpoint.every_steps=2", "checkpoint.keep=10"]
-    return {"ops": {"training_run": {"config": {"run_dir": str(run_dir), "overrides": overrides,
-                                                "use_upstream_manifest": False}}}}
+    overrides = [
+        "steps=8",
+        "global_batch_size=4",
+        "topology.nodes=1",
+        "topology.gpus_per_node=2",
+        "topology.timeout_s=60",
+        "data.episodes=16",
+        "data.image_size=16",
+        "model.channels=[8]",
+        "model.latent_dim=8",
+        "model.hidden_dim=16",
+        "checkpoint.every_steps=2",
+        "checkpoint.keep=10",
+    ]
+    return {
+        "ops": {
+            "training_run": {
+                "config": {"run_dir": str(run_dir), "overrides": overrides, "use_upstream_manifest": False}
+            }
+        }
+    }
 
 
 def _launcher() -> int | None:
@@ -87,11 +103,11 @@ def test_a_killed_rank_is_retried_and_the_retry_resumes_with_recovery_metadata(t
     assert md["step"] == 8
     assert md["recovery/attempt"] == 1
     resumed = md["recovery/resumed_from_step"]
-    assert resumed in (2, 4) and resumed <= killer.killed_at          # newest checkpoint before the kill
+    assert resumed in (2, 4) and resumed <= killer.killed_at  # newest checkpoint before the kill
     assert md["resumed_from"].endswith(f"step-{resumed:08d}")
-    assert 0 <= md["recovery/lost_steps"] <= 2                       # at most one checkpoint interval
-    assert md["recovery/restart_latency_s"] >= 4                     # the RetryPolicy's 5 s delay, at least
-    assert not (run_dir / FAILURE_NOTE).exists()                     # consumed by the successful attempt
+    assert 0 <= md["recovery/lost_steps"] <= 2  # at most one checkpoint interval
+    assert md["recovery/restart_latency_s"] >= 4  # the RetryPolicy's 5 s delay, at least
+    assert not (run_dir / FAILURE_NOTE).exists()  # consumed by the successful attempt
     assert "died" in (run_dir / "launch.log").read_text() or "exited" in (run_dir / "launch.log").read_text()
 
 
@@ -99,15 +115,23 @@ def test_a_run_retry_reads_the_parent_run_record_when_the_attempt_left_no_note(t
     """A run retry (what the daemon launches after the whole process was killed): tags name the
     parent; the failed attempt left only its heartbeat, its end time is the parent run's record."""
     instance = dg.DagsterInstance.ephemeral()
-    parent = dg.materialize([training_run], run_config=_run_config(tmp_path / "other"), instance=instance,
-                            tags={"robodata/test": "parent"})
+    parent = dg.materialize(
+        [training_run], run_config=_run_config(tmp_path / "other"), instance=instance, tags={"robodata/test": "parent"}
+    )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "heartbeat.json").write_text(json.dumps({"step": 5, "time": time.time()}))
-    res = dg.materialize([training_run], run_config=_run_config(run_dir), instance=instance,
-                         tags={"dagster/retry_number": "1", "dagster/parent_run_id": parent.run_id,
-                               "dagster/root_run_id": parent.run_id})
+    res = dg.materialize(
+        [training_run],
+        run_config=_run_config(run_dir),
+        instance=instance,
+        tags={
+            "dagster/retry_number": "1",
+            "dagster/parent_run_id": parent.run_id,
+            "dagster/root_run_id": parent.run_id,
+        },
+    )
     md = {k: v.value for k, v in res.asset_materializations_for_node("training_run")[0].metadata.items()}
     assert md["recovery/attempt"] == 1 and md["recovery/parent_run_id"] == parent.run_id
-    assert md["recovery/lost_steps"] == 5                           # no checkpoint in run_dir: all 5 lost
+    assert md["recovery/lost_steps"] == 5  # no checkpoint in run_dir: all 5 lost
     assert md["recovery/restart_latency_s"] >= 0

@@ -36,8 +36,10 @@ class PageCacheConfig:
     def __post_init__(self) -> None:
         require(bool(self.root), "page cache root must be set")
         require(4096 <= self.page_size <= 256 * MiB, f"page_size must be in [4 KiB, 256 MiB], got {self.page_size}")
-        require(self.budget_bytes >= self.page_size,
-                f"budget_bytes ({self.budget_bytes}) must hold at least one page ({self.page_size})")
+        require(
+            self.budget_bytes >= self.page_size,
+            f"budget_bytes ({self.budget_bytes}) must hold at least one page ({self.page_size})",
+        )
         require(self.touch_flush_s >= 0, "touch_flush_s must be >= 0")
         require(1 <= self.lock_stripes <= 65536, "lock_stripes must be in [1, 65536]")
         require(self.busy_timeout_s > 0, "busy_timeout_s must be > 0")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from robodata.errors import ConfigError
 
@@ -74,8 +74,9 @@ class PageIndex:
             return [(oid, p) for p, _ in gone]
 
     # ------------------------------------------------------------------ pages
-    def add_pages(self, pages: list[tuple[str, int, int]], budget: int,
-                  counters: dict[str, int]) -> list[tuple[str, int]]:
+    def add_pages(
+        self, pages: list[tuple[str, int, int]], budget: int, counters: dict[str, int]
+    ) -> list[tuple[str, int]]:
         """Insert (oid, page, size) rows, fold in counters, evict least recently used pages
         until resident bytes fit the budget. Returns the evicted (oid, page) to unlink."""
         now = time.time_ns()

@@ -13,6 +13,7 @@ SQLite database (see index.py for why and for the crash-safety argument).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import multiprocessing.util
@@ -32,11 +33,11 @@ from robodata.errors import RobodataError
 
 @dataclass
 class CacheStats:
-    hits: int = 0             # pages served from local disk
-    misses: int = 0           # pages fetched from the origin
-    bytes_fetched: int = 0    # bytes read from the origin
+    hits: int = 0  # pages served from local disk
+    misses: int = 0  # pages fetched from the origin
+    bytes_fetched: int = 0  # bytes read from the origin
     evictions: int = 0
-    resident_bytes: int = 0   # page bytes on disk now (shared across processes)
+    resident_bytes: int = 0  # page bytes on disk now (shared across processes)
 
 
 def object_id(uri: str) -> str:
@@ -64,7 +65,7 @@ class PageCache:
         self._pending_touch: set[tuple[str, int]] = set()
         self._pending: dict[str, int] = {}
         self._last_flush = time.monotonic()
-        self.local = CacheStats()   # this process's own counters
+        self.local = CacheStats()  # this process's own counters
 
     def _proc(self) -> PageIndex:
         # SQLite connections, fsspec clients and lock fds must not cross fork(): reopen per process.
@@ -82,10 +83,8 @@ class PageCache:
     def _exit_flush(ref) -> None:
         cache = ref()
         if cache is not None and cache._pid == os.getpid():
-            try:
+            with contextlib.suppress(Exception):  # best effort at exit
                 cache.flush()
-            except Exception:  # pragma: no cover - best effort at exit
-                pass
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config}
@@ -94,7 +93,7 @@ class PageCache:
         self.__init__(state["config"])  # type: ignore[misc]
 
     # ------------------------------------------------------------ public API
-    def source(self, uri: str, size: int | None = None) -> "CachedSource":
+    def source(self, uri: str, size: int | None = None) -> CachedSource:
         """A RangeSource for `uri` that reads through this cache (`size` skips a HEAD/stat)."""
         return CachedSource(self, str(uri), size)
 
@@ -140,7 +139,7 @@ class PageCache:
         self._maybe_flush()
         buf = b"".join(pages[p] for p in range(first, last + 1))
         lo = offset - first * ps
-        return buf[lo: lo + (end - offset)]
+        return buf[lo : lo + (end - offset)]
 
     def stats(self) -> CacheStats:
         """Node-wide counters (all processes), after flushing this process's pending ones."""
@@ -221,7 +220,7 @@ class PageCache:
                 data = self._fetch(uri, start, stop)
                 fetched += len(data)
                 for p in run:
-                    got[p] = data[(p - run[0]) * ps: (p - run[0]) * ps + self._page_len(p, size)]
+                    got[p] = data[(p - run[0]) * ps : (p - run[0]) * ps + self._page_len(p, size)]
                     self.store.put(oid, p, got[p])
             if todo:
                 with self._mutex:
@@ -229,7 +228,9 @@ class PageCache:
                     self._pending = {}
                     self.local.misses += len(todo)
                     self.local.bytes_fetched += fetched
-                victims = self._proc().add_pages([(oid, p, len(got[p])) for p in todo], self.config.budget_bytes, counters)
+                victims = self._proc().add_pages(
+                    [(oid, p, len(got[p])) for p in todo], self.config.budget_bytes, counters
+                )
                 self.local.evictions += len(victims)
                 self._unlink(victims)
             with self._mutex:  # served by another process's fetch: a hit for us
@@ -246,10 +247,14 @@ class PageCache:
         except FileNotFoundError:
             raise
         except Exception as exc:
-            raise RobodataError(f"page cache: reading {uri} bytes {start}-{stop} from the origin failed: {exc}") from exc
+            raise RobodataError(
+                f"page cache: reading {uri} bytes {start}-{stop} from the origin failed: {exc}"
+            ) from exc
         if len(data) != stop - start:
-            raise RobodataError(f"page cache: origin returned {len(data)} of {stop - start} bytes for {uri} "
-                                f"at {start} (object changed or truncated?)")
+            raise RobodataError(
+                f"page cache: origin returned {len(data)} of {stop - start} bytes for {uri} "
+                f"at {start} (object changed or truncated?)"
+            )
         return data
 
     def _unlink(self, keys: list[tuple[str, int]]) -> None:

@@ -8,6 +8,7 @@ writer is killed with SIGKILL half way through.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import uuid
@@ -39,9 +40,12 @@ class PageStore:
             return None
         if len(raw) >= _HEADER.size:
             magic, length, crc, _ = _HEADER.unpack_from(raw)
-            payload = raw[_HEADER.size:]
-            if (magic == _MAGIC and length == expected_len == len(payload)
-                    and (not self.verify or (zlib.crc32(payload) & 0xFFFFFFFF) == crc)):
+            payload = raw[_HEADER.size :]
+            if (
+                magic == _MAGIC
+                and length == expected_len == len(payload)
+                and (not self.verify or (zlib.crc32(payload) & 0xFFFFFFFF) == crc)
+            ):
                 return payload
         self.remove(oid, page)
         return None
@@ -62,10 +66,8 @@ class PageStore:
         os.replace(tmp, final)
 
     def remove(self, oid: str, page: int) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(oid, page))
-        except FileNotFoundError:
-            pass
 
     def scan(self):
         """Yield (oid, page, path) for every page file and (None, None, path) for temp leftovers."""

@@ -11,25 +11,25 @@ import pyarrow as pa
 CATALOG_SCHEMA = pa.schema(
     [
         ("episode_id", pa.string()),
-        ("uri", pa.string()),              # container object (local path or s3://...)
+        ("uri", pa.string()),  # container object (local path or s3://...)
         ("site", pa.string()),
         ("robot", pa.string()),
         ("task", pa.string()),
         ("vendor", pa.string()),
         ("start_time", pa.timestamp("us", tz="UTC")),
-        ("day", pa.string()),              # YYYY-MM-DD of start_time (partition column)
+        ("day", pa.string()),  # YYYY-MM-DD of start_time (partition column)
         ("duration_s", pa.float64()),
-        ("num_frames", pa.int32()),        # frames per camera (min over cameras)
-        ("num_state_steps", pa.int32()),   # samples of the main proprio stream
+        ("num_frames", pa.int32()),  # frames per camera (min over cameras)
+        ("num_state_steps", pa.int32()),  # samples of the main proprio stream
         ("cameras", pa.list_(pa.string())),
         ("stream_rates_json", pa.string()),  # {"cam_left": 30.0, "joint_pos": 100.0, ...}
         ("success", pa.bool_()),
         ("quality_score", pa.float32()),
-        ("qc_status", pa.string()),        # "pass" | "quarantined"
-        ("layout_version", pa.string()),   # container layout id (format version + layout hash)
+        ("qc_status", pa.string()),  # "pass" | "quarantined"
+        ("layout_version", pa.string()),  # container layout id (format version + layout hash)
         ("ingest_batch", pa.string()),
         ("size_bytes", pa.int64()),
-        ("footer_offset", pa.int64()),     # lets a loader fetch the index in one range read
+        ("footer_offset", pa.int64()),  # lets a loader fetch the index in one range read
         ("footer_length", pa.int64()),
     ]
 )
@@ -49,8 +49,8 @@ MANIFEST_SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("footer_offset", pa.int64()),
         ("footer_length", pa.int64()),
-        ("split", pa.string()),            # "train" | "val"
-        ("weight", pa.float64()),          # sampling weight from the spec's mixing weights
+        ("split", pa.string()),  # "train" | "val"
+        ("weight", pa.float64()),  # sampling weight from the spec's mixing weights
     ]
 )
 

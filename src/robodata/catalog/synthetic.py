@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import numpy as np
 import polars as pl
@@ -55,7 +55,7 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
     u = ((h >> 32) & 0xFFFF).astype(np.float64) / 65535.0
     v = ((h >> 48) & 0xFFFF).astype(np.float64) / 65535.0
     duration = 20.0 + 160.0 * u
-    d0 = datetime.fromisoformat(shape.start_day).replace(tzinfo=timezone.utc).timestamp()
+    d0 = datetime.fromisoformat(shape.start_day).replace(tzinfo=UTC).timestamp()
     day_idx = idx // shape.rows_per_day
     within = (idx % shape.rows_per_day) * (86_000.0 / shape.rows_per_day)
     start_us = ((d0 + day_idx * 86_400 + within) * 1e6).astype(np.int64)
@@ -72,12 +72,17 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
             "start_us": start_us,
         }
     )
+
     def name(col: str, values: tuple[str, ...]) -> pl.Expr:
         return pl.col(col).replace_strict(dict(enumerate(values)), return_dtype=pl.String)
 
     out = df.select(
         episode_id=pl.format("ep-{}", pl.col("i").cast(pl.String).str.zfill(10)),
-        uri=pl.format("s3://robot-data/episodes/{}/ep-{}.rdep", pl.col("i") // 1_000_000, pl.col("i").cast(pl.String).str.zfill(10)),
+        uri=pl.format(
+            "s3://robot-data/episodes/{}/ep-{}.rdep",
+            pl.col("i") // 1_000_000,
+            pl.col("i").cast(pl.String).str.zfill(10),
+        ),
         site=name("site_i", SITES),
         robot=pl.format("{}-r{}", name("site_i", SITES), pl.col("robot_i").cast(pl.String).str.zfill(3)),
         task=name("task_i", TASKS),

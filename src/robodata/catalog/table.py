@@ -36,6 +36,7 @@ never duplicate one. On S3 the object store must provide atomic put-if-absent
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -61,7 +62,7 @@ TABLE_CONFIGURATION = {
     "delta.dataSkippingNumIndexedCols": str(len(CATALOG_SCHEMA)),
 }
 MERGE_PREDICATE = "t.day = s.day AND t.episode_id = s.episode_id"
-DROP = "_robodata_drop"   # source-only column: true on tombstones of rows that moved to another day
+DROP = "_robodata_drop"  # source-only column: true on tombstones of rows that moved to another day
 
 
 def writer_properties() -> WriterProperties:
@@ -72,8 +73,8 @@ def writer_properties() -> WriterProperties:
 class CatalogConfig:
     uri: str
     storage_options: dict[str, str] = field(default_factory=dict)
-    max_attempts: int = 60           # merge attempts before giving up on commit conflicts
-    backoff_s: float = 0.05          # first backoff; doubles up to max_backoff_s, jittered
+    max_attempts: int = 60  # merge attempts before giving up on commit conflicts
+    backoff_s: float = 0.05  # first backoff; doubles up to max_backoff_s, jittered
     max_backoff_s: float = 2.0
 
     def __post_init__(self) -> None:
@@ -88,14 +89,14 @@ class MergeResult:
     inserted: int
     updated: int
     attempts: int
-    moved: int = 0      # stale rows of these episodes deleted from the day they left
+    moved: int = 0  # stale rows of these episodes deleted from the day they left
 
 
 def stale_copies(dt: DeltaTable, source: pa.Table) -> pa.Table:
     """(episode_id, day) of rows of `source`'s episodes in a day other than their new one,
     looked for in `unknown` and the days either side of each new day (reads those partitions'
     episode_id column only)."""
-    new_day = dict(zip(source.column("episode_id").to_pylist(), source.column("day").to_pylist()))
+    new_day = dict(zip(source.column("episode_id").to_pylist(), source.column("day").to_pylist(), strict=True))
     ids = [e for e, d in new_day.items() if d != UNKNOWN_DAY]
     if not ids:
         return pa.table({"episode_id": pa.array([], pa.string()), "day": pa.array([], pa.string())})
@@ -108,7 +109,10 @@ def stale_copies(dt: DeltaTable, source: pa.Table) -> pa.Table:
     found = dset.to_table(columns=["episode_id", "day"], filter=pc.field("day").isin(near_days))
     found = found.cast(pa.schema([("episode_id", pa.string()), ("day", pa.string())]))
     found = found.filter(pc.is_in(found.column("episode_id"), pa.array(ids, pa.string())))
-    keep = [new_day[e] != d for e, d in zip(found.column("episode_id").to_pylist(), found.column("day").to_pylist())]
+    keep = [
+        new_day[e] != d
+        for e, d in zip(found.column("episode_id").to_pylist(), found.column("day").to_pylist(), strict=True)
+    ]
     return found.filter(pa.array(keep, pa.bool_()))
 
 
@@ -164,7 +168,8 @@ class Catalog:
             return self._open()
         except CatalogError:
             pass
-        try:
+        # A concurrent writer may create it first; opening below tells.
+        with contextlib.suppress(CommitFailedError, DeltaError):
             DeltaTable.create(
                 self.uri,
                 CATALOG_SCHEMA,
@@ -174,8 +179,6 @@ class Catalog:
                 configuration=TABLE_CONFIGURATION,
                 storage_options=self.config.storage_options or None,
             )
-        except (CommitFailedError, DeltaError):
-            pass  # a concurrent writer created it first; opening below tells
         return self._open()
 
     def merge(self, rows: Any) -> MergeResult:

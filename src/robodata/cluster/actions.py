@@ -60,8 +60,12 @@ def _patch_node(api: client.ApiClient, action: Action) -> dict[str, Any]:
     node = client.CoreV1Api(api).patch_node(action.call["name"], action.call["ops"])
     data = to_json(api, node)
     meta = data["metadata"]
-    return {"unschedulable": bool(data["spec"].get("unschedulable")), "taints": data["spec"].get("taints") or [],
-            "annotations": meta.get("annotations") or {}, "resourceVersion": meta["resourceVersion"]}
+    return {
+        "unschedulable": bool(data["spec"].get("unschedulable")),
+        "taints": data["spec"].get("taints") or [],
+        "annotations": meta.get("annotations") or {},
+        "resourceVersion": meta["resourceVersion"],
+    }
 
 
 def _clear_pod(api: client.ApiClient, action: Action) -> dict[str, Any]:
@@ -72,8 +76,9 @@ def _clear_pod(api: client.ApiClient, action: Action) -> dict[str, Any]:
         ops = [{"op": "test", "path": "/metadata/uid", "value": uid}, {"op": "remove", "path": "/metadata/finalizers"}]
         core.patch_namespaced_pod(name, ns, ops)
     try:
-        core.delete_namespaced_pod(name, ns, body=client.V1DeleteOptions(
-            grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid)))
+        core.delete_namespaced_pod(
+            name, ns, body=client.V1DeleteOptions(grace_period_seconds=0, preconditions=client.V1Preconditions(uid=uid))
+        )
     except ApiException as exc:
         if exc.status != 404:  # already gone once the finalizers were dropped
             raise
@@ -82,15 +87,21 @@ def _clear_pod(api: client.ApiClient, action: Action) -> dict[str, Any]:
 
 def _delete_pod(api: client.ApiClient, action: Action) -> dict[str, Any]:
     c = action.call
-    client.CoreV1Api(api).delete_namespaced_pod(c["name"], c["namespace"], body=client.V1DeleteOptions(
-        preconditions=client.V1Preconditions(uid=c["uid"])))
+    client.CoreV1Api(api).delete_namespaced_pod(
+        c["name"], c["namespace"], body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=c["uid"]))
+    )
     return {"deleted": True}
 
 
 def _delete_lease(api: client.ApiClient, action: Action) -> dict[str, Any]:
     c = action.call
-    client.CoordinationV1Api(api).delete_namespaced_lease(c["name"], c["namespace"], body=client.V1DeleteOptions(
-        preconditions=client.V1Preconditions(uid=c["uid"], resource_version=c["resourceVersion"])))
+    client.CoordinationV1Api(api).delete_namespaced_lease(
+        c["name"],
+        c["namespace"],
+        body=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(uid=c["uid"], resource_version=c["resourceVersion"])
+        ),
+    )
     return {"deleted": True}
 
 

@@ -17,12 +17,20 @@ from typing import Any
 from robodata.cluster.actions import Action
 from robodata.cluster.config import RepairConfig
 from robodata.cluster.snapshot import (
-    TERMINAL, ClusterSnapshot, extended_requests, finished_at, is_active, is_daemon, parse_time,
+    TERMINAL,
+    ClusterSnapshot,
+    extended_requests,
+    finished_at,
+    is_active,
+    is_daemon,
+    parse_time,
 )
 from robodata.cluster.state import RepairState
 
 
-def plan_allocation_repairs(snap: ClusterSnapshot, state: RepairState, cfg: RepairConfig, now: datetime) -> list[Action]:
+def plan_allocation_repairs(
+    snap: ClusterSnapshot, state: RepairState, cfg: RepairConfig, now: datetime
+) -> list[Action]:
     grace = timedelta(seconds=cfg.stale_grace_s)
     running = snap.running_jobs(cfg.job_label)
     by_node = snap.pods_by_node()
@@ -66,13 +74,19 @@ def plan_allocation_repairs(snap: ClusterSnapshot, state: RepairState, cfg: Repa
 
 def _pod_state(pod: dict[str, Any]) -> dict[str, Any]:
     meta = pod["metadata"]
-    return {"uid": meta["uid"], "resourceVersion": meta.get("resourceVersion"), "phase": pod["status"].get("phase"),
-            "deletionTimestamp": meta.get("deletionTimestamp"), "finalizers": meta.get("finalizers") or [],
-            "holds": extended_requests(pod)}
+    return {
+        "uid": meta["uid"],
+        "resourceVersion": meta.get("resourceVersion"),
+        "phase": pod["status"].get("phase"),
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "finalizers": meta.get("finalizers") or [],
+        "holds": extended_requests(pod),
+    }
 
 
-def _pod_action(node: str, pod: dict[str, Any], job: str | None, grace: timedelta, now: datetime,
-                cfg: RepairConfig) -> Action | None:
+def _pod_action(
+    node: str, pod: dict[str, Any], job: str | None, grace: timedelta, now: datetime, cfg: RepairConfig
+) -> Action | None:
     meta = pod["metadata"]
     target = f"Pod/{meta['namespace']}/{meta['name']}"
     call = {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]}
@@ -82,11 +96,21 @@ def _pod_action(node: str, pod: dict[str, Any], job: str | None, grace: timedelt
         deadline = deleting + timedelta(seconds=meta.get("deletionGracePeriodSeconds") or 0)
         if now - deadline < grace:
             return None
-        reason = (f"job {job or '?'} has no live pod; pod Terminating since {meta['deletionTimestamp']}"
-                  f"{' with finalizers ' + ','.join(meta['finalizers']) if meta.get('finalizers') else ''}"
-                  f"{'; holds ' + str(held) if held else ''}")
-        return Action("allocation", "clear_pod", node, target, reason, _pod_state(pod), {"deleted": True},
-                      {**call, "finalizers": bool(meta.get("finalizers"))})
+        reason = (
+            f"job {job or '?'} has no live pod; pod Terminating since {meta['deletionTimestamp']}"
+            f"{' with finalizers ' + ','.join(meta['finalizers']) if meta.get('finalizers') else ''}"
+            f"{'; holds ' + str(held) if held else ''}"
+        )
+        return Action(
+            "allocation",
+            "clear_pod",
+            node,
+            target,
+            reason,
+            _pod_state(pod),
+            {"deleted": True},
+            {**call, "finalizers": bool(meta.get("finalizers"))},
+        )
     if pod["status"].get("phase") in TERMINAL and cfg.clear_finished_pods:
         done = finished_at(pod)
         if done is None or now - done < grace:
@@ -100,16 +124,28 @@ def _annotation_action(node: dict[str, Any], key: str, holder: str, since: datet
     meta = node["metadata"]
     name = meta["name"]
     pointer = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
-    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-           {"op": "test", "path": pointer, "value": holder}, {"op": "remove", "path": pointer}]
+    ops = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "test", "path": pointer, "value": holder},
+        {"op": "remove", "path": pointer},
+    ]
     before = {"uid": meta.get("uid"), "resourceVersion": meta["resourceVersion"], "annotations": {key: holder}}
     reason = f"node idle, annotation {key}={holder} names a job with no live pod (seen since {since.isoformat()})"
-    return Action("allocation", "remove_annotation", name, f"Node/{name}", reason, before,
-                  {"annotations": {key: None}}, {"name": name, "ops": ops})
+    return Action(
+        "allocation",
+        "remove_annotation",
+        name,
+        f"Node/{name}",
+        reason,
+        before,
+        {"annotations": {key: None}},
+        {"name": name, "ops": ops},
+    )
 
 
-def _lease_action(node: str, lease: dict[str, Any], running: set[str], grace: timedelta,
-                  now: datetime) -> Action | None:
+def _lease_action(
+    node: str, lease: dict[str, Any], running: set[str], grace: timedelta, now: datetime
+) -> Action | None:
     meta, spec = lease["metadata"], lease.get("spec") or {}
     holder = spec.get("holderIdentity")
     if holder and holder in running:
@@ -118,9 +154,28 @@ def _lease_action(node: str, lease: dict[str, Any], running: set[str], grace: ti
     expires = (renewed or now) + timedelta(seconds=spec.get("leaseDurationSeconds") or 0)
     if now - expires < grace:
         return None
-    before = {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"], "holderIdentity": holder,
-              "renewTime": spec.get("renewTime"), "leaseDurationSeconds": spec.get("leaseDurationSeconds")}
-    reason = f"node idle, lease held by {holder or '(nobody)'} expired at {expires.isoformat()} and its job has no live pod"
-    return Action("allocation", "delete_lease", node, f"Lease/{meta['namespace']}/{meta['name']}", reason, before,
-                  {"deleted": True}, {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"],
-                                      "resourceVersion": meta["resourceVersion"]})
+    before = {
+        "uid": meta["uid"],
+        "resourceVersion": meta["resourceVersion"],
+        "holderIdentity": holder,
+        "renewTime": spec.get("renewTime"),
+        "leaseDurationSeconds": spec.get("leaseDurationSeconds"),
+    }
+    reason = (
+        f"node idle, lease held by {holder or '(nobody)'} expired at {expires.isoformat()} and its job has no live pod"
+    )
+    return Action(
+        "allocation",
+        "delete_lease",
+        node,
+        f"Lease/{meta['namespace']}/{meta['name']}",
+        reason,
+        before,
+        {"deleted": True},
+        {
+            "namespace": meta["namespace"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "resourceVersion": meta["resourceVersion"],
+        },
+    )

@@ -33,19 +33,32 @@ AUDIT_SCHEMA = pa.schema(
 
 def audit_row(pass_id: str, ts: datetime, action: Action, outcome: Outcome, dry_run: bool) -> dict[str, Any]:
     return {
-        "day": ts.strftime("%Y-%m-%d"), "ts": ts, "pass_id": pass_id, "repair": action.repair,
-        "action": action.action, "node": action.node, "target": action.target, "dry_run": dry_run,
-        "outcome": outcome.status, "reason": action.reason,
+        "day": ts.strftime("%Y-%m-%d"),
+        "ts": ts,
+        "pass_id": pass_id,
+        "repair": action.repair,
+        "action": action.action,
+        "node": action.node,
+        "target": action.target,
+        "dry_run": dry_run,
+        "outcome": outcome.status,
+        "reason": action.reason,
         "before_json": json.dumps(action.before, sort_keys=True, default=str),
-        "after_json": json.dumps(outcome.after, sort_keys=True, default=str), "error": outcome.error,
+        "after_json": json.dumps(outcome.after, sort_keys=True, default=str),
+        "error": outcome.error,
     }
 
 
 def write_audit(uri: str, rows: list[dict[str, Any]], storage_options: dict[str, str] | None = None) -> int:
     if not rows:
         return 0
-    write_deltalake(uri, pa.Table.from_pylist(rows, schema=AUDIT_SCHEMA), mode="append", partition_by=["day"],
-                    storage_options=storage_options)
+    write_deltalake(
+        uri,
+        pa.Table.from_pylist(rows, schema=AUDIT_SCHEMA),
+        mode="append",
+        partition_by=["day"],
+        storage_options=storage_options,
+    )
     return len(rows)
 
 

@@ -18,8 +18,9 @@ from robodata.cluster.snapshot import ClusterSnapshot, cordon_taints, fmt_time, 
 from robodata.cluster.state import RepairState
 
 
-def plan_cordon_repairs(snap: ClusterSnapshot, health: dict[str, dict[str, Any]], state: RepairState,
-                        cfg: RepairConfig, now: datetime) -> list[Action]:
+def plan_cordon_repairs(
+    snap: ClusterSnapshot, health: dict[str, dict[str, Any]], state: RepairState, cfg: RepairConfig, now: datetime
+) -> list[Action]:
     actions: list[Action] = []
     cordoned_keys: set[str] = set()
     for node in snap.nodes:
@@ -39,21 +40,38 @@ def plan_cordon_repairs(snap: ClusterSnapshot, health: dict[str, dict[str, Any]]
         evidence = _evidence_problem(record, since, now, cfg)
         hours = age.total_seconds() / 3600
         if evidence:
-            actions.append(Action("cordon", "alert", name, f"Node/{name}",
-                                  f"cordoned {hours:.1f}h since {fmt_time(since)}; {evidence}", before, before))
+            actions.append(
+                Action(
+                    "cordon",
+                    "alert",
+                    name,
+                    f"Node/{name}",
+                    f"cordoned {hours:.1f}h since {fmt_time(since)}; {evidence}",
+                    before,
+                    before,
+                )
+            )
             continue
         remaining = [t for t in node["spec"].get("taints") or [] if t not in cordon_taints(node, cfg.cordon_taint_keys)]
-        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": before["resourceVersion"]}]
+        ops: list[dict[str, Any]] = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": before["resourceVersion"]}
+        ]
         if "unschedulable" in node["spec"]:
             ops.append({"op": "remove", "path": "/spec/unschedulable"})
         if "taints" in node["spec"]:
-            ops.append({"op": "replace", "path": "/spec/taints", "value": remaining} if remaining
-                       else {"op": "remove", "path": "/spec/taints"})
+            ops.append(
+                {"op": "replace", "path": "/spec/taints", "value": remaining}
+                if remaining
+                else {"op": "remove", "path": "/spec/taints"}
+            )
         after = dict(before, unschedulable=False, taints=remaining)
-        reason = (f"cordoned {hours:.1f}h since {fmt_time(since)}, Ready, health run {record['run_id']} "
-                  f"at {fmt_time(record['checked_at'])} healthy and assignable")
-        actions.append(Action("cordon", "uncordon", name, f"Node/{name}", reason, before, after,
-                              {"name": name, "ops": ops}))
+        reason = (
+            f"cordoned {hours:.1f}h since {fmt_time(since)}, Ready, health run {record['run_id']} "
+            f"at {fmt_time(record['checked_at'])} healthy and assignable"
+        )
+        actions.append(
+            Action("cordon", "uncordon", name, f"Node/{name}", reason, before, after, {"name": name, "ops": ops})
+        )
     state.forget_gone("cordon:", cordoned_keys)
     return actions
 
@@ -79,5 +97,9 @@ def _evidence_problem(record: dict[str, Any] | None, since: datetime, now: datet
 
 def _node_state(node: dict[str, Any]) -> dict[str, Any]:
     meta = node["metadata"]
-    return {"uid": meta.get("uid"), "resourceVersion": meta["resourceVersion"],
-            "unschedulable": bool(node["spec"].get("unschedulable")), "taints": node["spec"].get("taints") or []}
+    return {
+        "uid": meta.get("uid"),
+        "resourceVersion": meta["resourceVersion"],
+        "unschedulable": bool(node["spec"].get("unschedulable")),
+        "taints": node["spec"].get("taints") or [],
+    }

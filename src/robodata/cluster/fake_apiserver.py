@@ -16,7 +16,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,7 @@ def _shift(node: Any, delta: timedelta) -> None:
         if isinstance(value, str) and _TIME.match(value):
             t = datetime.fromisoformat(value.replace("Z", "+00:00")) + delta
             fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in value else "%Y-%m-%dT%H:%M:%SZ"
-            node[key] = t.astimezone(timezone.utc).strftime(fmt)
+            node[key] = t.astimezone(UTC).strftime(fmt)
         else:
             _shift(value, delta)
 
@@ -135,7 +135,7 @@ def _matches(obj: dict[str, Any], labels: str | None, fields: str | None) -> boo
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class FakeApiServer:
@@ -211,8 +211,12 @@ class FakeApiServer:
         if end < len(items):
             meta["continue"] = base64.b64encode(str(end).encode()).decode()
             meta["remainingItemCount"] = len(items) - end
-        return {"apiVersion": api_version, "kind": kind + "List", "metadata": meta,
-                "items": copy.deepcopy(items[start:end])}
+        return {
+            "apiVersion": api_version,
+            "kind": kind + "List",
+            "metadata": meta,
+            "items": copy.deepcopy(items[start:end]),
+        }
 
     def _patch(self, plural: str, ns: str, name: str, req: Request) -> dict[str, Any]:
         current = self.store.get(plural, ns, name)
@@ -223,11 +227,17 @@ class FakeApiServer:
             elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
                 want_rv = (req.body.get("metadata") or {}).get("resourceVersion")
                 if want_rv is not None and want_rv != current["metadata"]["resourceVersion"]:
-                    raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {plural} "{name}": '
-                                   "the object has been modified; please apply your changes to the latest version")
+                    raise ApiError(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on {plural} "{name}": '
+                        "the object has been modified; please apply your changes to the latest version",
+                    )
                 patched = apply_merge_patch(current, req.body)
             else:
-                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {ctype}")
+                raise ApiError(
+                    415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {ctype}"
+                )
         except PatchError as exc:
             reason = "Invalid" if exc.code == 422 else "BadRequest"
             raise ApiError(exc.code, reason, str(exc)) from None
@@ -247,14 +257,19 @@ class FakeApiServer:
         meta = current["metadata"]
         for field_name, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
             if pre.get(field_name) and pre[field_name] != meta.get(field_name):
-                raise ApiError(409, "Conflict", f"Precondition failed: {label} in precondition: {pre[field_name]}, "
-                               f"{label} in object meta: {meta.get(field_name)}")
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: {label} in precondition: {pre[field_name]}, "
+                    f"{label} in object meta: {meta.get(field_name)}",
+                )
         grace = opts.get("gracePeriodSeconds", req.query.get("gracePeriodSeconds"))
         grace = None if grace is None else int(grace)
         if req.query.get("dryRun") == "All":
             return self._status_or_obj(plural, current)
-        graceful = (plural == "pods" and grace != 0
-                    and current.get("status", {}).get("phase") not in ("Succeeded", "Failed"))
+        graceful = (
+            plural == "pods" and grace != 0 and current.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        )
         if meta.get("finalizers") or graceful:
             obj = copy.deepcopy(current)
             obj["metadata"].setdefault("deletionTimestamp", _now())
@@ -267,9 +282,18 @@ class FakeApiServer:
         if plural == "pods":  # pod deletion returns the object, like the real API
             return self._full(plural, obj)
         api_version, kind, _ = RESOURCES[plural]
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {"name": obj["metadata"]["name"], "group": api_version.rpartition("/")[0],
-                            "kind": plural, "uid": obj["metadata"].get("uid")}}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {
+                "name": obj["metadata"]["name"],
+                "group": api_version.rpartition("/")[0],
+                "kind": plural,
+                "uid": obj["metadata"].get("uid"),
+            },
+        }
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -287,8 +311,9 @@ class FakeApiServer:
                 raw = self.rfile.read(length) if length else b""
                 try:
                     body = json.loads(raw) if raw else None
-                    code, payload = server.handle(Request(self.command, parts.path, query,
-                                                          self.headers.get("Content-Type"), body))
+                    code, payload = server.handle(
+                        Request(self.command, parts.path, query, self.headers.get("Content-Type"), body)
+                    )
                 except json.JSONDecodeError as exc:
                     code, payload = 400, _status(400, "BadRequest", f"invalid JSON body: {exc}")
                 except ApiError as exc:
@@ -306,5 +331,12 @@ class FakeApiServer:
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client, config
 
 from robodata.errors import ConfigError
 
 
-def api_client(host: str | None = None, kubeconfig: str | None = None, context: str | None = None,
-               in_cluster: bool = False) -> client.ApiClient:
+def api_client(
+    host: str | None = None, kubeconfig: str | None = None, context: str | None = None, in_cluster: bool = False
+) -> client.ApiClient:
     """An ApiClient from an explicit host URL, a kubeconfig, or the in-cluster service account."""
     if host:
         cfg = client.Configuration()

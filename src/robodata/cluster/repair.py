@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -59,13 +59,18 @@ def run_repair(
     unknown = set(repairs) - set(REPAIRS)
     if unknown:
         raise ValueError(f"unknown repair(s) {sorted(unknown)}; known: {list(REPAIRS)}")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     state = state if state is not None else RepairState()
     snap = ClusterSnapshot.fetch(api, cfg)
     planned: list[Action] = []
     if "cordon" in repairs:
-        health = latest_by_node(health_uri, max_age=timedelta(seconds=cfg.health_max_age_s), now=now,
-                                storage_options=storage_options) if health_uri else {}
+        health = (
+            latest_by_node(
+                health_uri, max_age=timedelta(seconds=cfg.health_max_age_s), now=now, storage_options=storage_options
+            )
+            if health_uri
+            else {}
+        )
         planned += plan_cordon_repairs(snap, health, state, cfg, now)
     if "allocation" in repairs:
         planned += plan_allocation_repairs(snap, state, cfg, now)

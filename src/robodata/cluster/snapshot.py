@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -20,11 +20,11 @@ def parse_time(value: str | None) -> datetime | None:
     """RFC 3339 (Time or MicroTime) -> aware datetime."""
     if not value:
         return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def fmt_time(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -51,8 +51,11 @@ class ClusterSnapshot:
 
     def running_jobs(self, job_label: str) -> set[str]:
         """Job ids that still have at least one live (non-terminal, not deleting) pod."""
-        return {p["metadata"]["labels"][job_label] for p in self.pods
-                if is_active(p) and job_label in (p["metadata"].get("labels") or {})}
+        return {
+            p["metadata"]["labels"][job_label]
+            for p in self.pods
+            if is_active(p) and job_label in (p["metadata"].get("labels") or {})
+        }
 
 
 def is_active(pod: dict[str, Any]) -> bool:
@@ -72,7 +75,9 @@ def is_ready(node: dict[str, Any]) -> bool:
 
 
 def cordon_taints(node: dict[str, Any], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    return [t for t in node.get("spec", {}).get("taints") or [] if t.get("key") in keys and t.get("effect") == "NoSchedule"]
+    return [
+        t for t in node.get("spec", {}).get("taints") or [] if t.get("key") in keys and t.get("effect") == "NoSchedule"
+    ]
 
 
 def is_cordoned(node: dict[str, Any], keys: tuple[str, ...]) -> bool:
@@ -81,8 +86,10 @@ def is_cordoned(node: dict[str, Any], keys: tuple[str, ...]) -> bool:
 
 def finished_at(pod: dict[str, Any]) -> datetime | None:
     """When a terminal pod's last container stopped (startTime if unknown)."""
-    times = [parse_time(s.get("state", {}).get("terminated", {}).get("finishedAt"))
-             for s in pod.get("status", {}).get("containerStatuses") or []]
+    times = [
+        parse_time(s.get("state", {}).get("terminated", {}).get("finishedAt"))
+        for s in pod.get("status", {}).get("containerStatuses") or []
+    ]
     known = [t for t in times if t]
     return max(known) if known else parse_time(pod.get("status", {}).get("startTime"))
 

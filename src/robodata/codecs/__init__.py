@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from robodata.errors import ConfigError
 
@@ -13,14 +13,16 @@ class VideoCodec:
     name: str
     encoder: str
     decoder: str
-    options: Callable[[int, int, str, int], dict[str, str]]   # (gop, crf, preset, bframes) -> encoder options
+    options: Callable[[int, int, str, int], dict[str, str]]  # (gop, crf, preset, bframes) -> encoder options
 
 
 def _x264(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     return {
         "crf": str(crf),
         "preset": preset,
-        "x264-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0:forced-idr=1",
+        "x264-params": (
+            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0:forced-idr=1"
+        ),
     }
 
 
@@ -28,13 +30,17 @@ def _x265(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     return {
         "crf": str(crf),
         "preset": preset,
-        "x265-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=0:open-gop=0:log-level=error",
+        "x265-params": (
+            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=0:open-gop=0:log-level=error"
+        ),
     }
 
 
 def _svtav1(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     # SVT-AV1 presets are numbers (0 slowest .. 13 fastest); map x264 names onto them.
-    speed = {"ultrafast": "12", "superfast": "12", "veryfast": "10", "faster": "9", "fast": "8", "medium": "6"}.get(preset, preset)
+    speed = {"ultrafast": "12", "superfast": "12", "veryfast": "10", "faster": "9", "fast": "8", "medium": "6"}.get(
+        preset, preset
+    )
     return {"crf": str(crf), "preset": speed, "svtav1-params": f"keyint={gop}:scd=0:irefresh-type=2"}
 
 

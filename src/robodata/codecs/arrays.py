@@ -41,8 +41,15 @@ def decode_array(data: bytes, shape: tuple[int, ...], dtype: str) -> tuple[np.nd
 
 def encode_events(t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None) -> bytes:
     payload_json = [json.dumps(p, sort_keys=True) for p in (payloads or [{}] * len(labels))]
-    return _to_ipc(pa.table({"t_ns": pa.array(t_ns, pa.int64()), "label": pa.array(labels, pa.string()),
-                             "payload": pa.array(payload_json, pa.string())}))
+    return _to_ipc(
+        pa.table(
+            {
+                "t_ns": pa.array(t_ns, pa.int64()),
+                "label": pa.array(labels, pa.string()),
+                "payload": pa.array(payload_json, pa.string()),
+            }
+        )
+    )
 
 
 def decode_events(data: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -50,14 +57,23 @@ def decode_events(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     return table.column("t_ns").to_numpy(), np.array(table.column("label").to_pylist(), dtype=object)
 
 
-def encode_packets(pts: list[int], dts: list[int], key: list[bool], t_ns: list[int], data: list[bytes],
-                   ref: list[bool]) -> bytes:
+def encode_packets(
+    pts: list[int], dts: list[int], key: list[bool], t_ns: list[int], data: list[bytes], ref: list[bool]
+) -> bytes:
     """A video part: one camera's packets for whole GOPs, in decode order."""
-    return _to_ipc(pa.table({
-        "pts": pa.array(pts, pa.int64()), "dts": pa.array(dts, pa.int64()), "key": pa.array(key, pa.bool_()),
-        "ref": pa.array(ref, pa.bool_()),
-        "t_ns": pa.array(t_ns, pa.int64()), "data": pa.array(data, pa.binary()),
-    }), compress=False)  # payloads are already compressed video
+    return _to_ipc(
+        pa.table(
+            {
+                "pts": pa.array(pts, pa.int64()),
+                "dts": pa.array(dts, pa.int64()),
+                "key": pa.array(key, pa.bool_()),
+                "ref": pa.array(ref, pa.bool_()),
+                "t_ns": pa.array(t_ns, pa.int64()),
+                "data": pa.array(data, pa.binary()),
+            }
+        ),
+        compress=False,
+    )  # payloads are already compressed video
 
 
 def decode_packets(data: bytes) -> pa.Table:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import Union
 
 import av
 import numpy as np
 
-Image = Union[np.ndarray, av.VideoFrame]
+Image = np.ndarray | av.VideoFrame
 
 _tls = threading.local()
 

@@ -12,6 +12,8 @@ import av
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
+from robodata.codecs import video_codec
+
 _tls = threading.local()
 
 
@@ -26,8 +28,6 @@ def to_rgb(frame: av.VideoFrame) -> np.ndarray:
         _tls.pid = os.getpid()
     return rf.reformat(frame, format="rgb24", threads=1).to_ndarray()
 
-from robodata.codecs import video_codec
-
 
 @dataclass
 class Packet:
@@ -35,7 +35,7 @@ class Packet:
     dts: int
     key: bool
     data: bytes
-    ref: bool = True     # other frames may reference this one (False: droppable, skip_frame=NONREF)
+    ref: bool = True  # other frames may reference this one (False: droppable, skip_frame=NONREF)
 
 
 def _annexb_nal_headers(data: bytes):
@@ -44,7 +44,7 @@ def _annexb_nal_headers(data: bytes):
         j = data.find(b"\x00\x00\x01", i)
         if j < 0 or j + 3 >= n:
             return
-        yield data[j + 3: j + 5]
+        yield data[j + 3 : j + 5]
         i = j + 3
 
 
@@ -87,8 +87,19 @@ class VideoEncoder:
     """Encodes frames (RGB uint8 (H, W, 3) arrays or av.VideoFrames) into packets; keyframes
     every `gop` frames exactly."""
 
-    def __init__(self, codec: str, width: int, height: int, rate_hz: float, gop: int, crf: int,
-                 preset: str = "veryfast", bframes: int = 0, threads: int = 0, pix_fmt: str = "yuv420p"):
+    def __init__(
+        self,
+        codec: str,
+        width: int,
+        height: int,
+        rate_hz: float,
+        gop: int,
+        crf: int,
+        preset: str = "veryfast",
+        bframes: int = 0,
+        threads: int = 0,
+        pix_fmt: str = "yuv420p",
+    ):
         spec = video_codec(codec)
         self.gop = gop
         self.codec = codec
@@ -134,9 +145,13 @@ class VideoEncoder:
 
     def _convert(self, frame: av.VideoFrame) -> av.VideoFrame:
         """To the encoder's pixel format with explicit colour ranges (swscale does not infer them)."""
-        return self._reformatter.reformat(frame, format=self.pix_fmt, threads=1,
-                                          src_color_range=2 if _full_range(frame) else 1,
-                                          dst_color_range=2 if self._full_range else 1)
+        return self._reformatter.reformat(
+            frame,
+            format=self.pix_fmt,
+            threads=1,
+            src_color_range=2 if _full_range(frame) else 1,
+            dst_color_range=2 if self._full_range else 1,
+        )
 
     def flush(self) -> list[Packet]:
         if self._closed:
@@ -148,8 +163,15 @@ class VideoEncoder:
         out = []
         for p in pkts:
             data = bytes(p)
-            out.append(Packet(int(p.pts), int(p.dts if p.dts is not None else p.pts), bool(p.is_keyframe), data,
-                              is_reference(self.codec, data)))
+            out.append(
+                Packet(
+                    int(p.pts),
+                    int(p.dts if p.dts is not None else p.pts),
+                    bool(p.is_keyframe),
+                    data,
+                    is_reference(self.codec, data),
+                )
+            )
         return out
 
 
@@ -162,7 +184,7 @@ class VideoDecoder:
         self._extradata = extradata
         self._threads = threads
         self._skip_nonref = skip_nonref
-        self.decoded = 0   # frames that came out of the decoder (work done), wanted or not
+        self.decoded = 0  # frames that came out of the decoder (work done), wanted or not
 
     def _context(self) -> av.CodecContext:
         ctx = av.CodecContext.create(self._codec, "r")

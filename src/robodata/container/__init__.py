@@ -6,6 +6,16 @@ from robodata.container.reader import EpisodeReader, Window, read_window
 from robodata.container.writer import EpisodeWriter
 
 __all__ = [
-    "FORMAT_VERSION", "ChunkInfo", "PartInfo", "EpisodeMeta", "Layout", "StreamSpec", "TopicGroup",
-    "VideoSettings", "EpisodeReader", "Window", "EpisodeWriter", "read_window",
+    "FORMAT_VERSION",
+    "ChunkInfo",
+    "PartInfo",
+    "EpisodeMeta",
+    "Layout",
+    "StreamSpec",
+    "TopicGroup",
+    "VideoSettings",
+    "EpisodeReader",
+    "Window",
+    "EpisodeWriter",
+    "read_window",
 ]

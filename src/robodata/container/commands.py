@@ -15,9 +15,11 @@ def register(app: typer.Typer) -> None:
     app.command("inspect")(inspect)
 
 
-def inspect(path: str = typer.Argument(..., help="container file or URL (s3://...)"),
-            as_json: bool = typer.Option(False, "--json", help="print the index as JSON"),
-            verify: bool = typer.Option(False, "--verify", help="read every chunk and check its checksum")) -> None:
+def inspect(
+    path: str = typer.Argument(..., help="container file or URL (s3://...)"),
+    as_json: bool = typer.Option(False, "--json", help="print the index as JSON"),
+    verify: bool = typer.Option(False, "--verify", help="read every chunk and check its checksum"),
+) -> None:
     """Print the metadata and chunk index of an episode container."""
     from robodata.container import EpisodeReader
 
@@ -30,22 +32,40 @@ def inspect(path: str = typer.Argument(..., help="container file or URL (s3://..
         console.print(f"[red]ContainerError:[/red] {exc}")
         raise typer.Exit(2) from None
     if as_json:
-        print(json.dumps({"meta": r.meta.to_dict(), "layout_version": r.layout_version,
-                          "footer": [r.footer_offset, r.footer_length],
-                          "chunks": [c.to_json() for c in r.chunks]}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "meta": r.meta.to_dict(),
+                    "layout_version": r.layout_version,
+                    "footer": [r.footer_offset, r.footer_length],
+                    "chunks": [c.to_json() for c in r.chunks],
+                },
+                indent=1,
+            )
+        )
         return
     m = r.meta
     console.print(f"[bold]{m.episode_id}[/bold]  robot={m.robot} site={m.site} task={m.task} vendor={m.vendor}")
-    console.print(f"start_time_ns={m.start_time_ns} duration={m.duration_s:.2f}s layout={r.layout_version} "
-                  f"size={r.source.size()} footer@{r.footer_offset}+{r.footer_length}")
+    console.print(
+        f"start_time_ns={m.start_time_ns} duration={m.duration_s:.2f}s layout={r.layout_version} "
+        f"size={r.source.size()} footer@{r.footer_offset}+{r.footer_length}"
+    )
     st = Table("stream", "kind", "group", "rate_hz", "shape", "units")
     for s in m.streams.values():
         st.add_row(s.name, s.kind, r.layout.group_of(s.name).name, f"{s.rate_hz:g}", str(s.shape), s.units)
     console.print(st)
     ct = Table("chunk", "group", "streams", "t_start_s", "t_end_s", "offset", "length", "crc32")
     for c in r.chunks:
-        ct.add_row(str(c.index), c.group, ",".join(c.streams), f"{c.t_start / 1e9:.3f}", f"{c.t_end / 1e9:.3f}",
-                   str(c.offset), str(c.length), f"{c.checksum:08x}")
+        ct.add_row(
+            str(c.index),
+            c.group,
+            ",".join(c.streams),
+            f"{c.t_start / 1e9:.3f}",
+            f"{c.t_end / 1e9:.3f}",
+            str(c.offset),
+            str(c.length),
+            f"{c.checksum:08x}",
+        )
     console.print(ct)
     if verify:
         console.print(f"[green]verified[/green] {r.stats.chunks_read} chunks, {r.stats.bytes_read} bytes")

@@ -35,18 +35,18 @@ def pack_header() -> bytes:
 @dataclass(frozen=True)
 class PartInfo:
     stream: str
-    offset: int        # relative to the chunk start
+    offset: int  # relative to the chunk start
     length: int
     checksum: int
-    t_start: int       # ns, first sample in this part
-    t_end: int         # ns, last sample in this part
-    count: int         # samples (frames, rows, events)
+    t_start: int  # ns, first sample in this part
+    t_end: int  # ns, last sample in this part
+    count: int  # samples (frames, rows, events)
 
     def to_json(self) -> list[Any]:
         return [self.stream, self.offset, self.length, self.checksum, self.t_start, self.t_end, self.count]
 
     @classmethod
-    def from_json(cls, v: list[Any]) -> "PartInfo":
+    def from_json(cls, v: list[Any]) -> PartInfo:
         return cls(*v)
 
 
@@ -66,19 +66,42 @@ class ChunkInfo:
         return tuple(p.stream for p in self.parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"i": self.index, "group": self.group, "t0": self.t_start, "t1": self.t_end, "off": self.offset,
-                "len": self.length, "crc": self.checksum, "parts": [p.to_json() for p in self.parts]}
+        return {
+            "i": self.index,
+            "group": self.group,
+            "t0": self.t_start,
+            "t1": self.t_end,
+            "off": self.offset,
+            "len": self.length,
+            "crc": self.checksum,
+            "parts": [p.to_json() for p in self.parts],
+        }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ChunkInfo":
-        return cls(d["i"], d["group"], d["t0"], d["t1"], d["off"], d["len"], d["crc"],
-                   tuple(PartInfo.from_json(p) for p in d["parts"]))
+    def from_json(cls, d: dict[str, Any]) -> ChunkInfo:
+        return cls(
+            d["i"],
+            d["group"],
+            d["t0"],
+            d["t1"],
+            d["off"],
+            d["len"],
+            d["crc"],
+            tuple(PartInfo.from_json(p) for p in d["parts"]),
+        )
 
 
-def encode_footer(meta: dict[str, Any], layout: dict[str, Any], codec_data: dict[str, str],
-                  chunks: list[ChunkInfo]) -> bytes:
-    doc = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "meta": meta, "layout": layout,
-           "codec_data": codec_data, "chunks": [c.to_json() for c in chunks]}
+def encode_footer(
+    meta: dict[str, Any], layout: dict[str, Any], codec_data: dict[str, str], chunks: list[ChunkInfo]
+) -> bytes:
+    doc = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "meta": meta,
+        "layout": layout,
+        "codec_data": codec_data,
+        "chunks": [c.to_json() for c in chunks],
+    }
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 
@@ -91,9 +114,14 @@ def unpack_trailer(episode: str, raw: bytes, size: int) -> tuple[int, int, int]:
         raise ContainerError(episode, f"file too short ({size} bytes) to be a robodata container")
     off, length, crc, magic = TRAILER.unpack(raw)
     if magic != MAGIC:
-        raise ContainerError(episode, "no container trailer at end of file (truncated, still being written, or not a robodata container)")
+        raise ContainerError(
+            episode, "no container trailer at end of file (truncated, still being written, or not a robodata container)"
+        )
     if off + length + TRAILER.size != size:
-        raise ContainerError(episode, f"trailer points to footer at {off}+{length}, inconsistent with size {size} (truncated or appended to)")
+        raise ContainerError(
+            episode,
+            f"trailer points to footer at {off}+{length}, inconsistent with size {size} (truncated or appended to)",
+        )
     return off, length, crc
 
 
@@ -107,5 +135,7 @@ def decode_footer(episode: str, raw: bytes, crc: int | None) -> dict[str, Any]:
     if doc.get("format") != FORMAT_NAME:
         raise ContainerError(episode, f"footer format {doc.get('format')!r} is not {FORMAT_NAME!r}")
     if doc.get("version") != FORMAT_VERSION:
-        raise ContainerError(episode, f"container version {doc.get('version')} not supported (this reader: {FORMAT_VERSION})")
+        raise ContainerError(
+            episode, f"container version {doc.get('version')} not supported (this reader: {FORMAT_VERSION})"
+        )
     return doc

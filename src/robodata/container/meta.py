@@ -16,12 +16,12 @@ STREAM_KINDS = ("video", "array", "events")
 class VideoSettings:
     """Encoding of one camera group. gop = frames between keyframes (closed GOPs)."""
 
-    codec: str = "h264"        # registry name in robodata.codecs: h264 | hevc | av1
+    codec: str = "h264"  # registry name in robodata.codecs: h264 | hevc | av1
     gop: int = 30
     crf: int = 23
     preset: str = "veryfast"
     bframes: int = 0
-    threads: int = 0           # encoder threads per camera; 0 = codec default (not part of the layout's identity)
+    threads: int = 0  # encoder threads per camera; 0 = codec default (not part of the layout's identity)
 
     def __post_init__(self) -> None:
         from robodata.codecs import video_codec
@@ -40,7 +40,7 @@ class TopicGroup:
     name: str
     streams: tuple[str, ...]
     chunk_span_s: float = 2.0
-    video: VideoSettings | None = None   # set for camera groups
+    video: VideoSettings | None = None  # set for camera groups
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "streams", tuple(self.streams))
@@ -61,7 +61,9 @@ class Layout:
         seen: dict[str, str] = {}
         for g in self.groups:
             for s in g.streams:
-                require(s not in seen, f"stream {s!r} is in groups {seen.get(s)!r} and {g.name!r}; one group per stream")
+                require(
+                    s not in seen, f"stream {s!r} is in groups {seen.get(s)!r} and {g.name!r}; one group per stream"
+                )
                 seen[s] = g.name
 
     def group_of(self, stream: str) -> TopicGroup:
@@ -74,7 +76,7 @@ class Layout:
         return {"groups": [asdict(g) for g in self.groups]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Layout":
+    def from_dict(cls, d: dict[str, Any]) -> Layout:
         groups = []
         for g in d["groups"]:
             g = dict(g)
@@ -100,21 +102,25 @@ class Layout:
 @dataclass(frozen=True)
 class StreamSpec:
     name: str
-    kind: str                       # video | array | events
-    rate_hz: float = 0.0            # nominal rate (0 for irregular event streams)
-    shape: tuple[int, ...] = ()     # video: (H, W, 3); array: per-sample shape, e.g. (7,)
+    kind: str  # video | array | events
+    rate_hz: float = 0.0  # nominal rate (0 for irregular event streams)
+    shape: tuple[int, ...] = ()  # video: (H, W, 3); array: per-sample shape, e.g. (7,)
     dtype: str = "float32"
     units: str = ""
-    names: tuple[str, ...] = ()     # e.g. joint names
+    names: tuple[str, ...] = ()  # e.g. joint names
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
         object.__setattr__(self, "names", tuple(self.names))
-        require(self.kind in STREAM_KINDS, f"stream {self.name!r}: kind must be one of {STREAM_KINDS}, got {self.kind!r}")
+        require(
+            self.kind in STREAM_KINDS, f"stream {self.name!r}: kind must be one of {STREAM_KINDS}, got {self.kind!r}"
+        )
         require(self.rate_hz >= 0, f"stream {self.name!r}: rate_hz must be >= 0")
         if self.kind == "video":
             require(len(self.shape) == 3 and self.shape[2] == 3, f"video stream {self.name!r}: shape must be (H, W, 3)")
-            require(self.shape[0] % 2 == 0 and self.shape[1] % 2 == 0, f"video stream {self.name!r}: H and W must be even")
+            require(
+                self.shape[0] % 2 == 0 and self.shape[1] % 2 == 0, f"video stream {self.name!r}: H and W must be even"
+            )
             require(self.rate_hz > 0, f"video stream {self.name!r} needs rate_hz")
 
 
@@ -127,7 +133,7 @@ class EpisodeMeta:
     start_time_ns: int
     streams: dict[str, StreamSpec]
     vendor: str = ""
-    duration_s: float = 0.0         # filled in by the writer from the data
+    duration_s: float = 0.0  # filled in by the writer from the data
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,18 +147,25 @@ class EpisodeMeta:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EpisodeMeta":
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeMeta:
         d = dict(d)
         d["streams"] = {k: StreamSpec(**v) for k, v in d["streams"].items()}
         return cls(**d)
 
 
-def default_layout(cameras: tuple[str, ...] | list[str], proprio: tuple[str, ...] | list[str] = ("joint_pos", "joint_cur", "cmd"),
-                   events: tuple[str, ...] | list[str] = ("events",), video: VideoSettings | None = None,
-                   camera_span_s: float = 2.0, proprio_span_s: float = 10.0) -> Layout:
+def default_layout(
+    cameras: tuple[str, ...] | list[str],
+    proprio: tuple[str, ...] | list[str] = ("joint_pos", "joint_cur", "cmd"),
+    events: tuple[str, ...] | list[str] = ("events",),
+    video: VideoSettings | None = None,
+    camera_span_s: float = 2.0,
+    proprio_span_s: float = 10.0,
+) -> Layout:
     """cameras / proprio / events groups: the layout ingestion uses unless a plan says otherwise."""
-    groups = [TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()),
-              TopicGroup("proprio", tuple(proprio), proprio_span_s)]
+    groups = [
+        TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()),
+        TopicGroup("proprio", tuple(proprio), proprio_span_s),
+    ]
     if events:
         groups.append(TopicGroup("events", tuple(events), 60.0))
     return Layout(groups=tuple(groups))

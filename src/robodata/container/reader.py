@@ -18,13 +18,13 @@ from robodata.container.meta import EpisodeMeta, Layout
 from robodata.container.source import RangeSource, open_source
 from robodata.errors import ContainerError
 
-_TAIL_GUESS = 64 * 1024   # first read at open: trailer plus, usually, the whole footer
+_TAIL_GUESS = 64 * 1024  # first read at open: trailer plus, usually, the whole footer
 
 
 @dataclass
 class Window:
-    data: np.ndarray          # video: uint8 (T, H, W, 3); array: (N, *shape); events: object (N,)
-    t: np.ndarray             # float64 seconds since episode start
+    data: np.ndarray  # video: uint8 (T, H, W, 3); array: (N, *shape); events: object (N,)
+    t: np.ndarray  # float64 seconds since episode start
 
 
 @dataclass
@@ -42,8 +42,9 @@ class _Wanted:
 
 
 class EpisodeReader:
-    def __init__(self, source: RangeSource, doc: dict[str, Any], footer_offset: int, footer_length: int,
-                 decode_threads: int = 1):
+    def __init__(
+        self, source: RangeSource, doc: dict[str, Any], footer_offset: int, footer_length: int, decode_threads: int = 1
+    ):
         self.source = source
         self.meta = EpisodeMeta.from_dict(doc["meta"])
         self.layout = Layout.from_dict({"groups": doc["layout"]["groups"]})
@@ -59,27 +60,37 @@ class EpisodeReader:
         size = source.size()
         for c in self.chunks:
             if c.offset + c.length > footer_offset or c.offset < 0:
-                raise ContainerError(self.meta.episode_id, f"index points past the data region ({c.offset}+{c.length} > {footer_offset}, size {size})", c.index)
+                raise ContainerError(
+                    self.meta.episode_id,
+                    f"index points past the data region ({c.offset}+{c.length} > {footer_offset}, size {size})",
+                    c.index,
+                )
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def open(cls, target: Any, footer_offset: int | None = None, footer_length: int | None = None,
-             decode_threads: int = 1, **storage_options: Any) -> "EpisodeReader":
+    def open(
+        cls,
+        target: Any,
+        footer_offset: int | None = None,
+        footer_length: int | None = None,
+        decode_threads: int = 1,
+        **storage_options: Any,
+    ) -> EpisodeReader:
         source = open_source(target, **storage_options)
         name = source.name
         size = source.size()
         if footer_offset is not None and footer_length is not None:
             raw = source.read(footer_offset, footer_length + TRAILER.size)
-            off, length, crc = unpack_trailer(name, raw[-TRAILER.size:], size)
+            off, length, crc = unpack_trailer(name, raw[-TRAILER.size :], size)
             if (off, length) != (footer_offset, footer_length):
                 raise ContainerError(name, "footer hint does not match the trailer (stale manifest?)")
             footer = raw[:footer_length]
         else:
             tail_len = min(size, _TAIL_GUESS)
             tail = source.read(size - tail_len, tail_len) if size else b""
-            off, length, crc = unpack_trailer(name, tail[-TRAILER.size:], size)
+            off, length, crc = unpack_trailer(name, tail[-TRAILER.size :], size)
             if length + TRAILER.size <= len(tail):
-                footer = tail[len(tail) - TRAILER.size - length: len(tail) - TRAILER.size]
+                footer = tail[len(tail) - TRAILER.size - length : len(tail) - TRAILER.size]
             else:
                 footer = source.read(off, length)
         doc = decode_footer(name, footer, crc)
@@ -103,10 +114,8 @@ class EpisodeReader:
             return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every)
 
         cams = [s for s in streams if self.meta.streams[s].kind == "video"]
-        if len(cams) > 1:  # one decode thread per camera (PyAV releases the GIL while decoding)
-            decoded = dict(zip(cams, self._decode_pool().map(decode, cams)))
-        else:
-            decoded = {}
+        # one decode thread per camera (PyAV releases the GIL while decoding)
+        decoded = dict(zip(cams, self._decode_pool().map(decode, cams), strict=True)) if len(cams) > 1 else {}
         return {s: decoded[s] if s in decoded else decode(s) for s in streams}
 
     def _decode_pool(self) -> ThreadPoolExecutor:
@@ -133,8 +142,11 @@ class EpisodeReader:
         """
         plan = []
         for c in self.chunks:
-            parts = [p for p in c.parts
-                     if p.stream in ranges and p.t_end >= ranges[p.stream][0] and p.t_start <= ranges[p.stream][1]]
+            parts = [
+                p
+                for p in c.parts
+                if p.stream in ranges and p.t_end >= ranges[p.stream][0] and p.t_start <= ranges[p.stream][1]
+            ]
             if parts:
                 plan.append(_Wanted(c, parts))
         blobs = self._fetch(plan)
@@ -156,19 +168,24 @@ class EpisodeReader:
             self.stats.bytes_read += len(data)
             self.stats.chunks_read += 1
             if len(data) != end - start:
-                raise ContainerError(self.meta.episode_id, f"short read ({len(data)} of {end - start} bytes): truncated file", c.index)
+                raise ContainerError(
+                    self.meta.episode_id, f"short read ({len(data)} of {end - start} bytes): truncated file", c.index
+                )
             if whole and (zlib.crc32(data) & 0xFFFFFFFF) != c.checksum:
                 raise ContainerError(self.meta.episode_id, "chunk checksum mismatch (corrupted data)", c.index)
             for p in w.parts:
                 rel = c.offset + p.offset - start
-                blob = data[rel: rel + p.length]
+                blob = data[rel : rel + p.length]
                 if not whole and checksum(blob) != p.checksum:
-                    raise ContainerError(self.meta.episode_id, f"part {p.stream!r} checksum mismatch (corrupted data)", c.index)
+                    raise ContainerError(
+                        self.meta.episode_id, f"part {p.stream!r} checksum mismatch (corrupted data)", c.index
+                    )
                 out[(c.index, p.stream)] = blob
         return out
 
-    def _decode_stream(self, stream: str, pieces: list[tuple[ChunkInfo, PartInfo, bytes]], lo: int, hi: int,
-                       every: int) -> Window:
+    def _decode_stream(
+        self, stream: str, pieces: list[tuple[ChunkInfo, PartInfo, bytes]], lo: int, hi: int, every: int
+    ) -> Window:
         spec = self.meta.streams[stream]
         try:
             if spec.kind == "video":
@@ -213,8 +230,11 @@ class EpisodeReader:
             pts = table.column("pts").to_numpy()
             t = table.column("t_ns").to_numpy()
             key = table.column("key").to_numpy(zero_copy_only=False)
-            ref = (table.column("ref").to_numpy(zero_copy_only=False) if "ref" in table.column_names
-                   else np.ones(len(pts), dtype=bool))
+            ref = (
+                table.column("ref").to_numpy(zero_copy_only=False)
+                if "ref" in table.column_names
+                else np.ones(len(pts), dtype=bool)
+            )
             sel = np.nonzero((t >= lo) & (t <= hi))[0]
             if len(sel) == 0:
                 continue
@@ -233,14 +253,20 @@ class EpisodeReader:
             decoder = VideoDecoder(codec, extradata, threads=self._decode_threads, skip_nonref=skip)
             dts = table.column("dts").to_numpy()
             data = table.column("data")
-            packets = ((int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts)))  # lazy: decode stops early
+            packets = (
+                (int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts))
+            )  # lazy: decode stops early
             try:
                 got = decoder.decode(packets, set(wanted))
             except Exception as exc:
-                raise ContainerError(self.meta.episode_id, f"video {stream!r} failed to decode: {exc}", chunk.index) from exc
+                raise ContainerError(
+                    self.meta.episode_id, f"video {stream!r} failed to decode: {exc}", chunk.index
+                ) from exc
             missing = set(wanted) - set(got)
             if missing:
-                raise ContainerError(self.meta.episode_id, f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index)
+                raise ContainerError(
+                    self.meta.episode_id, f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index
+                )
             self.stats.frames_decoded += decoder.decoded
             for p in sorted(wanted):
                 frames.append(got[p])
@@ -250,8 +276,9 @@ class EpisodeReader:
         return Window(np.stack(frames), np.asarray(times, dtype=np.int64) / 1e9)
 
 
-def read_window(episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1,
-                **storage_options: Any) -> dict[str, Window]:
+def read_window(
+    episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1, **storage_options: Any
+) -> dict[str, Window]:
     """One-shot form of EpisodeReader.read_window: `episode` is a path, URL, file-like or reader."""
     reader = episode if isinstance(episode, EpisodeReader) else EpisodeReader.open(episode, **storage_options)
     return reader.read_window(t0, t1, streams, every)

@@ -7,6 +7,7 @@ so benchmarks and tests can see what a window really touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import IO, Any, Protocol, runtime_checkable
@@ -54,10 +55,8 @@ class LocalFileSource:
             self._fd = -1
 
     def __del__(self) -> None:  # pragma: no cover - best effort
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 class FileLikeSource:

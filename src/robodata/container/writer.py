@@ -29,12 +29,22 @@ class _Camera:
         v = group.video
         assert v is not None
         h, w, _ = spec_shape
-        self.encoder = VideoEncoder(v.codec, w, h, rate_hz, v.gop, v.crf, v.preset, v.bframes, v.threads,
-                                    pix_fmt=encoder_pix_fmt(v.codec, first))
+        self.encoder = VideoEncoder(
+            v.codec,
+            w,
+            h,
+            rate_hz,
+            v.gop,
+            v.crf,
+            v.preset,
+            v.bframes,
+            v.threads,
+            pix_fmt=encoder_pix_fmt(v.codec, first),
+        )
         self.shape = spec_shape
         self.t_by_pts: dict[int, int] = {}
         self.last_t: int | None = None
-        self.current: list[Packet] = []       # GOP being filled
+        self.current: list[Packet] = []  # GOP being filled
         self.ready: deque[list[Packet]] = deque()  # completed GOPs not yet written
         self.frames = 0
 
@@ -58,14 +68,19 @@ class EpisodeWriter:
             try:
                 g = layout.group_of(name)
             except KeyError:
-                raise RobodataError(f"episode {meta.episode_id!r}: stream {name!r} is in no topic group of the layout") from None
+                raise RobodataError(
+                    f"episode {meta.episode_id!r}: stream {name!r} is in no topic group of the layout"
+                ) from None
             if (spec.kind == "video") != (g.video is not None):
-                raise RobodataError(f"episode {meta.episode_id!r}: stream {name!r} ({spec.kind}) is in group {g.name!r} "
-                                    f"which {'has' if g.video else 'has no'} video settings; never mix cameras and other streams")
+                raise RobodataError(
+                    f"episode {meta.episode_id!r}: stream {name!r} ({spec.kind}) is in group {g.name!r} "
+                    f"which {'has' if g.video else 'has no'} video settings; never mix cameras and other streams"
+                )
         self.meta = meta
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
-        self._f: IO[bytes] = open(target, "wb") if self._own else target  # type: ignore[arg-type]
+        # closed by close()/__exit__, which also seal the footer
+        self._f: IO[bytes] = open(target, "wb") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115
         self._pos = 0
         self._chunks: list[ChunkInfo] = []
         self._cams: dict[str, _Camera] = {}
@@ -83,13 +98,18 @@ class EpisodeWriter:
         shape = image_shape(image)
         if shape != spec.shape or (isinstance(image, np.ndarray) and image.dtype != np.uint8):
             dtype = f" {image.dtype}" if isinstance(image, np.ndarray) else ""
-            raise RobodataError(f"episode {self.meta.episode_id!r}: frame for {stream!r} has shape {shape}{dtype}, expected {spec.shape} uint8")
+            raise RobodataError(
+                f"episode {self.meta.episode_id!r}: frame for {stream!r} has shape {shape}{dtype}, "
+                f"expected {spec.shape} uint8"
+            )
         cam = self._cams.get(stream)
         if cam is None:
             cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
         t_ns = int(t_ns)
         if cam.last_t is not None and t_ns <= cam.last_t:
-            raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r} timestamps must increase ({t_ns} after {cam.last_t})")
+            raise RobodataError(
+                f"episode {self.meta.episode_id!r}: {stream!r} timestamps must increase ({t_ns} after {cam.last_t})"
+            )
         cam.last_t = t_ns
         cam.t_by_pts[cam.frames] = t_ns
         cam.frames += 1
@@ -102,15 +122,21 @@ class EpisodeWriter:
         t_ns = np.asarray(t_ns, dtype=np.int64)
         values = np.asarray(values, dtype=spec.dtype)
         if values.shape[1:] != spec.shape or len(values) != len(t_ns):
-            raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r} values {values.shape} do not match "
-                                f"{len(t_ns)} timestamps x shape {spec.shape}")
+            raise RobodataError(
+                f"episode {self.meta.episode_id!r}: {stream!r} values {values.shape} do not match "
+                f"{len(t_ns)} timestamps x shape {spec.shape}"
+            )
         self._append(stream, t_ns, values)
 
-    def write_events(self, stream: str, t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None) -> None:
+    def write_events(
+        self, stream: str, t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None
+    ) -> None:
         self._spec(stream, "events")
         t_ns = np.asarray(t_ns, dtype=np.int64)
         if len(labels) != len(t_ns):
-            raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r}: {len(labels)} labels for {len(t_ns)} timestamps")
+            raise RobodataError(
+                f"episode {self.meta.episode_id!r}: {stream!r}: {len(labels)} labels for {len(t_ns)} timestamps"
+            )
         self._append(stream, t_ns, (list(labels), list(payloads) if payloads else [{}] * len(labels)))
 
     def close(self) -> None:
@@ -125,8 +151,9 @@ class EpisodeWriter:
                 self._flush_lowdim(g)
         self.meta.duration_s = 0.0 if self._t_min is None else (self._t_max - self._t_min) / 1e9  # type: ignore[operator]
         codec_data = {n: base64.b64encode(c.encoder.extradata).decode() for n, c in self._cams.items()}
-        footer = encode_footer(self.meta.to_dict(), {**self.layout.to_dict(), "version": self.layout.version},
-                               codec_data, self._chunks)
+        footer = encode_footer(
+            self.meta.to_dict(), {**self.layout.to_dict(), "version": self.layout.version}, codec_data, self._chunks
+        )
         footer_offset = self._pos
         self._emit(footer)
         self._emit(pack_trailer(footer_offset, footer))
@@ -142,7 +169,7 @@ class EpisodeWriter:
         if self._own:
             self._f.close()
 
-    def __enter__(self) -> "EpisodeWriter":
+    def __enter__(self) -> EpisodeWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -155,7 +182,9 @@ class EpisodeWriter:
     def _spec(self, stream: str, kind: str):
         spec = self.meta.streams.get(stream)
         if spec is None:
-            raise RobodataError(f"episode {self.meta.episode_id!r}: unknown stream {stream!r}; declared: {sorted(self.meta.streams)}")
+            raise RobodataError(
+                f"episode {self.meta.episode_id!r}: unknown stream {stream!r}; declared: {sorted(self.meta.streams)}"
+            )
         if spec.kind != kind:
             raise RobodataError(f"episode {self.meta.episode_id!r}: stream {stream!r} is {spec.kind}, not {kind}")
         return spec
@@ -188,15 +217,27 @@ class EpisodeWriter:
             crc = zlib.crc32(blob, crc)
             self._emit(blob)
             rel += len(blob)
-        self._chunks.append(ChunkInfo(len(self._chunks), group, min(p.t_start for p in infos),
-                                      max(p.t_end for p in infos), offset, rel, crc & 0xFFFFFFFF, tuple(infos)))
+        self._chunks.append(
+            ChunkInfo(
+                len(self._chunks),
+                group,
+                min(p.t_start for p in infos),
+                max(p.t_end for p in infos),
+                offset,
+                rel,
+                crc & 0xFFFFFFFF,
+                tuple(infos),
+            )
+        )
 
     def _flush_video(self, group: TopicGroup, final: bool) -> None:
         cams = [self._cams[s] for s in group.streams if s in self._cams]
         if not cams:
             return
-        per_chunk = {s: max(1, round(group.chunk_span_s * self.meta.streams[s].rate_hz / group.video.gop))  # type: ignore[union-attr]
-                     for s in group.streams}
+        per_chunk = {
+            s: max(1, round(group.chunk_span_s * self.meta.streams[s].rate_hz / group.video.gop))  # type: ignore[union-attr]
+            for s in group.streams
+        }
         while True:
             names = [s for s in group.streams if s in self._cams]
             if not final and any(len(self._cams[s].ready) < per_chunk[s] for s in names):
@@ -211,8 +252,14 @@ class EpisodeWriter:
                 if not pkts:
                     continue
                 ts = [cam.t_by_pts.pop(p.pts) for p in pkts]
-                blob = encode_packets([p.pts for p in pkts], [p.dts for p in pkts], [p.key for p in pkts], ts,
-                                      [p.data for p in pkts], [p.ref for p in pkts])
+                blob = encode_packets(
+                    [p.pts for p in pkts],
+                    [p.dts for p in pkts],
+                    [p.key for p in pkts],
+                    ts,
+                    [p.data for p in pkts],
+                    [p.ref for p in pkts],
+                )
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
 

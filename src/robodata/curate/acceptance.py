@@ -40,12 +40,21 @@ from robodata.storage import StorageLocation, objects
 
 ACCEPTANCE_VERSION = 1
 META_KEY = "robodata.acceptance.catalog_version"
-YIELD_SCHEMA = pa.schema([
-    ("site", pa.string()), ("robot", pa.string()), ("shift", pa.string()),
-    ("shift_date", pa.string()), ("shift_start", pa.timestamp("us", tz="UTC")), ("day", pa.string()),
-    ("episodes", pa.int64()), ("passes", pa.int64()), ("yield_frac", pa.float64()),
-    ("target_passes", pa.int64()), ("meets_target", pa.bool_()),
-])
+YIELD_SCHEMA = pa.schema(
+    [
+        ("site", pa.string()),
+        ("robot", pa.string()),
+        ("shift", pa.string()),
+        ("shift_date", pa.string()),
+        ("shift_start", pa.timestamp("us", tz="UTC")),
+        ("day", pa.string()),
+        ("episodes", pa.int64()),
+        ("passes", pa.int64()),
+        ("yield_frac", pa.float64()),
+        ("target_passes", pa.int64()),
+        ("meets_target", pa.bool_()),
+    ]
+)
 
 
 @dataclass
@@ -55,8 +64,10 @@ class Shift:
 
     def __post_init__(self) -> None:
         hh, _, mm = self.start.partition(":")
-        require(hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60,
-                f"shift {self.name!r}: start must be HH:MM, got {self.start!r}")
+        require(
+            hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60,
+            f"shift {self.name!r}: start must be HH:MM, got {self.start!r}",
+        )
 
     @property
     def minutes(self) -> int:
@@ -120,11 +131,12 @@ class AcceptanceResult:
     days: list[str]
     episodes: int
     passes: int
-    shifts: pl.DataFrame   # the recomputed yield rows (YIELD_SCHEMA)
+    shifts: pl.DataFrame  # the recomputed yield rows (YIELD_SCHEMA)
 
 
-def evaluate(config: AcceptanceConfig, catalog: Catalog, yield_uri: str,
-             storage_options: dict[str, str] | None = None) -> AcceptanceResult:
+def evaluate(
+    config: AcceptanceConfig, catalog: Catalog, yield_uri: str, storage_options: dict[str, str] | None = None
+) -> AcceptanceResult:
     dt = catalog.table()
     version = dt.version()
     previous = last_evaluated_version(yield_uri, storage_options)
@@ -132,8 +144,11 @@ def evaluate(config: AcceptanceConfig, catalog: Catalog, yield_uri: str,
     # A shift (< 24 h, any time zone) touching UTC day d lies within days d-1 .. d+1:
     # read those so shifts crossing midnight are recounted whole, keep the touched ones.
     context = sorted({(date.fromisoformat(d) + timedelta(days=k)).isoformat() for d in days for k in (-1, 0, 1)})
-    lf = pl.scan_delta(dt).filter(pl.col("day").is_in(context)).select(
-        "site", "robot", "start_time", "day", "success", "quality_score", "qc_status", "duration_s")
+    lf = (
+        pl.scan_delta(dt)
+        .filter(pl.col("day").is_in(context))
+        .select("site", "robot", "start_time", "day", "success", "quality_score", "qc_status", "duration_s")
+    )
     rows = lf.collect().with_columns(touched=pl.col("day").is_in(days))
     shifts = _shift_yield(config, rows)
     rows = rows.filter(pl.col("touched"))
@@ -156,7 +171,7 @@ def _files_by_day(dt: DeltaTable) -> dict[str, str]:
     actions = pl.DataFrame(dt.get_add_actions(flatten=True))
     if actions.height == 0:
         return {}
-    return dict(zip(actions["path"].to_list(), actions["partition.day"].to_list()))
+    return dict(zip(actions["path"].to_list(), actions["partition.day"].to_list(), strict=True))
 
 
 def _shift_yield(config: AcceptanceConfig, rows: pl.DataFrame) -> pl.DataFrame:
@@ -165,7 +180,8 @@ def _shift_yield(config: AcceptanceConfig, rows: pl.DataFrame) -> pl.DataFrame:
         acc = config.for_site(site)
         c = acc.criteria
         passed = (pl.col("quality_score").fill_null(0.0) >= c.min_quality) & (
-            pl.col("duration_s").fill_null(0.0) >= c.min_duration_s)
+            pl.col("duration_s").fill_null(0.0) >= c.min_duration_s
+        )
         if c.require_success:
             passed = passed & pl.col("success").fill_null(False)
         if c.require_qc_pass:
@@ -182,29 +198,40 @@ def _shift_yield(config: AcceptanceConfig, rows: pl.DataFrame) -> pl.DataFrame:
         shift_date = pl.when(before_first).then(local.dt.date() - pl.duration(days=1)).otherwise(local.dt.date())
         shift_min = shift_i.replace_strict(dict(enumerate(starts)), return_dtype=pl.Int64)
         df = rows.filter(pl.col("site") == site).with_columns(
-            passed=passed, shift=shift_i.replace_strict(dict(enumerate(names)), return_dtype=pl.String),
-            shift_date=shift_date, shift_min=shift_min)
+            passed=passed,
+            shift=shift_i.replace_strict(dict(enumerate(names)), return_dtype=pl.String),
+            shift_date=shift_date,
+            shift_min=shift_min,
+        )
         df = df.with_columns(
             shift_start=(pl.col("shift_date").cast(pl.Datetime("us")) + pl.duration(minutes=pl.col("shift_min")))
             .dt.replace_time_zone(acc.timezone, ambiguous="earliest", non_existent="null")
-            .dt.convert_time_zone("UTC"))
+            .dt.convert_time_zone("UTC")
+        )
         agg = df.group_by("site", "robot", "shift", "shift_date", "shift_start").agg(
-            episodes=pl.len().cast(pl.Int64), passes=pl.col("passed").sum().cast(pl.Int64),
-            day=pl.col("day").min(), touched=pl.col("touched").any())
+            episodes=pl.len().cast(pl.Int64),
+            passes=pl.col("passed").sum().cast(pl.Int64),
+            day=pl.col("day").min(),
+            touched=pl.col("touched").any(),
+        )
         agg = agg.filter(pl.col("touched"))
-        frames.append(agg.with_columns(
-            yield_frac=pl.col("passes") / pl.col("episodes"),
-            target_passes=pl.lit(acc.target_passes_per_shift, dtype=pl.Int64),
-            meets_target=pl.col("passes") >= acc.target_passes_per_shift,
-            shift_date=pl.col("shift_date").cast(pl.String)))
+        frames.append(
+            agg.with_columns(
+                yield_frac=pl.col("passes") / pl.col("episodes"),
+                target_passes=pl.lit(acc.target_passes_per_shift, dtype=pl.Int64),
+                meets_target=pl.col("passes") >= acc.target_passes_per_shift,
+                shift_date=pl.col("shift_date").cast(pl.String),
+            )
+        )
     if not frames:
         return pl.from_arrow(YIELD_SCHEMA.empty_table())
     out = pl.concat(frames).select(YIELD_SCHEMA.names).sort("site", "robot", "shift_start")
     return pl.from_arrow(out.to_arrow().cast(YIELD_SCHEMA))
 
 
-def last_evaluated_version(yield_uri: str, storage_options: dict[str, str] | None = None,
-                           lookback: int = 20) -> int | None:
+def last_evaluated_version(
+    yield_uri: str, storage_options: dict[str, str] | None = None, lookback: int = 20
+) -> int | None:
     """The catalog version recorded by the newest of the last `lookback` commits that has one.
 
     The commit infos are read from the `_delta_log/<version>.json` objects (fsspec, options from
@@ -218,7 +245,7 @@ def last_evaluated_version(yield_uri: str, storage_options: dict[str, str] | Non
     for v in range(latest, max(-1, latest - lookback), -1):
         try:
             text = objects.read_bytes(f"{yield_uri.rstrip('/')}/_delta_log/{v:020d}.json", opts).decode()
-        except FileNotFoundError:   # older commits cleaned up after a checkpoint
+        except FileNotFoundError:  # older commits cleaned up after a checkpoint
             return None
         for line in text.splitlines():
             info = json.loads(line).get("commitInfo") if line.strip() else None
@@ -227,8 +254,7 @@ def last_evaluated_version(yield_uri: str, storage_options: dict[str, str] | Non
     return None
 
 
-def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int,
-                 storage_options: dict[str, str] | None) -> None:
+def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int, storage_options: dict[str, str] | None) -> None:
     props = CommitProperties(custom_metadata={META_KEY: str(catalog_version)}, max_commit_retries=50)
     source = shifts.to_arrow().cast(YIELD_SCHEMA)
     for _attempt in range(30):
@@ -236,12 +262,28 @@ def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int,
             try:
                 dt = DeltaTable(uri, storage_options=storage_options)
             except TableNotFoundError:
-                write_deltalake(uri, source, partition_by=["site"], mode="error", storage_options=storage_options,
-                                commit_properties=props, writer_properties=WriterProperties(compression="ZSTD"))
+                write_deltalake(
+                    uri,
+                    source,
+                    partition_by=["site"],
+                    mode="error",
+                    storage_options=storage_options,
+                    commit_properties=props,
+                    writer_properties=WriterProperties(compression="ZSTD"),
+                )
                 return
-            (dt.merge(source, "t.site = s.site AND t.robot = s.robot AND t.shift_start = s.shift_start",
-                      source_alias="s", target_alias="t", commit_properties=props)
-             .when_matched_update_all().when_not_matched_insert_all().execute())
+            (
+                dt.merge(
+                    source,
+                    "t.site = s.site AND t.robot = s.robot AND t.shift_start = s.shift_start",
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=props,
+                )
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
             return
         except CommitFailedError:
             continue
@@ -262,7 +304,8 @@ def summary_markdown(shifts: pl.DataFrame, limit: int = 20) -> str:
     lines = ["| site | robot | shift | date | passes | target | yield |", "|---|---|---|---|---|---|---|"]
     for r in latest.iter_rows(named=True):
         mark = "ok" if r["meets_target"] else "BELOW"
-        lines.append(f"| {r['site']} | {r['robot']} | {r['shift']} | {r['shift_date']} | {r['passes']} "
-                     f"| {r['target_passes']} ({mark}) | {r['yield_frac']:.0%} |")
+        lines.append(
+            f"| {r['site']} | {r['robot']} | {r['shift']} | {r['shift_date']} | {r['passes']} "
+            f"| {r['target_passes']} ({mark}) | {r['yield_frac']:.0%} |"
+        )
     return "\n".join(lines)
-

@@ -24,8 +24,14 @@ def yield_png(shifts: pl.DataFrame, max_robots: int = 12) -> bytes:
         if shifts.height:
             for target in sorted(set(shifts["target_passes"].to_list())):
                 ax.axhline(target, linestyle="--", color="black", linewidth=1)
-            ax.text(0.01, 0.95, f"target {', '.join(map(str, sorted(set(shifts['target_passes']))))}/shift",
-                    transform=ax.transAxes, va="top", fontsize=8)
+            ax.text(
+                0.01,
+                0.95,
+                f"target {', '.join(map(str, sorted(set(shifts['target_passes']))))}/shift",
+                transform=ax.transAxes,
+                va="top",
+                fontsize=8,
+            )
         ax.set_ylabel("passes per shift")
         ax.set_title("site acceptance: passes per robot and shift")
         if shifts.height:

@@ -18,8 +18,9 @@ def register(app: typer.Typer) -> None:
 
 def curate_cmd(
     spec: str = typer.Argument(..., help="curation spec (YAML)"),
-    catalog: str = typer.Option(os.environ.get("ROBODATA_CATALOG", ""), "--catalog",
-                                help="catalog Delta table URI (default $ROBODATA_CATALOG)"),
+    catalog: str = typer.Option(
+        os.environ.get("ROBODATA_CATALOG", ""), "--catalog", help="catalog Delta table URI (default $ROBODATA_CATALOG)"
+    ),
     out: str = typer.Option("manifests", "--out", help="directory for the manifest file"),
     catalog_version: int = typer.Option(-1, "--catalog-version", help="catalog version (default: spec pin or latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as one JSON line"),
@@ -36,19 +37,34 @@ def curate_cmd(
     try:
         # s3:// catalog / --out: endpoint and credentials from the AWS_* variables, as ingestion
         cat = CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options())
-        info, selection = curate(spec, cat, out, catalog_version=None if catalog_version < 0 else catalog_version,
-                                 storage_options=StorageLocation.from_env(out).fsspec_options())
+        info, selection = curate(
+            spec,
+            cat,
+            out,
+            catalog_version=None if catalog_version < 0 else catalog_version,
+            storage_options=StorageLocation.from_env(out).fsspec_options(),
+        )
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
-    result = {"manifest": str(info.path), "content_hash": info.content_hash, "spec_hash": info.spec_hash,
-              "catalog_version": info.catalog_version, "episodes": info.episodes, "hours": round(info.hours, 3),
-              "train": info.train_episodes, "val": info.val_episodes, "groups": selection.groups}
+    result = {
+        "manifest": str(info.path),
+        "content_hash": info.content_hash,
+        "spec_hash": info.spec_hash,
+        "catalog_version": info.catalog_version,
+        "episodes": info.episodes,
+        "hours": round(info.hours, 3),
+        "train": info.train_episodes,
+        "val": info.val_episodes,
+        "groups": selection.groups,
+    }
     if as_json:
         print(json.dumps(result, sort_keys=True))
     else:
-        console.print(f"[green]{info.path}[/green] {info.episodes} episodes, {info.hours:.1f} h "
-                      f"(train {info.train_episodes}, val {info.val_episodes}), catalog v{info.catalog_version}")
+        console.print(
+            f"[green]{info.path}[/green] {info.episodes} episodes, {info.hours:.1f} h "
+            f"(train {info.train_episodes}, val {info.val_episodes}), catalog v{info.catalog_version}"
+        )
         print(info.path)
 
 

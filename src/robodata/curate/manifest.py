@@ -45,7 +45,7 @@ class ManifestError(RobodataError):
 
 @dataclass(frozen=True)
 class ManifestInfo:
-    path: str                  # local path or object-store URI
+    path: str  # local path or object-store URI
     content_hash: str
     spec_hash: str
     catalog_version: int
@@ -66,8 +66,9 @@ def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
     return h.hexdigest()
 
 
-def write_manifest(selection: Selection, out_dir: str | Path, name: str,
-                   storage_options: dict[str, Any] | None = None) -> ManifestInfo:
+def write_manifest(
+    selection: Selection, out_dir: str | Path, name: str, storage_options: dict[str, Any] | None = None
+) -> ManifestInfo:
     table = selection.rows.to_arrow().cast(MANIFEST_SCHEMA)
     digest = content_hash(table, selection.spec_hash, selection.catalog_version)
     meta = {
@@ -79,22 +80,31 @@ def write_manifest(selection: Selection, out_dir: str | Path, name: str,
     path = f"{str(out_dir).rstrip('/')}/{name}-{digest[:16]}.parquet"
     buf = io.BytesIO()
     pq.write_table(
-        table, buf, row_group_size=ROW_GROUP_SIZE, compression="zstd", compression_level=3,
-        use_dictionary=True, write_statistics=True, store_schema=True, data_page_version="2.0",
+        table,
+        buf,
+        row_group_size=ROW_GROUP_SIZE,
+        compression="zstd",
+        compression_level=3,
+        use_dictionary=True,
+        write_statistics=True,
+        store_schema=True,
+        data_page_version="2.0",
     )
-    if not objects.create(path, buf.getvalue(), storage_options):
-        # Immutable: never rewrite. Identical bytes, or (another writer version) rows
-        # that still hash to this address, are fine; anything else is an altered file.
-        if objects.read_bytes(path, storage_options) != buf.getvalue():
-            try:
-                read_manifest(path, verify=True, storage_options=storage_options)
-            except ManifestError as exc:
-                raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
+    # Immutable: never rewrite. Identical bytes, or (another writer version) rows
+    # that still hash to this address, are fine; anything else is an altered file.
+    if not objects.create(path, buf.getvalue(), storage_options) and (
+        objects.read_bytes(path, storage_options) != buf.getvalue()
+    ):
+        try:
+            read_manifest(path, verify=True, storage_options=storage_options)
+        except ManifestError as exc:
+            raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
     split = table.column("split")
     val = int(pa.compute.sum(pa.compute.equal(split, "val")).as_py() or 0)
     hours = float(pa.compute.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
-    return ManifestInfo(path, digest, selection.spec_hash, selection.catalog_version,
-                        table.num_rows, hours, table.num_rows - val, val)
+    return ManifestInfo(
+        path, digest, selection.spec_hash, selection.catalog_version, table.num_rows, hours, table.num_rows - val, val
+    )
 
 
 def _fs(path: str | Path, storage_options: dict[str, Any] | None):
@@ -120,9 +130,9 @@ def read_manifest(path: str | Path, verify: bool = True, storage_options: dict[s
         raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
     if verify:
         rows = table.cast(MANIFEST_SCHEMA)
-        digest = content_hash(rows, md[MANIFEST_META_SPEC_HASH].decode(),
-                              int(md[MANIFEST_META_CATALOG_VERSION].decode()))
+        digest = content_hash(
+            rows, md[MANIFEST_META_SPEC_HASH].decode(), int(md[MANIFEST_META_CATALOG_VERSION].decode())
+        )
         if digest.encode() != md[MANIFEST_META_CONTENT_HASH]:
             raise ManifestError(f"{path}: content hash mismatch (file altered?)")
     return table
-

@@ -11,9 +11,14 @@ from robodata.curate.select import Selection, select
 from robodata.curate.spec import CurationSpec, load_spec
 
 
-def curate(spec: CurationSpec | str | Path, catalog: Catalog | CatalogConfig | str, out_dir: str | Path,
-           *, catalog_version: int | None = None,
-           storage_options: dict[str, Any] | None = None) -> tuple[ManifestInfo, Selection]:
+def curate(
+    spec: CurationSpec | str | Path,
+    catalog: Catalog | CatalogConfig | str,
+    out_dir: str | Path,
+    *,
+    catalog_version: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> tuple[ManifestInfo, Selection]:
     """Evaluate `spec` over `catalog` and write its manifest under `out_dir` (a folder or an
     object-store URI reached with the fsspec `storage_options`)."""
     base_dir = None

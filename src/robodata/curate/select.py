@@ -26,14 +26,15 @@ from robodata.errors import ConfigError
 
 @dataclass(frozen=True)
 class Selection:
-    rows: pl.DataFrame          # MANIFEST_SCHEMA columns, sorted by episode_id
+    rows: pl.DataFrame  # MANIFEST_SCHEMA columns, sorted by episode_id
     catalog_version: int
     spec_hash: str
-    groups: dict[str, dict[str, float]]   # group -> {episodes, hours, share}
+    groups: dict[str, dict[str, float]]  # group -> {episodes, hours, share}
 
 
-def select(spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None,
-           catalog_version: int | None = None) -> Selection:
+def select(
+    spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None, catalog_version: int | None = None
+) -> Selection:
     """Evaluate `spec` over the catalog at `catalog_version` (or the spec's pin, or latest)."""
     version = catalog_version if catalog_version is not None else spec.catalog_version
     lf, resolved = catalog.scan(version)
@@ -41,8 +42,9 @@ def select(spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None
     return Selection(rows=rows, catalog_version=resolved, spec_hash=spec.spec_hash(base_dir), groups=groups)
 
 
-def evaluate(spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = None
-             ) -> tuple[pl.DataFrame, dict[str, dict[str, float]]]:
+def evaluate(
+    spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = None
+) -> tuple[pl.DataFrame, dict[str, dict[str, float]]]:
     """Manifest rows (sorted by episode_id) and per-group stats for catalog rows `lf`."""
     group_col = spec.mix.by if spec.mix else None
     needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
@@ -57,8 +59,10 @@ def evaluate(spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = No
     predicate = _predicate(spec, base_dir)
     if predicate is not None:
         lf = lf.filter(predicate)
-    lf = lf.select([c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")] +
-                   ([group_col] if group_col and group_col not in MANIFEST_SCHEMA.names else []))
+    lf = lf.select(
+        [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
+        + ([group_col] if group_col and group_col not in MANIFEST_SCHEMA.names else [])
+    )
     df = lf.collect().sort("episode_id").rechunk()
     df, groups = _mix_and_budget(spec, df, group_col)
     split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
@@ -175,7 +179,7 @@ def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None)
     keep = np.ones(n, dtype=bool)
     if np.isfinite(caps).any():
         order_hash = stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/budget")
-        order = np.lexsort((order_hash, codes))     # by group, then stable pseudo-random
+        order = np.lexsort((order_hash, codes))  # by group, then stable pseudo-random
         sorted_codes, sorted_dur = codes[order], dur[order]
         cum = np.cumsum(sorted_dur)
         starts = np.searchsorted(sorted_codes, np.arange(len(names)))
@@ -187,6 +191,9 @@ def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None)
     with np.errstate(divide="ignore", invalid="ignore"):
         weight = np.where(group_s[codes] > 0, shares[codes] * dur / group_s[codes], 0.0)
     out = df.with_columns(weight=pl.Series(weight, dtype=pl.Float64)).filter(pl.Series(keep))
-    groups = {str(g): {"episodes": int(counts[i]), "hours": float(group_s[i] / 3600.0), "share": float(shares[i])}
-              for i, g in enumerate(names) if counts[i] > 0}
+    groups = {
+        str(g): {"episodes": int(counts[i]), "hours": float(group_s[i] / 3600.0), "share": float(shares[i])}
+        for i, g in enumerate(names)
+        if counts[i] > 0
+    }
     return out, groups

@@ -53,20 +53,28 @@ class Filter:
     value: Any = None
 
     def __post_init__(self) -> None:
-        require(self.column in CATALOG_SCHEMA.names, f"filter column {self.column!r} is not a catalog column; "
-                f"known: {CATALOG_SCHEMA.names}")
+        require(
+            self.column in CATALOG_SCHEMA.names,
+            f"filter column {self.column!r} is not a catalog column; known: {CATALOG_SCHEMA.names}",
+        )
         require(self.op in OPS, f"filter op {self.op!r} on {self.column!r} unknown; known: {list(OPS)}")
         if self.op in ("in", "not_in"):
-            require(isinstance(self.value, list) and len(self.value) > 0,
-                    f"filter {self.column} {self.op}: value must be a non-empty list")
+            require(
+                isinstance(self.value, list) and len(self.value) > 0,
+                f"filter {self.column} {self.op}: value must be a non-empty list",
+            )
         elif self.op == "between":
-            require(isinstance(self.value, list) and len(self.value) == 2,
-                    f"filter {self.column} between: value must be [low, high]")
+            require(
+                isinstance(self.value, list) and len(self.value) == 2,
+                f"filter {self.column} between: value must be [low, high]",
+            )
         elif self.op in ("is_null", "not_null"):
             require(self.value is None, f"filter {self.column} {self.op}: takes no value")
         else:
-            require(self.value is not None and not isinstance(self.value, (list, dict)),
-                    f"filter {self.column} {self.op}: value must be a scalar")
+            require(
+                self.value is not None and not isinstance(self.value, (list, dict)),
+                f"filter {self.column} {self.op}: value must be a scalar",
+            )
 
 
 @dataclass
@@ -99,7 +107,7 @@ class Budget:
 @dataclass
 class Exclusions:
     episode_ids: list[str] = field(default_factory=list)
-    episode_ids_file: str | None = None   # one id per line; relative to the spec file
+    episode_ids_file: str | None = None  # one id per line; relative to the spec file
     robots: list[str] = field(default_factory=list)
     batches: list[str] = field(default_factory=list)
 
@@ -122,11 +130,13 @@ class CurationSpec:
     budget: Budget = field(default_factory=Budget)
     exclude: Exclusions = field(default_factory=Exclusions)
     split: Split = field(default_factory=Split)
-    catalog_version: int | None = None   # pin a catalog version; None = latest at evaluation
+    catalog_version: int | None = None  # pin a catalog version; None = latest at evaluation
 
     def __post_init__(self) -> None:
-        require(self.version == SPEC_VERSION,
-                f"curation spec version {self.version!r} not supported (this robodata reads version {SPEC_VERSION})")
+        require(
+            self.version == SPEC_VERSION,
+            f"curation spec version {self.version!r} not supported (this robodata reads version {SPEC_VERSION})",
+        )
         require(bool(self.name) and "/" not in self.name, f"spec name must be non-empty without '/', got {self.name!r}")
         require(self.catalog_version is None or self.catalog_version >= 0, "catalog_version must be >= 0")
         if self.budget.per_group_hours:

@@ -1,10 +1,21 @@
 """Delivery: read patterns, samplers and the PyTorch dataset over manifests."""
 
+from robodata.dataset.dataset import DatasetConfig, PatternDataset
 from robodata.dataset.index import Anchor, SampleIndex
+from robodata.dataset.loader import BatchLoader, LoaderConfig, PatternLoader
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
 from robodata.dataset.sampler import PatternSampler
-from robodata.dataset.dataset import DatasetConfig, PatternDataset
-from robodata.dataset.loader import BatchLoader, LoaderConfig, PatternLoader
 
-__all__ = ["Anchor", "SampleIndex", "ReadPattern", "StreamWindow", "preset", "PatternSampler", "DatasetConfig", "PatternDataset",
-           "BatchLoader", "LoaderConfig", "PatternLoader"]
+__all__ = [
+    "Anchor",
+    "SampleIndex",
+    "ReadPattern",
+    "StreamWindow",
+    "preset",
+    "PatternSampler",
+    "DatasetConfig",
+    "PatternDataset",
+    "BatchLoader",
+    "LoaderConfig",
+    "PatternLoader",
+]

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,11 +40,11 @@ from robodata.dataset.ring import Arena
 
 @dataclass(frozen=True)
 class DatasetConfig:
-    split: str | None = "train"      # manifest split to use (None: all rows)
-    reader_cache: int = 128          # open readers kept per worker
-    decode_threads: int = 0          # threads per worker for camera decode (0: one per camera)
-    seed: int = 0                    # only used for jittered anchors when keys are ints
-    use_weights: bool = True         # sample episodes by the manifest's mixing weights (see SampleIndex)
+    split: str | None = "train"  # manifest split to use (None: all rows)
+    reader_cache: int = 128  # open readers kept per worker
+    decode_threads: int = 0  # threads per worker for camera decode (0: one per camera)
+    seed: int = 0  # only used for jittered anchors when keys are ints
+    use_weights: bool = True  # sample episodes by the manifest's mixing weights (see SampleIndex)
 
     def __post_init__(self) -> None:
         require(self.reader_cache >= 1, "reader_cache must be >= 1")
@@ -51,8 +52,9 @@ class DatasetConfig:
 
 
 class PatternDataset(Dataset):
-    def __init__(self, manifest: pa.Table, pattern: ReadPattern, cache: Any = None,
-                 config: DatasetConfig | None = None):
+    def __init__(
+        self, manifest: pa.Table, pattern: ReadPattern, cache: Any = None, config: DatasetConfig | None = None
+    ):
         self.config = config or DatasetConfig()
         if self.config.split is not None and "split" in manifest.column_names:
             manifest = manifest.filter(pa.compute.equal(manifest.column("split"), self.config.split))
@@ -115,8 +117,9 @@ class PatternDataset(Dataset):
         batch = self.batch(keys, shared=False)
         return [{k: v[i] for k, v in batch.items()} for i in range(len(keys))]
 
-    def batch(self, keys: Sequence[Anchor | int], shared: bool | None = None,
-              arena: Arena | None = None) -> dict[str, torch.Tensor]:
+    def batch(
+        self, keys: Sequence[Anchor | int], shared: bool | None = None, arena: Arena | None = None
+    ) -> dict[str, torch.Tensor]:
         """One collated batch: every frame is decoded once and written straight into the
         batch tensors; in a dataloader worker those live in shared memory from the start,
         so nothing is stacked or copied again on the way to the trainer. With `arena` (a
@@ -137,9 +140,9 @@ class PatternDataset(Dataset):
 
     def _targets(self, w: StreamWindow, rate: float, ts: list[float]) -> np.ndarray:
         steps = w.offset + np.arange(w.length) * w.every
-        return np.asarray(ts)[:, None] + steps[None, :] / rate       # (samples, length) seconds
+        return np.asarray(ts)[:, None] + steps[None, :] / rate  # (samples, length) seconds
 
-    def _fill(self, row: int, ts: list[float], slots: list[int], out: "_Batch") -> None:
+    def _fill(self, row: int, ts: list[float], slots: list[int], out: _Batch) -> None:
         r = self.reader(row)
         streams = r.meta.streams
         # ---- cameras: one fetch, one decode per GOP for all of this episode's samples
@@ -147,11 +150,13 @@ class PatternDataset(Dataset):
         if video:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in video}
             # nearest-sample tolerance is half a period: fetch no chunk that cannot hold a pick
-            ranges = {s: (float(t.min()) - 0.51 / streams[s].rate_hz, float(t.max()) + 0.51 / streams[s].rate_hz)
-                      for s, t in targets.items()}
+            ranges = {
+                s: (float(t.min()) - 0.51 / streams[s].rate_hz, float(t.max()) + 0.51 / streams[s].rate_hz)
+                for s, t in targets.items()
+            }
             frames = fetch_streams(r, ranges)
             picks, wanted = {}, {}
-            for w, s in video:
+            for _w, s in video:
                 times, pts_by_time = frames[s].by_time()
                 if len(times) == 0:
                     raise_missing(r, s, ts)
@@ -161,19 +166,24 @@ class PatternDataset(Dataset):
 
             def run(item):
                 w, s = item
-                dec = GopDecoder(r.layout.group_of(s).video.codec, r.codec_extradata(s), w.resize,  # type: ignore[union-attr]
-                                 r.meta.episode_id, s)
+                dec = GopDecoder(
+                    r.layout.group_of(s).video.codec,
+                    r.codec_extradata(s),
+                    w.resize,  # type: ignore[union-attr]
+                    r.meta.episode_id,
+                    s,
+                )
                 pts, ok = picks[s]
                 h, wd = w.resize or streams[s].shape[:2]
                 dst = out.array(s, (w.length, h, wd, 3), torch.uint8)
-                where: dict[int, list[tuple[int, int]]] = {}     # pts -> every (slot, step) showing it
+                where: dict[int, list[tuple[int, int]]] = {}  # pts -> every (slot, step) showing it
                 for k, slot in enumerate(slots):
                     for t_i, p in enumerate(pts[k]):
                         where.setdefault(int(p), []).append((slot, t_i))
 
                 def sink(p: int, rgb: np.ndarray) -> None:
                     first, *rest = where[p]
-                    dst[first] = rgb                              # the one copy out of the decoder
+                    dst[first] = rgb  # the one copy out of the decoder
                     for d in rest:
                         dst[d] = dst[first]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 import av
 import numpy as np
@@ -27,7 +27,7 @@ from robodata.container import EpisodeReader
 from robodata.errors import ContainerError
 
 _tls = threading.local()
-_KEEP: list = []   # every reformatter ever made here; see _reformatter
+_KEEP: list = []  # every reformatter ever made here; see _reformatter
 _DECODERS_PER_THREAD = 8
 
 
@@ -54,10 +54,10 @@ class StreamFrames:
     pts: np.ndarray
     dts: np.ndarray
     key: np.ndarray
-    ref: np.ndarray | None   # reference-picture flag per packet (None: unknown, ask the decoder to skip)
-    t_s: np.ndarray          # seconds since episode start of the frame with that pts
-    data: list               # arrow binary scalars (lazy: only decoded packets become bytes)
-    chunk: np.ndarray        # chunk index of each packet (for error messages)
+    ref: np.ndarray | None  # reference-picture flag per packet (None: unknown, ask the decoder to skip)
+    t_s: np.ndarray  # seconds since episode start of the frame with that pts
+    data: list  # arrow binary scalars (lazy: only decoded packets become bytes)
+    chunk: np.ndarray  # chunk index of each packet (for error messages)
 
     def by_time(self) -> tuple[np.ndarray, np.ndarray]:
         """(times sorted, pts in that order): for nearest-frame lookups."""
@@ -73,11 +73,19 @@ def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]])
     out = {}
     for s, tabs in pieces.items():
         if not tabs:
-            out[s] = StreamFrames(*(np.empty(0, np.int64) for _ in range(3)), None, np.empty(0), [], np.empty(0, np.int64))
+            out[s] = StreamFrames(
+                *(np.empty(0, np.int64) for _ in range(3)), None, np.empty(0), [], np.empty(0, np.int64)
+            )
             continue
-        cols = {k: np.concatenate([t.column(k).to_numpy(zero_copy_only=False) for _, t in tabs]) for k in ("pts", "dts", "key", "t_ns")}
-        ref = (np.concatenate([t.column("ref").to_numpy(zero_copy_only=False) for _, t in tabs]).astype(bool)
-               if all("ref" in t.column_names for _, t in tabs) else None)
+        cols = {
+            k: np.concatenate([t.column(k).to_numpy(zero_copy_only=False) for _, t in tabs])
+            for k in ("pts", "dts", "key", "t_ns")
+        }
+        ref = (
+            np.concatenate([t.column("ref").to_numpy(zero_copy_only=False) for _, t in tabs]).astype(bool)
+            if all("ref" in t.column_names for _, t in tabs)
+            else None
+        )
         data = [d for _, t in tabs for d in t.column("data")]
         chunk = np.concatenate([np.full(t.num_rows, ci) for ci, t in tabs])
         out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), ref, cols["t_ns"] / 1e9, data, chunk)
@@ -109,8 +117,11 @@ class GopDecoder:
             return 0
         keys = np.nonzero(frames.key)[0]
         if len(keys) == 0 or keys[0] != 0:
-            raise ContainerError(self.episode, f"video {self.stream!r}: packets do not start with a keyframe",
-                                 int(frames.chunk[0]) if len(frames.chunk) else None)
+            raise ContainerError(
+                self.episode,
+                f"video {self.stream!r}: packets do not start with a keyframe",
+                int(frames.chunk[0]) if len(frames.chunk) else None,
+            )
         bounds = list(keys) + [len(frames.pts)]
         done: set[int] = set()
         for g in range(len(keys)):
@@ -122,8 +133,11 @@ class GopDecoder:
             self._decode_gop(frames, lo, max(need) + 1, gop_wanted, done, sink)
         missing = wanted - done
         if missing:
-            raise ContainerError(self.episode, f"video {self.stream!r}: {len(missing)} wanted frame(s) are not in the fetched packets",
-                                 int(frames.chunk[0]))
+            raise ContainerError(
+                self.episode,
+                f"video {self.stream!r}: {len(missing)} wanted frame(s) are not in the fetched packets",
+                int(frames.chunk[0]),
+            )
         return len(done)
 
     def _decode_gop(self, f: StreamFrames, lo: int, hi: int, wanted: set[int], done: set[int], sink) -> None:
@@ -133,10 +147,10 @@ class GopDecoder:
                 pts = int(f.pts[i])
                 if f.ref is not None:
                     if pts not in wanted and not f.ref[i]:
-                        continue          # a droppable picture nobody wants: never sent to the decoder
+                        continue  # a droppable picture nobody wants: never sent to the decoder
                 else:
                     ctx.skip_frame = "DEFAULT" if pts in wanted else "NONREF"
-                pkt = av.Packet(f.data[i].as_buffer())   # the arrow buffer, no bytes copy first
+                pkt = av.Packet(f.data[i].as_buffer())  # the arrow buffer, no bytes copy first
                 pkt.pts, pkt.dts = pts, int(f.dts[i])
                 for frame in ctx.decode(pkt):
                     self._take(frame, wanted, done, sink)
@@ -145,9 +159,11 @@ class GopDecoder:
                 self._take(frame, wanted, done, sink)
         except av.error.FFmpegError as exc:
             _drop_decoder(self.codec, self.extradata)
-            raise ContainerError(self.episode, f"video {self.stream!r} failed to decode: {exc}", int(f.chunk[lo])) from exc
+            raise ContainerError(
+                self.episode, f"video {self.stream!r} failed to decode: {exc}", int(f.chunk[lo])
+            ) from exc
         finally:
-            ctx.flush_buffers()   # ready for the next GOP's keyframe, whatever happened to this one
+            ctx.flush_buffers()  # ready for the next GOP's keyframe, whatever happened to this one
 
     def _take(self, frame, wanted: set[int], done: set[int], sink) -> None:
         if frame.pts in wanted and frame.pts not in done:

@@ -21,8 +21,8 @@ from robodata.errors import ConfigError
 
 @dataclass(frozen=True)
 class Anchor:
-    row: int          # manifest row
-    t: float          # seconds from episode start
+    row: int  # manifest row
+    t: float  # seconds from episode start
 
 
 def _splitmix(x: int) -> int:
@@ -81,8 +81,9 @@ class SampleIndex:
         for w in self.pattern.windows:
             missing = [s for s in w.streams if not rates.get(s)]
             if missing:
-                raise ConfigError(f"pattern {self.pattern.name!r} reads {missing}, which episodes with stream rates "
-                                  f"{raw} do not have")
+                raise ConfigError(
+                    f"pattern {self.pattern.name!r} reads {missing}, which episodes with stream rates {raw} do not have"
+                )
             rate = min(float(rates[s]) for s in w.streams)
             a, b = w.span_s(rate)
             lo, hi = max(lo, -a), max(hi, b)
@@ -99,7 +100,7 @@ class SampleIndex:
         row = int(np.searchsorted(self.cum, sample, side="right"))
         slot = sample - (int(self.cum[row - 1]) if row else 0)
         native, want = int(self.native[row]), int(self.counts[row])
-        if want != native:   # weighted: spread `want` samples evenly over the `native` anchors
+        if want != native:  # weighted: spread `want` samples evenly over the `native` anchors
             slot = slot * native // want if want <= native else slot % native
         code = self._codes[row]
         lo = float(self._lo_g[code])

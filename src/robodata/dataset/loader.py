@@ -15,8 +15,9 @@ prefetch ahead), so a resumed run continues with exactly the next batch.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, get_worker_info
@@ -39,7 +40,7 @@ class LoaderConfig:
     # reused shared-memory batch slots per worker; None: prefetch_factor + 1 (+ 1 more with
     # one worker), enough for a loop that drops each batch when it takes the next; 0: off
     batch_slots: int | None = None
-    slot_min_bytes: int = LARGE       # smaller batch tensors get their own memory per batch
+    slot_min_bytes: int = LARGE  # smaller batch tensors get their own memory per batch
 
     def __post_init__(self) -> None:
         require(self.batch_size >= 1, "batch_size must be >= 1")
@@ -124,8 +125,15 @@ class BatchLoader:
         extra: dict[str, Any] = {}
         if cfg.num_workers > 0:
             extra = {"prefetch_factor": cfg.prefetch_factor, "persistent_workers": cfg.persistent_workers}
-        self._dl = DataLoader(self._batches, batch_size=None, sampler=_Draws(batches, self._on_start),  # type: ignore[arg-type]
-                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory, timeout=cfg.timeout_s, **extra)
+        self._dl = DataLoader(
+            self._batches,
+            batch_size=None,
+            sampler=_Draws(batches, self._on_start),  # type: ignore[arg-type]
+            num_workers=cfg.num_workers,
+            pin_memory=cfg.pin_memory,
+            timeout=cfg.timeout_s,
+            **extra,
+        )
 
     def __len__(self) -> int:
         return len(self._dl)
@@ -158,10 +166,10 @@ class BatchLoader:
                 del ref
                 yield batch
                 del batch
-                leases.release()    # before the DataLoader sends its next index to a worker
+                leases.release()  # before the DataLoader sends its next index to a worker
         finally:
             if not cfg.persistent_workers:
-                leases.unmap()      # these workers are gone: their slots need not stay mapped here
+                leases.unmap()  # these workers are gone: their slots need not stay mapped here
 
 
 class PatternLoader:

@@ -24,13 +24,13 @@ KINDS = ("video", "array")
 
 @dataclass(frozen=True)
 class StreamWindow:
-    name: str                                # modality key, e.g. "cameras", "state", "action"
-    streams: tuple[str, ...]                 # streams of that modality, e.g. the 3 cameras
-    kind: str = "array"                      # video | array
-    length: int = 1                          # samples returned per stream
-    every: int = 1                           # keep every k-th native sample (30 fps, every=3 -> 10 fps)
-    offset: int = 0                          # first sample relative to the anchor, native samples
-    resize: tuple[int, int] | None = None    # video only: (height, width) of returned frames
+    name: str  # modality key, e.g. "cameras", "state", "action"
+    streams: tuple[str, ...]  # streams of that modality, e.g. the 3 cameras
+    kind: str = "array"  # video | array
+    length: int = 1  # samples returned per stream
+    every: int = 1  # keep every k-th native sample (30 fps, every=3 -> 10 fps)
+    offset: int = 0  # first sample relative to the anchor, native samples
+    resize: tuple[int, int] | None = None  # video only: (height, width) of returned frames
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "streams", tuple(self.streams))
@@ -43,8 +43,10 @@ class StreamWindow:
         require(self.every >= 1, f"window {self.name!r}: every must be >= 1")
         if self.resize is not None:
             require(self.kind == "video", f"window {self.name!r}: resize only applies to video")
-            require(len(self.resize) == 2 and all(x > 0 and x % 2 == 0 for x in self.resize),
-                    f"window {self.name!r}: resize must be (even height, even width)")
+            require(
+                len(self.resize) == 2 and all(x > 0 and x % 2 == 0 for x in self.resize),
+                f"window {self.name!r}: resize must be (even height, even width)",
+            )
 
     @property
     def first(self) -> int:
@@ -85,15 +87,16 @@ class ReadPattern:
         return tuple(w for w in self.windows if w.kind == "video")
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ReadPattern":
+    def from_dict(cls, d: dict) -> ReadPattern:
         return from_dict(cls, d)
 
 
 CAMERAS = ("cam_left", "cam_right", "wrist")
 
 
-def preset(name: str, cameras: tuple[str, ...] = CAMERAS, fps: float = 30.0,
-           resize: tuple[int, int] | None = None) -> ReadPattern:
+def preset(
+    name: str, cameras: tuple[str, ...] = CAMERAS, fps: float = 30.0, resize: tuple[int, int] | None = None
+) -> ReadPattern:
     """Named workloads.
 
     wam: world-action model: 4 s contiguous of every camera at 10 fps (every 3rd frame of
@@ -105,15 +108,25 @@ def preset(name: str, cameras: tuple[str, ...] = CAMERAS, fps: float = 30.0,
     if name == "wam":
         sub = max(1, round(fps / 10.0))
         n = int(round(4.0 * fps / sub))
-        return ReadPattern("wam", (
-            StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
-            StreamWindow("state", ("joint_pos",), "array", length=n, every=10),
-            StreamWindow("action", ("cmd",), "array", length=n, every=10),
-        ), anchor_stride_s=1.0, anchor_jitter=False)
+        return ReadPattern(
+            "wam",
+            (
+                StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
+                StreamWindow("state", ("joint_pos",), "array", length=n, every=10),
+                StreamWindow("action", ("cmd",), "array", length=n, every=10),
+            ),
+            anchor_stride_s=1.0,
+            anchor_jitter=False,
+        )
     if name == "vla":
-        return ReadPattern("vla", (
-            StreamWindow("cameras", cameras, "video", length=2, every=1, offset=-1, resize=resize),
-            StreamWindow("state", ("joint_pos",), "array", length=1),
-            StreamWindow("action", ("cmd",), "array", length=50),
-        ), anchor_stride_s=1.0 / fps, anchor_jitter=False)
+        return ReadPattern(
+            "vla",
+            (
+                StreamWindow("cameras", cameras, "video", length=2, every=1, offset=-1, resize=resize),
+                StreamWindow("state", ("joint_pos",), "array", length=1),
+                StreamWindow("action", ("cmd",), "array", length=50),
+            ),
+            anchor_stride_s=1.0 / fps,
+            anchor_jitter=False,
+        )
     raise ConfigError(f"unknown read pattern preset {name!r}; known: ['vla', 'wam']")

@@ -43,8 +43,8 @@ import numpy as np
 import torch
 
 FREE, BUSY = 0, 1
-ALIGN = 64                 # byte alignment of each tensor inside a slot
-LARGE = 1 << 20            # default: tensors of at least this many bytes go into a slot
+ALIGN = 64  # byte alignment of each tensor inside a slot
+LARGE = 1 << 20  # default: tensors of at least this many bytes go into a slot
 
 
 def _aligned(n: int) -> int:
@@ -79,7 +79,7 @@ class Arena:
             return None
         off = _aligned(self.used)
         if off + nbytes > self.storage.nbytes():
-            return None                      # a bigger batch than this slot was made for
+            return None  # a bigger batch than this slot was made for
         self.used = off + nbytes
         return torch.empty(0, dtype=torch.uint8).set_(self.storage, off, (nbytes,)).view(dtype).view(shape)
 
@@ -88,10 +88,10 @@ class SlotPool:
     """Worker side: this worker's slots, made on first claim once a batch size is known."""
 
     def __init__(self, table: torch.Tensor, worker: int):
-        self.state = table[worker].numpy()   # a view of the shared table
+        self.state = table[worker].numpy()  # a view of the shared table
         self.worker = worker
         self.storages: list[torch.UntypedStorage | None] = [None] * len(self.state)
-        self.need = 0                        # large bytes of the largest batch so far
+        self.need = 0  # large bytes of the largest batch so far
 
     def claim(self) -> SlotRef:
         if self.need:
@@ -131,11 +131,11 @@ class Leases:
     def __init__(self, workers: int, slots: int):
         self.table = torch.zeros((workers, slots), dtype=torch.int32).share_memory_()
         self._state = self.table.numpy()
-        self._mapped: dict[tuple[int, int], torch.Tensor] = {}   # keeps each slot mapped here
-        self._held: set[tuple[int, int]] = set()                  # handed out, not yet free
+        self._mapped: dict[tuple[int, int], torch.Tensor] = {}  # keeps each slot mapped here
+        self._held: set[tuple[int, int]] = set()  # handed out, not yet free
         self._free = _baseline()
-        self.slot_batches = 0                                     # batches that came in a slot
-        self.fresh_batches = 0                                    # ... and in fresh memory
+        self.slot_batches = 0  # batches that came in a slot
+        self.fresh_batches = 0  # ... and in fresh memory
 
     def track(self, ref: SlotRef) -> None:
         """A batch from `ref` is about to be handed to the trainer."""
@@ -163,6 +163,6 @@ class Leases:
     def reset_stale(self) -> None:
         """Free BUSY slots that were never handed out (their batches were discarded)."""
         self.release()
-        for w, s in zip(*np.nonzero(self._state == BUSY)):
+        for w, s in zip(*np.nonzero(self._state == BUSY), strict=True):
             if (int(w), int(s)) not in self._held:
                 self._state[w, s] = FREE

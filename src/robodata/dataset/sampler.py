@@ -20,7 +20,8 @@ with drop_last the smallest share (the longer ranks drop their last few).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from torch.utils.data import Sampler
@@ -67,8 +68,16 @@ class FeistelPermutation:
 
 
 class PatternSampler(Sampler[Anchor]):
-    def __init__(self, index: SampleIndex, seed: int = 0, rank: int = 0, world_size: int = 1,
-                 shuffle: str = "global", block_size: int = 8, drop_last: bool = False):
+    def __init__(
+        self,
+        index: SampleIndex,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        shuffle: str = "global",
+        block_size: int = 8,
+        drop_last: bool = False,
+    ):
         require(shuffle in SHUFFLES, f"shuffle must be one of {SHUFFLES}, got {shuffle!r}")
         require(world_size >= 1 and 0 <= rank < world_size, f"bad rank {rank} for world_size {world_size}")
         require(block_size >= 1, "block_size must be >= 1")
@@ -80,7 +89,7 @@ class PatternSampler(Sampler[Anchor]):
         self.block_size = block_size if shuffle == "block" else 1
         self.drop_last = drop_last
         self.epoch = 0
-        self.position = 0          # samples of this epoch already yielded on this rank
+        self.position = 0  # samples of this epoch already yielded on this rank
         self._pcum = None
         self._n = len(index)
         if self.block_size > 1 and len(index):
@@ -133,7 +142,7 @@ class PatternSampler(Sampler[Anchor]):
             b = blocks((k * self.world_size + self.rank) % nb)
             k += 1
             size = min(bs, n - b * bs)
-            if yielded + size <= start:   # whole block before the resume point
+            if yielded + size <= start:  # whole block before the resume point
                 yielded += size
                 continue
             inner = FeistelPermutation(size, key ^ _splitmix(b)) if size > 1 else (lambda i: i)
@@ -169,9 +178,16 @@ class PatternSampler(Sampler[Anchor]):
         return self.state_at(self.position)
 
     def state_at(self, consumed: int) -> dict[str, Any]:
-        return {"seed": self.seed, "epoch": self.epoch, "position": int(consumed), "rank": self.rank,
-                "world_size": self.world_size, "shuffle": self.shuffle, "block_size": self.block_size,
-                "num_samples": len(self.index)}
+        return {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "position": int(consumed),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "shuffle": self.shuffle,
+            "block_size": self.block_size,
+            "num_samples": len(self.index),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in ("seed", "world_size", "shuffle", "block_size", "num_samples"):

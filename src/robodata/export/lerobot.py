@@ -65,8 +65,13 @@ class _Stats:
         def shape(v: np.ndarray) -> list:
             return v.reshape(3, 1, 1).tolist() if image else v.tolist()
 
-        return {"min": shape(self.lo[key]), "max": shape(self.hi[key]), "mean": shape(mean), "std": shape(std),
-                "count": [n]}
+        return {
+            "min": shape(self.lo[key]),
+            "max": shape(self.hi[key]),
+            "mean": shape(mean),
+            "std": shape(std),
+            "count": [n],
+        }
 
 
 def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata") -> dict[str, Any]:
@@ -83,18 +88,24 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
     tasks: dict[str, int] = {}
     (out / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
     (out / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
-    videos = {c: _VideoOut(out / VIDEO_PATH.format(video_key=keys[c], chunk_index=0, file_index=0), shapes[c], fps)
-              for c in cams}
+    videos = {
+        c: _VideoOut(out / VIDEO_PATH.format(video_key=keys[c], chunk_index=0, file_index=0), shapes[c], fps)
+        for c in cams
+    }
     stats = _Stats()
     data_writer: pq.ParquetWriter | None = None
     episodes: list[dict[str, Any]] = []
     index = 0
     try:
         for ep_index, row in enumerate(rows):
-            ep = first if ep_index == 0 else open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+            ep = (
+                first if ep_index == 0 else open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+            )
             if ep.cameras != cams or ep.fps != fps or any(ep.reader.meta.streams[c].shape != shapes[c] for c in cams):
-                raise ExportError(f"episode {row['episode_id']!r}: cameras/fps/shape differ from the first episode; "
-                                  "one LeRobot dataset needs one set of features")
+                raise ExportError(
+                    f"episode {row['episode_id']!r}: cameras/fps/shape differ from the first episode; "
+                    "one LeRobot dataset needs one set of features"
+                )
             task = ep.reader.meta.task or row.get("task") or ""
             task_index = tasks.setdefault(task, len(tasks))
             lowdim = arrays(ep)
@@ -107,11 +118,13 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
                     videos[c].write(imgs[c])
                     sub = imgs[c][:, ::8, ::8].reshape(-1, 3) / 255.0
                     stats.add(keys[c], sub)
-                batch = {"timestamp": ((length + np.arange(n)) / fps).astype(np.float32),
-                         "frame_index": np.arange(length, length + n, dtype=np.int64),
-                         "episode_index": np.full(n, ep_index, dtype=np.int64),
-                         "index": np.arange(index + length, index + length + n, dtype=np.int64),
-                         "task_index": np.full(n, task_index, dtype=np.int64)}
+                batch = {
+                    "timestamp": ((length + np.arange(n)) / fps).astype(np.float32),
+                    "frame_index": np.arange(length, length + n, dtype=np.int64),
+                    "episode_index": np.full(n, ep_index, dtype=np.int64),
+                    "index": np.arange(index + length, index + length + n, dtype=np.int64),
+                    "task_index": np.full(n, task_index, dtype=np.int64),
+                }
                 cols: dict[str, Any] = {}
                 for feat, stream in (("observation.state", ep.state), ("action", ep.action or ep.state)):
                     if stream:
@@ -132,11 +145,17 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
             if length == 0:
                 raise ExportError(f"episode {row['episode_id']!r} has no frames")
             rec: dict[str, Any] = {
-                "episode_index": ep_index, "tasks": [task], "length": length,
-                "data/chunk_index": 0, "data/file_index": 0,
-                "dataset_from_index": index, "dataset_to_index": index + length,
-                "meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0,
-                "robodata/episode_id": row["episode_id"], "robodata/split": row.get("split", "train"),
+                "episode_index": ep_index,
+                "tasks": [task],
+                "length": length,
+                "data/chunk_index": 0,
+                "data/file_index": 0,
+                "dataset_from_index": index,
+                "dataset_to_index": index + length,
+                "meta/episodes/chunk_index": 0,
+                "meta/episodes/file_index": 0,
+                "robodata/episode_id": row["episode_id"],
+                "robodata/split": row.get("split", "train"),
             }
             for c in cams:
                 rec[f"videos/{keys[c]}/chunk_index"] = 0
@@ -159,26 +178,52 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
     all_stats = {k: stats.get(k, image=k.startswith("observation.images.")) for k in stats.n}
     splits = {"train": f"0:{len(episodes)}"}
     info = {
-        "codebase_version": CODEBASE_VERSION, "robot_type": robot_type,
-        "total_episodes": len(episodes), "total_frames": index, "total_tasks": len(tasks),
-        "chunks_size": 1000, "data_files_size_in_mb": 100, "video_files_size_in_mb": 500,
-        "fps": fps, "splits": splits, "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH if cams else None, "features": features,
+        "codebase_version": CODEBASE_VERSION,
+        "robot_type": robot_type,
+        "total_episodes": len(episodes),
+        "total_frames": index,
+        "total_tasks": len(tasks),
+        "chunks_size": 1000,
+        "data_files_size_in_mb": 100,
+        "video_files_size_in_mb": 500,
+        "fps": fps,
+        "splits": splits,
+        "data_path": DATA_PATH,
+        "video_path": VIDEO_PATH if cams else None,
+        "features": features,
     }
     (out / "meta" / "info.json").write_text(json.dumps(info, indent=2))
     (out / "meta" / "stats.json").write_text(json.dumps(all_stats, indent=2))
-    return {"format": "lerobot", "dir": str(out), "episodes": len(episodes), "frames": index, "tasks": len(tasks),
-            "cameras": cams, "fps": fps}
+    return {
+        "format": "lerobot",
+        "dir": str(out),
+        "episodes": len(episodes),
+        "frames": index,
+        "tasks": len(tasks),
+        "cameras": cams,
+        "fps": fps,
+    }
 
 
 def _features(first, cams, keys, shapes, fps) -> dict[str, Any]:
     feats: dict[str, Any] = {}
     for c in cams:
         h, w, _ = shapes[c]
-        feats[keys[c]] = {"dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
-                          "info": {"video.height": h, "video.width": w, "video.codec": "h264",
-                                   "video.pix_fmt": "yuv420p", "video.is_depth_map": False, "video.fps": fps,
-                                   "video.channels": 3, "has_audio": False}}
+        feats[keys[c]] = {
+            "dtype": "video",
+            "shape": [h, w, 3],
+            "names": ["height", "width", "channels"],
+            "info": {
+                "video.height": h,
+                "video.width": w,
+                "video.codec": "h264",
+                "video.pix_fmt": "yuv420p",
+                "video.is_depth_map": False,
+                "video.fps": fps,
+                "video.channels": 3,
+                "has_audio": False,
+            },
+        }
     streams = first.reader.meta.streams
     for feat, stream in (("observation.state", first.state), ("action", first.action or first.state)):
         if stream:
@@ -198,11 +243,23 @@ def _write_tasks(path: Path, tasks: dict[str, int]) -> None:
     table = pa.table({"task_index": pa.array([tasks[n] for n in names], pa.int64()), "task": pa.array(names)})
     pandas_meta = {
         "index_columns": ["task"],
-        "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
-                            "metadata": {"encoding": "UTF-8"}}],
+        "column_indexes": [
+            {
+                "name": None,
+                "field_name": None,
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": {"encoding": "UTF-8"},
+            }
+        ],
         "columns": [
-            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64",
-             "metadata": None},
+            {
+                "name": "task_index",
+                "field_name": "task_index",
+                "pandas_type": "int64",
+                "numpy_type": "int64",
+                "metadata": None,
+            },
             {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
         ],
         "creator": {"library": "pyarrow", "version": pa.__version__},

@@ -26,19 +26,27 @@ from robodata.export.episodes import ExportError, arrays, frames, open_episode
 
 _TIME = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
 COMPRESSED_VIDEO_SCHEMA = {
-    "title": "foxglove.CompressedVideo", "type": "object",
+    "title": "foxglove.CompressedVideo",
+    "type": "object",
     "properties": {
-        "timestamp": _TIME, "frame_id": {"type": "string"},
-        "data": {"type": "string", "contentEncoding": "base64"}, "format": {"type": "string"},
+        "timestamp": _TIME,
+        "frame_id": {"type": "string"},
+        "data": {"type": "string", "contentEncoding": "base64"},
+        "format": {"type": "string"},
     },
 }
 JOINT_STATE_SCHEMA = {
-    "title": "robodata.JointState", "type": "object",
-    "properties": {"timestamp": _TIME, "name": {"type": "array", "items": {"type": "string"}},
-                   "position": {"type": "array", "items": {"type": "number"}}},
+    "title": "robodata.JointState",
+    "type": "object",
+    "properties": {
+        "timestamp": _TIME,
+        "name": {"type": "array", "items": {"type": "string"}},
+        "position": {"type": "array", "items": {"type": "number"}},
+    },
 }
 EVENT_SCHEMA = {
-    "title": "robodata.Event", "type": "object",
+    "title": "robodata.Event",
+    "type": "object",
     "properties": {"timestamp": _TIME, "label": {"type": "string"}, "payload": {"type": "string"}},
 }
 
@@ -74,8 +82,9 @@ def _episode(row: dict[str, Any], path: Path) -> int:
     with open(path, "wb") as f:
         w = Writer(f, compression=CompressionType.ZSTD)
         w.start(profile="", library="robodata")
-        video_schema = w.register_schema("foxglove.CompressedVideo", "jsonschema",
-                                         json.dumps(COMPRESSED_VIDEO_SCHEMA).encode())
+        video_schema = w.register_schema(
+            "foxglove.CompressedVideo", "jsonschema", json.dumps(COMPRESSED_VIDEO_SCHEMA).encode()
+        )
         joint_schema = w.register_schema("robodata.JointState", "jsonschema", json.dumps(JOINT_STATE_SCHEMA).encode())
         cams = {c: w.register_channel(f"/camera/{c}", "json", video_schema) for c in ep.cameras}
         encoders = {c: _H264(meta.streams[c].shape, ep.fps) for c in ep.cameras}
@@ -83,8 +92,12 @@ def _episode(row: dict[str, Any], path: Path) -> int:
             for c, ch in cams.items():
                 for ts, pkt in encoders[c].encode(imgs[c], t):
                     ns = t0 + int(round(ts * 1e9))
-                    msg = {"timestamp": _stamp(ns), "frame_id": c, "format": "h264",
-                           "data": base64.b64encode(pkt).decode()}
+                    msg = {
+                        "timestamp": _stamp(ns),
+                        "frame_id": c,
+                        "format": "h264",
+                        "data": base64.b64encode(pkt).decode(),
+                    }
                     w.add_message(ch, log_time=ns, publish_time=ns, data=json.dumps(msg).encode())
                     count += 1
         for c, ch in cams.items():
@@ -97,7 +110,7 @@ def _episode(row: dict[str, Any], path: Path) -> int:
             spec = meta.streams[stream]
             names = list(spec.names) or [f"{stream}_{i}" for i in range(vals.shape[1])]
             ch = w.register_channel(f"/{stream}", "json", joint_schema)
-            for t_s, v in zip(ts, vals):
+            for t_s, v in zip(ts, vals, strict=True):
                 ns = t0 + int(round(float(t_s) * 1e9))
                 msg = {"timestamp": _stamp(ns), "name": names, "position": [float(x) for x in v]}
                 w.add_message(ch, log_time=ns, publish_time=ns, data=json.dumps(msg).encode())
@@ -119,10 +132,13 @@ def _events(w: Writer, ep, t0: int) -> int:
         data = win[s].data
         labels = data.get("label", []) if isinstance(data, dict) else list(data)
         payloads = data.get("payload", [""] * len(labels)) if isinstance(data, dict) else [""] * len(labels)
-        for t_s, label, payload in zip(win[s].t, labels, payloads):
+        for t_s, label, payload in zip(win[s].t, labels, payloads, strict=True):
             ns = t0 + int(round(float(t_s) * 1e9))
-            msg = {"timestamp": _stamp(ns), "label": str(label),
-                   "payload": payload if isinstance(payload, str) else json.dumps(payload)}
+            msg = {
+                "timestamp": _stamp(ns),
+                "label": str(label),
+                "payload": payload if isinstance(payload, str) else json.dumps(payload),
+            }
             w.add_message(ch, log_time=ns, publish_time=ns, data=json.dumps(msg).encode())
             n += 1
     return n
@@ -138,15 +154,20 @@ class _H264:
         rate = Fraction(fps).limit_denominator(1001)
         self.ctx.time_base = 1 / rate
         self.ctx.framerate = rate
-        self.ctx.options = {"preset": "veryfast", "crf": "23", "g": "30", "bf": "0",
-                            "x264-params": "repeat-headers=1:annexb=1"}
+        self.ctx.options = {
+            "preset": "veryfast",
+            "crf": "23",
+            "g": "30",
+            "bf": "0",
+            "x264-params": "repeat-headers=1:annexb=1",
+        }
         self.fps = fps
         self.n = 0
         self.times: dict[int, float] = {}
 
     def encode(self, rgb: np.ndarray, t: np.ndarray):
         out = []
-        for img, ts in zip(rgb, t):
+        for img, ts in zip(rgb, t, strict=True):
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24").reformat(format="yuv420p")
             frame.pts = self.n
             self.times[self.n] = float(ts)

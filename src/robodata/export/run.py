@@ -13,8 +13,9 @@ from robodata.export.episodes import ExportError
 FORMATS = ("lerobot", "mcap")
 
 
-def export(manifest: str | Path, out_dir: str | Path, fmt: str, *, split: str | None = None,
-           limit: int | None = None) -> dict[str, Any]:
+def export(
+    manifest: str | Path, out_dir: str | Path, fmt: str, *, split: str | None = None, limit: int | None = None
+) -> dict[str, Any]:
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {list(FORMATS)}")
     if split not in (None, "train", "val"):

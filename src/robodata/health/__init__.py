@@ -14,6 +14,18 @@ from robodata.health.preflight import PreflightResult, run_preflight
 from robodata.health.store import latest_by_node, split_assignable, write_results
 
 __all__ = [
-    "FakeGpu", "FakeNvml", "Finding", "GpuPolicy", "HealthConfig", "HostPolicy", "Level", "NodeVerdict",
-    "PreflightResult", "ProbePolicy", "latest_by_node", "run_preflight", "split_assignable", "write_results",
+    "FakeGpu",
+    "FakeNvml",
+    "Finding",
+    "GpuPolicy",
+    "HealthConfig",
+    "HostPolicy",
+    "Level",
+    "NodeVerdict",
+    "PreflightResult",
+    "ProbePolicy",
+    "latest_by_node",
+    "run_preflight",
+    "split_assignable",
+    "write_results",
 ]

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -22,14 +22,14 @@ def register(app: typer.Typer) -> None:
 
 @health_app.command("check")
 def check(
-    node: Optional[str] = typer.Option(None, help="node name to record (default: hostname)"),
-    table: Optional[str] = typer.Option(None, help="node-health Delta table to append the result to"),
-    config: Optional[Path] = typer.Option(None, help="HealthConfig YAML"),
-    fake_nvml: Optional[Path] = typer.Option(None, help="JSON spec for the fake NVML backend (demos/tests)"),
+    node: str | None = typer.Option(None, help="node name to record (default: hostname)"),
+    table: str | None = typer.Option(None, help="node-health Delta table to append the result to"),
+    config: Path | None = typer.Option(None, help="HealthConfig YAML"),
+    fake_nvml: Path | None = typer.Option(None, help="JSON spec for the fake NVML backend (demos/tests)"),
     probes: bool = typer.Option(True, help="run the matmul and gloo all-reduce probes"),
     as_json: bool = typer.Option(False, "--json", help="print the result row as JSON"),
-    every: Optional[float] = typer.Option(None, help="repeat every N seconds (DaemonSet mode; needs --table)"),
-    times: Optional[int] = typer.Option(None, help="with --every: stop after this many checks"),
+    every: float | None = typer.Option(None, help="repeat every N seconds (DaemonSet mode; needs --table)"),
+    times: int | None = typer.Option(None, help="with --every: stop after this many checks"),
 ) -> None:
     """Run the preflight on this node. Exit code 3 when the node is not assignable (one-shot mode)."""
     from robodata.config import load_yaml
@@ -68,15 +68,18 @@ def _print(result: Any, as_json: bool) -> None:
         row["checked_at"] = row["checked_at"].isoformat()
         typer.echo(json.dumps(row, sort_keys=True))
     else:
-        typer.echo(f"{v.node}: healthy={v.healthy} assignable={v.assignable} ({len(result.gpus)} GPUs, "
-                   f"{result.seconds:.1f}s)")
+        typer.echo(
+            f"{v.node}: healthy={v.healthy} assignable={v.assignable} ({len(result.gpus)} GPUs, {result.seconds:.1f}s)"
+        )
         for reason in v.reasons():
             typer.echo(f"  - {reason}")
 
 
 @health_app.command("show")
-def show(table: str = typer.Argument(..., help="node-health Delta table"),
-         max_age_s: Optional[float] = typer.Option(None, help="ignore records older than this")) -> None:
+def show(
+    table: str = typer.Argument(..., help="node-health Delta table"),
+    max_age_s: float | None = typer.Option(None, help="ignore records older than this"),
+) -> None:
     """Newest verdict per node; excluded nodes with their reasons."""
     from datetime import timedelta
 
@@ -93,14 +96,14 @@ def show(table: str = typer.Argument(..., help="node-health Delta table"),
 @health_app.command("repair")
 def repair(
     audit: str = typer.Option(..., help="audit Delta table"),
-    health: Optional[str] = typer.Option(None, help="node-health Delta table (needed to restore cordoned nodes)"),
+    health: str | None = typer.Option(None, help="node-health Delta table (needed to restore cordoned nodes)"),
     apply: bool = typer.Option(False, "--apply", help="make changes (default: dry-run, report only)"),
-    host: Optional[str] = typer.Option(None, help="API server URL (no auth), e.g. a loopback test server"),
-    kubeconfig: Optional[str] = typer.Option(None, help="kubeconfig path (default: $KUBECONFIG / ~/.kube/config)"),
-    context: Optional[str] = typer.Option(None, help="kubeconfig context"),
+    host: str | None = typer.Option(None, help="API server URL (no auth), e.g. a loopback test server"),
+    kubeconfig: str | None = typer.Option(None, help="kubeconfig path (default: $KUBECONFIG / ~/.kube/config)"),
+    context: str | None = typer.Option(None, help="kubeconfig context"),
     in_cluster: bool = typer.Option(False, help="use the pod's service account"),
-    config: Optional[Path] = typer.Option(None, help="RepairConfig YAML"),
-    state: Optional[Path] = typer.Option(None, help="JSON file keeping first-seen/reported state between runs"),
+    config: Path | None = typer.Option(None, help="RepairConfig YAML"),
+    state: Path | None = typer.Option(None, help="JSON file keeping first-seen/reported state between runs"),
 ) -> None:
     """One pass of cordon and stale-allocation repair; every action goes to the audit table."""
     from robodata.cluster.config import RepairConfig

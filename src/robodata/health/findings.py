@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-class Level(str, enum.Enum):
+class Level(enum.StrEnum):
     INFO = "info"
     DEGRADED = "degraded"
     BLOCKING = "blocking"

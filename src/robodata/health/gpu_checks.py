@@ -8,6 +8,7 @@ would bar it forever. So aggregate counts are recorded as INFO and never exclude
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -42,7 +43,11 @@ def check_gpus(nvml: NvmlBackend, policy: GpuPolicy) -> tuple[list[Finding], lis
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                gpu_facts = {"index": index, "uuid": nvml.nvmlDeviceGetUUID(handle), "name": nvml.nvmlDeviceGetName(handle)}
+                gpu_facts = {
+                    "index": index,
+                    "uuid": nvml.nvmlDeviceGetUUID(handle),
+                    "name": nvml.nvmlDeviceGetName(handle),
+                }
                 findings += _ecc(nvml, handle, index, policy, gpu_facts)
                 findings += _retired_pages(nvml, handle, index, gpu_facts)
                 findings += _remapped_rows(nvml, handle, index, gpu_facts)
@@ -52,10 +57,8 @@ def check_gpus(nvml: NvmlBackend, policy: GpuPolicy) -> tuple[list[Finding], lis
                 findings.append(Finding("gpu.query", Level.FAULT, f"NVML query failed: {exc}", gpu=index))
         findings += _xid_events(nvml, handles, policy)
     finally:
-        try:
+        with contextlib.suppress(pynvml.NVMLError):
             nvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
     return findings, facts
 
 
@@ -77,21 +80,36 @@ def _ecc(nvml: NvmlBackend, handle: Any, index: int, policy: GpuPolicy, facts: d
     vol_cor = _counter(nvml, handle, COR, pynvml.NVML_VOLATILE_ECC)
     agg_unc = _counter(nvml, handle, UNC, pynvml.NVML_AGGREGATE_ECC)
     agg_cor = _counter(nvml, handle, COR, pynvml.NVML_AGGREGATE_ECC)
-    facts.update(ecc_volatile_uncorrected=vol_unc, ecc_volatile_corrected=vol_cor,
-                 ecc_aggregate_uncorrected=agg_unc, ecc_aggregate_corrected=agg_cor)
+    facts.update(
+        ecc_volatile_uncorrected=vol_unc,
+        ecc_volatile_corrected=vol_cor,
+        ecc_aggregate_uncorrected=agg_unc,
+        ecc_aggregate_corrected=agg_cor,
+    )
     if vol_unc is None or vol_cor is None:
         out.append(Finding("gpu.ecc.volatile", Level.INFO, "volatile ECC counters not available; not judged", index))
     data = {"volatile_uncorrected": vol_unc, "volatile_corrected": vol_cor}
     if vol_unc is not None and vol_unc > policy.max_volatile_uncorrected:
-        out.append(Finding("gpu.ecc.volatile", Level.FAULT, f"{vol_unc} uncorrected ECC errors since boot", index, data))
+        out.append(
+            Finding("gpu.ecc.volatile", Level.FAULT, f"{vol_unc} uncorrected ECC errors since boot", index, data)
+        )
     if vol_cor is not None and vol_cor > policy.max_volatile_corrected:
         out.append(Finding("gpu.ecc.volatile", Level.FAULT, f"{vol_cor} corrected ECC errors since boot", index, data))
     elif vol_cor is not None and vol_cor > policy.warn_volatile_corrected:
-        out.append(Finding("gpu.ecc.volatile", Level.DEGRADED, f"{vol_cor} corrected ECC errors since boot", index, data))
+        out.append(
+            Finding("gpu.ecc.volatile", Level.DEGRADED, f"{vol_cor} corrected ECC errors since boot", index, data)
+        )
     if agg_unc or agg_cor:
         msg = f"lifetime ECC counts corrected={agg_cor} uncorrected={agg_unc} (history only, not judged)"
-        out.append(Finding("gpu.ecc.aggregate", Level.INFO, msg, index, {"aggregate_uncorrected": agg_unc,
-                                                                         "aggregate_corrected": agg_cor}))
+        out.append(
+            Finding(
+                "gpu.ecc.aggregate",
+                Level.INFO,
+                msg,
+                index,
+                {"aggregate_uncorrected": agg_unc, "aggregate_corrected": agg_cor},
+            )
+        )
     return out
 
 
@@ -116,8 +134,15 @@ def _retired_pages(nvml: NvmlBackend, handle: Any, index: int, facts: dict[str, 
         raise
     facts.update(retired_pages_pending=bool(pending), retired_pages_sbe=len(sbe), retired_pages_dbe=len(dbe))
     if pending:
-        return [Finding("gpu.retired_pages", Level.FAULT, "page retirement pending: the GPU needs a reset",
-                        index, {"sbe": len(sbe), "dbe": len(dbe)})]
+        return [
+            Finding(
+                "gpu.retired_pages",
+                Level.FAULT,
+                "page retirement pending: the GPU needs a reset",
+                index,
+                {"sbe": len(sbe), "dbe": len(dbe)},
+            )
+        ]
     if sbe or dbe:
         return [Finding("gpu.retired_pages", Level.INFO, f"{len(sbe) + len(dbe)} pages retired (in effect)", index)]
     return []
@@ -131,8 +156,12 @@ def _remapped_rows(nvml: NvmlBackend, handle: Any, index: int, facts: dict[str, 
         if is_not_supported(exc):
             return []
         raise
-    facts.update(remapped_rows_correctable=corr, remapped_rows_uncorrectable=unc,
-                 remap_pending=bool(pending), remap_failure=bool(failure))
+    facts.update(
+        remapped_rows_correctable=corr,
+        remapped_rows_uncorrectable=unc,
+        remap_pending=bool(pending),
+        remap_failure=bool(failure),
+    )
     data = {"correctable": corr, "uncorrectable": unc}
     if failure:
         return [Finding("gpu.row_remap", Level.FAULT, "row remapping failed: the GPU needs service", index, data)]

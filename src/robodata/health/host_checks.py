@@ -34,8 +34,9 @@ def _memory(policy: HostPolicy, meminfo: Path) -> Finding:
     gib = available / GIB
     data = {"available_gib": round(gib, 2)}
     if gib < policy.min_mem_available_gib:
-        return Finding("host.memory", Level.BLOCKING,
-                       f"{gib:.1f} GiB available < {policy.min_mem_available_gib} GiB", data=data)
+        return Finding(
+            "host.memory", Level.BLOCKING, f"{gib:.1f} GiB available < {policy.min_mem_available_gib} GiB", data=data
+        )
     return Finding("host.memory", Level.INFO, f"{gib:.1f} GiB available", data=data)
 
 
@@ -61,13 +62,27 @@ class _Timex(ctypes.Structure):
     """struct timex from <sys/timex.h> (Linux); ctypes applies the ABI's padding."""
 
     _fields_ = [
-        ("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
-        ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long), ("status", ctypes.c_int),
-        ("constant", ctypes.c_long), ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
-        ("time", _Timeval), ("tick", ctypes.c_long), ("ppsfreq", ctypes.c_long), ("jitter", ctypes.c_long),
-        ("shift", ctypes.c_int), ("stabil", ctypes.c_long), ("jitcnt", ctypes.c_long),
-        ("calcnt", ctypes.c_long), ("errcnt", ctypes.c_long), ("stbcnt", ctypes.c_long),
-        ("tai", ctypes.c_int), ("_pad", ctypes.c_int * 11),
+        ("modes", ctypes.c_uint),
+        ("offset", ctypes.c_long),
+        ("freq", ctypes.c_long),
+        ("maxerror", ctypes.c_long),
+        ("esterror", ctypes.c_long),
+        ("status", ctypes.c_int),
+        ("constant", ctypes.c_long),
+        ("precision", ctypes.c_long),
+        ("tolerance", ctypes.c_long),
+        ("time", _Timeval),
+        ("tick", ctypes.c_long),
+        ("ppsfreq", ctypes.c_long),
+        ("jitter", ctypes.c_long),
+        ("shift", ctypes.c_int),
+        ("stabil", ctypes.c_long),
+        ("jitcnt", ctypes.c_long),
+        ("calcnt", ctypes.c_long),
+        ("errcnt", ctypes.c_long),
+        ("stbcnt", ctypes.c_long),
+        ("tai", ctypes.c_int),
+        ("_pad", ctypes.c_int * 11),
     ]
 
 
@@ -101,6 +116,12 @@ def _clock(policy: HostPolicy, now: float | None = None) -> list[Finding]:
         level = Level.BLOCKING if policy.require_clock_synced else Level.INFO
         return [Finding("host.clock", level, "kernel reports the clock as unsynchronized", data=data)]
     if maxerror_us / 1e6 > policy.max_clock_error_s:
-        return [Finding("host.clock", Level.BLOCKING,
-                        f"clock error bound {maxerror_us / 1e6:.3f}s > {policy.max_clock_error_s}s", data=data)]
+        return [
+            Finding(
+                "host.clock",
+                Level.BLOCKING,
+                f"clock error bound {maxerror_us / 1e6:.3f}s > {policy.max_clock_error_s}s",
+                data=data,
+            )
+        ]
     return [Finding("host.clock", Level.INFO, f"synchronized, error bound {maxerror_us / 1e6:.3f}s", data=data)]

@@ -11,7 +11,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from robodata.health.config import HealthConfig
@@ -77,7 +77,7 @@ def run_preflight(
     return PreflightResult(
         verdict=NodeVerdict(node, tuple(findings)),
         gpus=gpus,
-        checked_at=datetime.now(timezone.utc),
+        checked_at=datetime.now(UTC),
         seconds=round(time.perf_counter() - t0, 3),
         backend=type(backend).__name__ if nvml is not None else "pynvml",
     )

@@ -47,10 +47,19 @@ def matmul_probe(policy: ProbePolicy) -> list[Finding]:
             out.append(Finding("probe.matmul", Level.FAULT, f"{device}: non-finite values in result", gpu, data))
         elif not torch.allclose(got, ref, rtol=policy.matmul_rtol, atol=policy.matmul_rtol * n**0.5):
             err = float((got - ref).abs().max())
-            out.append(Finding("probe.matmul", Level.FAULT, f"{device}: wrong result (max abs err {err:.3g})", gpu,
-                               {**data, "max_abs_err": err}))
+            out.append(
+                Finding(
+                    "probe.matmul",
+                    Level.FAULT,
+                    f"{device}: wrong result (max abs err {err:.3g})",
+                    gpu,
+                    {**data, "max_abs_err": err},
+                )
+            )
         else:
-            out.append(Finding("probe.matmul", Level.INFO, f"{device}: {n}x{n} ok in {seconds * 1e3:.1f} ms", gpu, data))
+            out.append(
+                Finding("probe.matmul", Level.INFO, f"{device}: {n}x{n} ok in {seconds * 1e3:.1f} ms", gpu, data)
+            )
     return out
 
 
@@ -60,8 +69,9 @@ def _allreduce_rank(rank: int, world: int, init_file: str, timeout_s: float, ifn
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s)
+    )
     try:
         t = torch.full((4096,), float(rank + 1))
         dist.all_reduce(t)
@@ -82,8 +92,14 @@ def allreduce_probe(policy: ProbePolicy) -> Finding:
     world = policy.allreduce_world_size
     with tempfile.TemporaryDirectory(prefix="robodata-gloo-") as tmp:
         init_file = str(Path(tmp) / "rendezvous")
-        procs = [ctx.Process(target=_allreduce_rank, args=(r, world, init_file, policy.allreduce_timeout_s, policy.allreduce_ifname),
-                             daemon=True) for r in range(world)]
+        procs = [
+            ctx.Process(
+                target=_allreduce_rank,
+                args=(r, world, init_file, policy.allreduce_timeout_s, policy.allreduce_ifname),
+                daemon=True,
+            )
+            for r in range(world)
+        ]
         t0 = time.perf_counter()
         for p in procs:
             p.start()
@@ -98,7 +114,9 @@ def allreduce_probe(policy: ProbePolicy) -> Finding:
     codes = [p.exitcode for p in procs]
     data = {"world_size": world, "seconds": round(seconds, 2), "exit_codes": codes}
     if hung:
-        return Finding("probe.allreduce", Level.BLOCKING, f"gloo all-reduce hung ({len(hung)}/{world} ranks)", data=data)
+        return Finding(
+            "probe.allreduce", Level.BLOCKING, f"gloo all-reduce hung ({len(hung)}/{world} ranks)", data=data
+        )
     if WRONG_RESULT_EXIT in codes:
         return Finding("probe.allreduce", Level.FAULT, "gloo all-reduce returned a wrong sum", data=data)
     if any(c != 0 for c in codes):

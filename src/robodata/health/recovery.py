@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from robodata.errors import RobodataError
 
@@ -70,24 +71,36 @@ def recovery_cost(
         raise RobodataError(f"run tag {RETRY_NUMBER_TAG}={tags[RETRY_NUMBER_TAG]!r} is not an integer") from None
     if attempt < 0:
         raise RobodataError(f"run tag {RETRY_NUMBER_TAG} must be >= 0, got {attempt}")
-    if resumed_from_step is not None and last_step_before_failure is not None \
-            and resumed_from_step > last_step_before_failure:
-        raise RobodataError(f"resumed from step {resumed_from_step}, after the failed attempt's last step "
-                            f"{last_step_before_failure}: the checkpoint is not from the failed attempt")
+    if (
+        resumed_from_step is not None
+        and last_step_before_failure is not None
+        and resumed_from_step > last_step_before_failure
+    ):
+        raise RobodataError(
+            f"resumed from step {resumed_from_step}, after the failed attempt's last step "
+            f"{last_step_before_failure}: the checkpoint is not from the failed attempt"
+        )
     lost = 0
     if attempt and last_step_before_failure is not None:
         lost = last_step_before_failure - (resumed_from_step or 0)
     latency = None
     if attempt and parent_end_time is not None:
         latency = max(0.0, start_time - parent_end_time)
-    return RecoveryCost(attempt, tags.get(PARENT_RUN_ID_TAG), tags.get(ROOT_RUN_ID_TAG), resumed_from_step,
-                        last_step_before_failure, lost, latency)
+    return RecoveryCost(
+        attempt,
+        tags.get(PARENT_RUN_ID_TAG),
+        tags.get(ROOT_RUN_ID_TAG),
+        resumed_from_step,
+        last_step_before_failure,
+        lost,
+        latency,
+    )
 
 
 @dataclass(frozen=True)
 class FailureNote:
-    ended_at: float            # when the failed attempt ended (epoch seconds)
-    last_step: int | None      # the last step it finished (its heartbeat), None if it never trained
+    ended_at: float  # when the failed attempt ended (epoch seconds)
+    last_step: int | None  # the last step it finished (its heartbeat), None if it never trained
     error: str
 
 
@@ -96,8 +109,11 @@ def note_failure(run_dir: str | Path, last_step: int | None, error: str, ended_a
     path = Path(run_dir) / FAILURE_NOTE
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"ended_at": time.time() if ended_at is None else ended_at,
-                               "last_step": last_step, "error": error[-2000:]}))
+    tmp.write_text(
+        json.dumps(
+            {"ended_at": time.time() if ended_at is None else ended_at, "last_step": last_step, "error": error[-2000:]}
+        )
+    )
     os.replace(tmp, path)
 
 

@@ -6,7 +6,7 @@ Excluded nodes are the rows with assignable == False; `exclusion_reasons` says w
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -49,7 +49,9 @@ def write_results(uri: str, results: list[PreflightResult], storage_options: dic
 
 
 def latest_by_node(
-    uri: str, max_age: timedelta | None = None, now: datetime | None = None,
+    uri: str,
+    max_age: timedelta | None = None,
+    now: datetime | None = None,
     storage_options: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Newest row per node (within max_age if given). Missing table -> {}."""
@@ -57,7 +59,7 @@ def latest_by_node(
         dt = DeltaTable(uri, storage_options=storage_options)
     except TableNotFoundError:
         return {}
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     filters = None
     if max_age is not None:
         since = now - max_age
@@ -75,7 +77,10 @@ def latest_by_node(
 
 
 def split_assignable(
-    uri: str, nodes: list[str], max_age: timedelta, now: datetime | None = None,
+    uri: str,
+    nodes: list[str],
+    max_age: timedelta,
+    now: datetime | None = None,
     storage_options: dict[str, str] | None = None,
 ) -> tuple[list[str], dict[str, list[str]]]:
     """Candidate nodes -> (assignable, {excluded node: reasons}); no fresh record excludes."""

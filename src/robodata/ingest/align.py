@@ -21,19 +21,19 @@ from robodata.ingest.raw import RawEpisode
 
 @dataclass
 class StreamTiming:
-    kind: str                      # video | array | events
+    kind: str  # video | array | events
     count: int
     nominal_hz: float
-    measured_hz: float             # 1 / median sample interval
-    max_gap_s: float               # largest interval between consecutive samples
-    nonmonotonic: int              # intervals <= 0
-    first_s: float                 # aligned, seconds from episode zero
+    measured_hz: float  # 1 / median sample interval
+    max_gap_s: float  # largest interval between consecutive samples
+    nonmonotonic: int  # intervals <= 0
+    first_s: float  # aligned, seconds from episode zero
     last_s: float
-    clock_error_ms: float          # RMS residual of the stream's clock fit
+    clock_error_ms: float  # RMS residual of the stream's clock fit
     clock_offset_ms: float
     clock_drift_ppm: float
-    assign_error_ms: float = 0.0   # p95 distance to the nearest reference sample
-    vmin: float | None = None      # arrays: value range over all dimensions
+    assign_error_ms: float = 0.0  # p95 distance to the nearest reference sample
+    vmin: float | None = None  # arrays: value range over all dimensions
     vmax: float | None = None
     nonfinite: int = 0
 
@@ -41,8 +41,8 @@ class StreamTiming:
 @dataclass
 class AlignedTracks:
     episode_id: str
-    t0_ns: int                                  # host time of episode zero, relative to raw.epoch_ns
-    clocks: dict[str, ClockFit]                 # per stream name
+    t0_ns: int  # host time of episode zero, relative to raw.epoch_ns
+    clocks: dict[str, ClockFit]  # per stream name
     timing: dict[str, StreamTiming]
     reference: str = ""
     issues: list[str] = field(default_factory=list)
@@ -62,25 +62,47 @@ class AlignedTracks:
         return self.clocks[stream].apply(raw_t) - self.t0_ns
 
     def to_json(self) -> str:
-        return json.dumps({"episode_id": self.episode_id, "t0_ns": self.t0_ns, "reference": self.reference,
-                           "clocks": {k: v.to_dict() for k, v in self.clocks.items()},
-                           "timing": {k: asdict(v) for k, v in self.timing.items()}, "issues": self.issues})
+        return json.dumps(
+            {
+                "episode_id": self.episode_id,
+                "t0_ns": self.t0_ns,
+                "reference": self.reference,
+                "clocks": {k: v.to_dict() for k, v in self.clocks.items()},
+                "timing": {k: asdict(v) for k, v in self.timing.items()},
+                "issues": self.issues,
+            }
+        )
 
     @classmethod
-    def from_json(cls, s: str) -> "AlignedTracks":
+    def from_json(cls, s: str) -> AlignedTracks:
         d = json.loads(s)
-        return cls(d["episode_id"], int(d["t0_ns"]), {k: ClockFit.from_dict(v) for k, v in d["clocks"].items()},
-                   {k: StreamTiming(**v) for k, v in d["timing"].items()}, d.get("reference", ""), d.get("issues", []))
+        return cls(
+            d["episode_id"],
+            int(d["t0_ns"]),
+            {k: ClockFit.from_dict(v) for k, v in d["clocks"].items()},
+            {k: StreamTiming(**v) for k, v in d["timing"].items()},
+            d.get("reference", ""),
+            d.get("issues", []),
+        )
 
 
 def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit) -> StreamTiming:
     dt = np.diff(t) if len(t) > 1 else np.empty(0, np.int64)
     pos = dt[dt > 0]
     med = float(np.median(pos)) if len(pos) else 0.0
-    return StreamTiming(kind, int(len(t)), float(nominal), 1e9 / med if med > 0 else 0.0,
-                        float(dt.max() / 1e9) if len(dt) else 0.0, int((dt <= 0).sum()),
-                        float(t[0] / 1e9) if len(t) else 0.0, float(t[-1] / 1e9) if len(t) else 0.0,
-                        fit.residual_ns / 1e6, fit.offset / 1e6, (fit.drift - 1.0) * 1e6)
+    return StreamTiming(
+        kind,
+        int(len(t)),
+        float(nominal),
+        1e9 / med if med > 0 else 0.0,
+        float(dt.max() / 1e9) if len(dt) else 0.0,
+        int((dt <= 0).sum()),
+        float(t[0] / 1e9) if len(t) else 0.0,
+        float(t[-1] / 1e9) if len(t) else 0.0,
+        fit.residual_ns / 1e6,
+        fit.offset / 1e6,
+        (fit.drift - 1.0) * 1e6,
+    )
 
 
 def _assign_error_ms(ref_t: np.ndarray, t: np.ndarray) -> float:

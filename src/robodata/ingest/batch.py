@@ -29,15 +29,32 @@ def read_manifest(paths: IngestPaths, batch: str) -> list[LandingItem]:
     return [LandingItem(**d) for d in doc["items"]]
 
 
-RAW_SCHEMA = pa.schema([("batch", pa.string()), ("uri", pa.string()), ("kind", pa.string()), ("name", pa.string()),
-                        ("size_bytes", pa.int64()), ("completed_at", pa.float64())])
+RAW_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("uri", pa.string()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("completed_at", pa.float64()),
+    ]
+)
 
 
 def observe(paths: IngestPaths, batch: str) -> dict:
     """raw_episodes: the batch's items as observed in the landing zone."""
     items = read_manifest(paths, batch)
-    rows = [{"batch": batch, "uri": i.uri, "kind": i.kind, "name": i.name, "size_bytes": i.size_bytes,
-             "completed_at": i.completed_at} for i in items]
+    rows = [
+        {
+            "batch": batch,
+            "uri": i.uri,
+            "kind": i.kind,
+            "name": i.name,
+            "size_bytes": i.size_bytes,
+            "completed_at": i.completed_at,
+        }
+        for i in items
+    ]
     paths.replace("raw_episodes", pa.Table.from_pylist(rows, RAW_SCHEMA), batch)
     kinds: dict[str, int] = {}
     for i in items:

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from robodata.config import require
 
-
 # Conversion work of an episode in bytes: the decoded video bytes the encoder must eat (frames x
 # H x W x 3, known from alignment before any decode) plus a fixed cost per episode (opening
 # readers, encoders, the container) in the same unit. Compressed input bytes are the fallback:

@@ -9,10 +9,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ClockFit:
-    drift: float          # host = drift * device + offset
+    drift: float  # host = drift * device + offset
     offset: float
-    residual_ns: float    # RMS of the fit: alignment error of this stream
-    samples: int = 0      # sync pairs the fit used (0: identity, no sync information)
+    residual_ns: float  # RMS of the fit: alignment error of this stream
+    samples: int = 0  # sync pairs the fit used (0: identity, no sync information)
 
     def apply(self, t: np.ndarray) -> np.ndarray:
         return np.round(self.drift * np.asarray(t, dtype=np.float64) + self.offset).astype(np.int64)
@@ -21,7 +21,7 @@ class ClockFit:
         return {"drift": self.drift, "offset": self.offset, "residual_ns": self.residual_ns, "samples": self.samples}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ClockFit":
+    def from_dict(cls, d: dict) -> ClockFit:
         return cls(float(d["drift"]), float(d["offset"]), float(d["residual_ns"]), int(d.get("samples", 0)))
 
 

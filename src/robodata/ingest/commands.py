@@ -15,20 +15,37 @@ def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest_cmd)
 
 
-def synth(root: Path = typer.Argument(..., help="landing directory to write raw episodes into"),
-          episodes: int = typer.Option(4), duration: float = typer.Option(10.0, help="seconds per episode"),
-          cameras: str = typer.Option("cam_left,cam_right,wrist"), height: int = typer.Option(480),
-          width: int = typer.Option(640), fps: float = typer.Option(30.0), state_hz: float = typer.Option(100.0),
-          fmt: str = typer.Option("jpeg", "--format", help="jpeg (legacy folders) or mcap"),
-          site: str = typer.Option("site-a"), seed: int = typer.Option(0),
-          drop_prob: float = typer.Option(0.0, help="fraction of frames dropped")) -> None:
+def synth(
+    root: Path = typer.Argument(..., help="landing directory to write raw episodes into"),
+    episodes: int = typer.Option(4),
+    duration: float = typer.Option(10.0, help="seconds per episode"),
+    cameras: str = typer.Option("cam_left,cam_right,wrist"),
+    height: int = typer.Option(480),
+    width: int = typer.Option(640),
+    fps: float = typer.Option(30.0),
+    state_hz: float = typer.Option(100.0),
+    fmt: str = typer.Option("jpeg", "--format", help="jpeg (legacy folders) or mcap"),
+    site: str = typer.Option("site-a"),
+    seed: int = typer.Option(0),
+    drop_prob: float = typer.Option(0.0, help="fraction of frames dropped"),
+) -> None:
     """Generate synthetic raw recordings (legacy JPEG folders or MCAP)."""
     from robodata.ingest.synth import SynthConfig, synthesize
 
     try:
-        cfg = SynthConfig(episodes=episodes, duration_s=duration, cameras=tuple(c for c in cameras.split(",") if c),
-                          height=height, width=width, fps=fps, state_hz=state_hz, format=fmt, site=site, seed=seed,
-                          drop_prob=drop_prob)
+        cfg = SynthConfig(
+            episodes=episodes,
+            duration_s=duration,
+            cameras=tuple(c for c in cameras.split(",") if c),
+            height=height,
+            width=width,
+            fps=fps,
+            state_hz=state_hz,
+            format=fmt,
+            site=site,
+            seed=seed,
+            drop_prob=drop_prob,
+        )
     except ConfigError as exc:
         raise typer.BadParameter(str(exc)) from None
     for p in synthesize(cfg, root):
@@ -47,10 +64,14 @@ def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="c
     typer.echo(f"{res.episode_id} -> {res.path} ({res.bytes_written} bytes, {res.duration_s:.1f}s)")
 
 
-def ingest_cmd(landing: str = typer.Argument(..., help="landing zone: local dir or s3://bucket/prefix"),
-               root: str = typer.Option(".demo", help="ingest state root (tables, containers, catalog): dir or s3://bucket/prefix"),
-               batch: str = typer.Option("", help="batch name (default: a timestamp)"),
-               workers: int = typer.Option(1, help="conversion processes (work bins)")) -> None:
+def ingest_cmd(
+    landing: str = typer.Argument(..., help="landing zone: local dir or s3://bucket/prefix"),
+    root: str = typer.Option(
+        ".demo", help="ingest state root (tables, containers, catalog): dir or s3://bucket/prefix"
+    ),
+    batch: str = typer.Option("", help="batch name (default: a timestamp)"),
+    workers: int = typer.Option(1, help="conversion processes (work bins)"),
+) -> None:
     """Ingest everything complete in a landing zone as one batch, without Dagster."""
     import json
     import time
@@ -69,4 +90,6 @@ def ingest_cmd(landing: str = typer.Argument(..., help="landing zone: local dir 
     name = batch or time.strftime("cli-%Y%m%dT%H%M%S")
     write_manifest(IngestPaths(settings.root), name, items)
     out = run_batch(name, settings)
-    typer.echo(json.dumps({"batch": name, **{k: out[k] for k in ("episodes", "qc_results", "episode_metadata")}}, default=str))
+    typer.echo(
+        json.dumps({"batch": name, **{k: out[k] for k in ("episodes", "qc_results", "episode_metadata")}}, default=str)
+    )

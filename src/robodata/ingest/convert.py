@@ -39,17 +39,20 @@ def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
     extra = {"source": raw.source, "raw_uri": raw.uri, "alignment_error_ms": round(al.alignment_error_ms, 4)}
     if raw.success is not None:
         extra["success"] = bool(raw.success)
-    return EpisodeMeta(raw.episode_id, raw.robot, raw.site, raw.task, raw.epoch_ns + al.t0_ns, streams,
-                       vendor=raw.vendor, extra=extra)
+    return EpisodeMeta(
+        raw.episode_id, raw.robot, raw.site, raw.task, raw.epoch_ns + al.t0_ns, streams, vendor=raw.vendor, extra=extra
+    )
 
 
 def layout_for(raw: RawEpisode, video: VideoSettings | None = None) -> Layout:
-    return default_layout(tuple(raw.cameras), proprio=tuple(raw.arrays),
-                          events=("events",) if raw.events else (), video=video)
+    return default_layout(
+        tuple(raw.cameras), proprio=tuple(raw.arrays), events=("events",) if raw.events else (), video=video
+    )
 
 
-def convert(raw: RawEpisode, al: AlignedTracks, out_path: str | os.PathLike[str],
-            video: VideoSettings | None = None) -> Converted:
+def convert(
+    raw: RawEpisode, al: AlignedTracks, out_path: str | os.PathLike[str], video: VideoSettings | None = None
+) -> Converted:
     """Decode, align and encode into out_path (via `.partial` + rename: never a half container)."""
     if raw.frames is None:
         raise RawEpisodeError(f"{raw.uri}: importer gave no frame source")
@@ -90,5 +93,15 @@ def convert(raw: RawEpisode, al: AlignedTracks, out_path: str | os.PathLike[str]
     os.replace(tmp, out)
     r = EpisodeReader.open(out)
     steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
-    return Converted(raw.episode_id, str(out), out.stat().st_size, r.meta.duration_s, counts, steps,
-                     r.layout_version, r.footer_offset, r.footer_length, time.perf_counter() - started)
+    return Converted(
+        raw.episode_id,
+        str(out),
+        out.stat().st_size,
+        r.meta.duration_s,
+        counts,
+        steps,
+        r.layout_version,
+        r.footer_offset,
+        r.footer_length,
+        time.perf_counter() - started,
+    )

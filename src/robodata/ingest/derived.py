@@ -8,6 +8,8 @@ features: motion statistics of the proprio streams plus a cheap visual-activity 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from robodata.container import EpisodeReader
@@ -20,7 +22,10 @@ def _events(r: EpisodeReader) -> list[tuple[float, str]]:
     if "events" not in r.meta.streams:
         return []
     w = r.read_window(0.0, r.meta.duration_s + 1.0, ["events"])["events"]
-    return [(float(t), str(e if isinstance(e, str) else e[0] if isinstance(e, (tuple, list)) else e)) for t, e in zip(w.t, w.data)]
+    return [
+        (float(t), str(e if isinstance(e, str) else e[0] if isinstance(e, (tuple, list)) else e))
+        for t, e in zip(w.t, w.data, strict=True)
+    ]
 
 
 def segments(r: EpisodeReader) -> list[tuple[str, float, float, str]]:
@@ -38,7 +43,7 @@ def segments(r: EpisodeReader) -> list[tuple[str, float, float, str]]:
         out = []
         if marks[0][0] > 0:
             out.append(("idle", 0.0, marks[0][0], "events"))
-        for (t0, lab), nxt in zip(marks, [m[0] for m in marks[1:]] + [end]):
+        for (t0, lab), nxt in zip(marks, [m[0] for m in marks[1:]] + [end], strict=True):
             if nxt > t0:
                 out.append((lab, t0, nxt, "events"))
         if end < dur:
@@ -51,8 +56,11 @@ def segments(r: EpisodeReader) -> list[tuple[str, float, float, str]]:
             closed = g < np.median(g)
             edges = np.flatnonzero(np.diff(closed.astype(np.int8))) + 1
             bounds = [0, *edges.tolist(), len(g) - 1]
-            return [("gripper_closed" if closed[a] else "gripper_open", float(w.t[a]), float(w.t[b]), "state")
-                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+            return [
+                ("gripper_closed" if closed[a] else "gripper_open", float(w.t[a]), float(w.t[b]), "state")
+                for a, b in itertools.pairwise(bounds)
+                if b > a
+            ]
     return [("episode", 0.0, dur, "whole")]
 
 
@@ -79,7 +87,7 @@ def features(r: EpisodeReader, visual_frames: int = 6) -> dict[str, float]:
             if len(win.data):
                 frames.append(win.data[0].astype(np.float32))
         if len(frames) > 1:
-            diffs = [np.abs(a - b).mean() for a, b in zip(frames[:-1], frames[1:])]
+            diffs = [np.abs(a - b).mean() for a, b in itertools.pairwise(frames)]
             out["visual_activity"] = float(np.mean(diffs))
             out["brightness_mean"] = float(np.mean([f.mean() for f in frames]))
     return out

@@ -16,6 +16,7 @@ for them), removed when the pool ends, so a killed worker leaves no staged copy 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -55,8 +56,17 @@ def _send(w: _Worker, doc: dict) -> None:
 
 
 def _failed(job: dict, slot: int, why: str) -> dict:
-    return {"uri": job["uri"], "kind": job.get("kind", ""), "episode_id": job.get("episode_id", ""), "worker": slot,
-            "container_uri": "", "ok": False, "error": why, "seconds": 0.0, "size_bytes": job.get("size_bytes", 0)}
+    return {
+        "uri": job["uri"],
+        "kind": job.get("kind", ""),
+        "episode_id": job.get("episode_id", ""),
+        "worker": slot,
+        "container_uri": "",
+        "ok": False,
+        "error": why,
+        "seconds": 0.0,
+        "size_bytes": job.get("size_bytes", 0),
+    }
 
 
 def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: str = "convert") -> list[dict]:
@@ -70,9 +80,14 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
     env = _env(scratch)
 
     def spawn(slot: int) -> None:
-        err = tempfile.TemporaryFile("w+b")
-        p = subprocess.Popen([sys.executable, "-m", "robodata.ingest.worker"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=err, env=env)
+        err = tempfile.TemporaryFile("w+b")  # noqa: SIM115 - the worker's stderr, closed when it ends
+        p = subprocess.Popen(
+            [sys.executable, "-m", "robodata.ingest.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+        )
         w = _Worker(slot, p, err)
         _send(w, {"worker": slot, "stage": stage, "settings": settings})
         sel.register(p.stdout, selectors.EVENT_READ, w)  # type: ignore[arg-type]
@@ -84,10 +99,8 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
             _send(w, w.job)
         else:
             w.job = None
-            try:
+            with contextlib.suppress(OSError):
                 w.proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
 
     for slot in range(min(max(1, workers), len(queue))):
         spawn(slot)

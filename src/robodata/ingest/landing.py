@@ -29,7 +29,7 @@ class LandingItem:
     uri: str
     kind: str
     size_bytes: int
-    completed_at: float          # unix seconds (marker / file modification time)
+    completed_at: float  # unix seconds (marker / file modification time)
     name: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,8 +66,13 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
     total = sum(e.length for e in episodes) or 1
     size = fs.du(path)
     for e in episodes:
-        yield LandingItem(f"{url}#{e.index}", f"lerobot-{e.version}", int(size * e.length / total),
-                          _mtime(info_meta), f"{path.rsplit('/', 1)[-1]}#{e.index:06d}")
+        yield LandingItem(
+            f"{url}#{e.index}",
+            f"lerobot-{e.version}",
+            int(size * e.length / total),
+            _mtime(info_meta),
+            f"{path.rsplit('/', 1)[-1]}#{e.index:06d}",
+        )
 
 
 def scan(url: str, storage_options: dict | None = None, completed_since: float = 0.0) -> Iterator[LandingItem]:
@@ -90,7 +95,11 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             if name.endswith(".mcap") and _mtime(entry) >= completed_since:
                 yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
             continue
-        for marker, kind in (("_COMPLETE", "legacy-jpeg"), ("metadata.yaml", "ros2-bag"), ("meta/info.json", "lerobot")):
+        for marker, kind in (
+            ("_COMPLETE", "legacy-jpeg"),
+            ("metadata.yaml", "ros2-bag"),
+            ("meta/info.json", "lerobot"),
+        ):
             mpath = _join(fs, path, marker)
             try:
                 minfo = fs.info(mpath)
@@ -114,7 +123,8 @@ class LandingCursor:
 
     def is_new(self, item: LandingItem) -> bool:
         return item.completed_at > self.watermark or (
-            item.completed_at == self.watermark and item.name not in self.names_at_watermark)
+            item.completed_at == self.watermark and item.name not in self.names_at_watermark
+        )
 
     def advance(self, items: list[LandingItem]) -> None:
         for it in items:
@@ -134,20 +144,29 @@ class LandingCursor:
         return json.dumps(self.state_dict())
 
     @classmethod
-    def from_json(cls, s: str | None) -> "LandingCursor":
+    def from_json(cls, s: str | None) -> LandingCursor:
         c = cls()
         if s:
             c.load_state_dict(json.loads(s))
         return c
 
 
-def new_items(url: str, cursor: LandingCursor, settle_s: float = 0.0, limit: int = 100_000,
-              storage_options: dict | None = None, now: float | None = None) -> list[LandingItem]:
+def new_items(
+    url: str,
+    cursor: LandingCursor,
+    settle_s: float = 0.0,
+    limit: int = 100_000,
+    storage_options: dict | None = None,
+    now: float | None = None,
+) -> list[LandingItem]:
     """New, settled items in completion order (at most `limit`); does not move the cursor."""
     require(limit >= 1, "limit must be >= 1")
     now = time.time() if now is None else now
-    fresh = [it for it in scan(url, storage_options, completed_since=cursor.watermark)
-             if cursor.is_new(it) and it.completed_at <= now - settle_s]
+    fresh = [
+        it
+        for it in scan(url, storage_options, completed_since=cursor.watermark)
+        if cursor.is_new(it) and it.completed_at <= now - settle_s
+    ]
     fresh.sort(key=lambda it: (it.completed_at, it.name))
     if len(fresh) > limit:  # never split one completion instant across two calls
         cut = fresh[limit - 1].completed_at

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from robodata.config import require
@@ -48,7 +48,7 @@ def cut_batches(items: list[LandingItem], policy: BatchPolicy) -> list[list[Land
 @dataclass
 class LaunchState:
     landing: LandingCursor = field(default_factory=LandingCursor)
-    pending: list[tuple[str, float]] = field(default_factory=list)   # (batch, due unix time)
+    pending: list[tuple[str, float]] = field(default_factory=list)  # (batch, due unix time)
     seq: int = 0
 
     def state_dict(self) -> dict[str, Any]:
@@ -67,13 +67,20 @@ class Tick:
     items: int
 
 
-def tick(state: LaunchState, landing_url: str, paths: IngestPaths, batches: BatchPolicy, stagger: StaggerPolicy,
-         now: float | None = None, storage_options: dict | None = None) -> Tick:
+def tick(
+    state: LaunchState,
+    landing_url: str,
+    paths: IngestPaths,
+    batches: BatchPolicy,
+    stagger: StaggerPolicy,
+    now: float | None = None,
+    storage_options: dict | None = None,
+) -> Tick:
     """List, cut new batches (manifests written), schedule them staggered, return the due ones."""
     now = time.time() if now is None else now
     items = new_items(landing_url, state.landing, batches.settle_s, batches.list_limit, storage_options, now)
     groups = cut_batches(items, batches)
-    stamp = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%dT%H%M%S")
     names = []
     for g in groups:
         state.seq += 1
@@ -82,9 +89,10 @@ def tick(state: LaunchState, landing_url: str, paths: IngestPaths, batches: Batc
         names.append(name)
     state.landing.advance(items)
     base = max([now] + [t for _, t in state.pending])  # new launches queue behind pending ones
-    offs = launch_offsets(len(names), StaggerPolicy(stagger.max_concurrent, stagger.run_s, stagger.jitter,
-                                                    stagger.seed + state.seq))
-    state.pending += [(n, base + o if state.pending else now + o) for n, o in zip(names, offs)]
+    offs = launch_offsets(
+        len(names), StaggerPolicy(stagger.max_concurrent, stagger.run_s, stagger.jitter, stagger.seed + state.seq)
+    )
+    state.pending += [(n, base + o if state.pending else now + o) for n, o in zip(names, offs, strict=True)]
     due = [b for b, t in state.pending if t <= now]
     state.pending = [(b, t) for b, t in state.pending if t > now]
     return Tick(names, due, len(items))

@@ -32,12 +32,22 @@ class ImportResult:
     footer_length: int = 0
 
 
-def import_legacy(episode_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
-                  layout: Layout | None = None) -> ImportResult:
+def import_legacy(
+    episode_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], layout: Layout | None = None
+) -> ImportResult:
     raw = open_legacy(str(episode_dir))
     al = aligned_tracks(raw)
     video = layout.groups[0].video if layout is not None else None
     res = convert(raw, al, out_path, video)
-    return ImportResult(res.episode_id, res.uri, res.frames, res.state_steps, res.duration_s,
-                        {k: f.residual_ns for k, f in raw.clocks.items()}, res.size_bytes, res.layout_version,
-                        res.footer_offset, res.footer_length)
+    return ImportResult(
+        res.episode_id,
+        res.uri,
+        res.frames,
+        res.state_steps,
+        res.duration_s,
+        {k: f.residual_ns for k, f in raw.clocks.items()},
+        res.size_bytes,
+        res.layout_version,
+        res.footer_offset,
+        res.footer_length,
+    )

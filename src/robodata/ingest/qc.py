@@ -17,15 +17,18 @@ from robodata.ingest.align import AlignedTracks
 
 @dataclass(frozen=True)
 class QCThresholds:
-    rate_tolerance: float = 0.15         # |measured / nominal - 1|
-    max_gap_periods: float = 4.0         # largest sample gap, in nominal periods
-    joint_abs_max: float = 2 * math.pi   # |joint_pos| limit
-    max_clock_error_ms: float = 5.0      # clock-fit residual
+    rate_tolerance: float = 0.15  # |measured / nominal - 1|
+    max_gap_periods: float = 4.0  # largest sample gap, in nominal periods
+    joint_abs_max: float = 2 * math.pi  # |joint_pos| limit
+    max_clock_error_ms: float = 5.0  # clock-fit residual
     min_duration_s: float = 0.5
-    duration_tolerance_s: float = 0.5    # container duration vs aligned span
+    duration_tolerance_s: float = 0.5  # container duration vs aligned span
 
     def __post_init__(self) -> None:
-        require(self.rate_tolerance > 0 and self.max_gap_periods > 1, "QC thresholds: rate_tolerance > 0, max_gap_periods > 1")
+        require(
+            self.rate_tolerance > 0 and self.max_gap_periods > 1,
+            "QC thresholds: rate_tolerance > 0, max_gap_periods > 1",
+        )
         require(self.joint_abs_max > 0 and self.max_clock_error_ms > 0, "QC thresholds must be > 0")
 
 
@@ -70,7 +73,9 @@ def _gaps(al: AlignedTracks, th: QCThresholds):
             continue
         limit = th.max_gap_periods / t.nominal_hz
         if t.max_gap_s > limit:
-            bad.append(f"{s}: gap of {t.max_gap_s * 1e3:.0f} ms > {limit * 1e3:.0f} ms ({th.max_gap_periods:g} periods)")
+            bad.append(
+                f"{s}: gap of {t.max_gap_s * 1e3:.0f} ms > {limit * 1e3:.0f} ms ({th.max_gap_periods:g} periods)"
+            )
     return (not bad, "; ".join(bad))
 
 
@@ -87,14 +92,20 @@ def _joints(al: AlignedTracks, th: QCThresholds):
 
 
 def _clock(al: AlignedTracks, th: QCThresholds):
-    bad = [f"{s}: clock-fit residual {t.clock_error_ms:.2f} ms" for s, t in al.timing.items()
-           if t.clock_error_ms > th.max_clock_error_ms]
+    bad = [
+        f"{s}: clock-fit residual {t.clock_error_ms:.2f} ms"
+        for s, t in al.timing.items()
+        if t.clock_error_ms > th.max_clock_error_ms
+    ]
     return (not bad, "; ".join(bad) + (f" > {th.max_clock_error_ms} ms" if bad else ""))
 
 
 def _duration(al: AlignedTracks, th: QCThresholds):
     span = max((t.last_s for t in al.timing.values()), default=0.0)
-    return (span >= th.min_duration_s, f"episode spans {span:.2f} s < {th.min_duration_s} s" if span < th.min_duration_s else "")
+    return (
+        span >= th.min_duration_s,
+        f"episode spans {span:.2f} s < {th.min_duration_s} s" if span < th.min_duration_s else "",
+    )
 
 
 PRE_CHECKS: dict[str, PreCheck] = {
@@ -125,9 +136,12 @@ class QCSelection:
     def __post_init__(self) -> None:
         object.__setattr__(self, "checks", tuple(self.checks))
         object.__setattr__(self, "blocking", tuple(self.blocking))
-        for where, names in [("checks", self.checks), ("blocking", self.blocking),
-                             *[(f"by_vendor.{k}", v) for k, v in self.by_vendor.items()],
-                             *[(f"by_source.{k}", v) for k, v in self.by_source.items()]]:
+        for where, names in [
+            ("checks", self.checks),
+            ("blocking", self.blocking),
+            *[(f"by_vendor.{k}", v) for k, v in self.by_vendor.items()],
+            *[(f"by_source.{k}", v) for k, v in self.by_source.items()],
+        ]:
             unknown = sorted(set(names) - set(ALL_CHECKS))
             require(not unknown, f"QC selection {where}: unknown check(s) {unknown}; known: {list(ALL_CHECKS)}")
 

@@ -22,17 +22,17 @@ class RawEpisodeError(RobodataError):
 
 @dataclass
 class CameraTrack:
-    t_ns: np.ndarray                 # device clock, one per frame, in file order
+    t_ns: np.ndarray  # device clock, one per frame, in file order
     height: int
     width: int
-    fps: float                       # nominal rate
-    clock: str = ""                  # key into RawEpisode.clocks ("" -> the camera's own name)
+    fps: float  # nominal rate
+    clock: str = ""  # key into RawEpisode.clocks ("" -> the camera's own name)
 
 
 @dataclass
 class ArrayTrack:
     t_ns: np.ndarray
-    values: np.ndarray               # (N, D) float32
+    values: np.ndarray  # (N, D) float32
     rate_hz: float
     units: str = ""
     names: tuple[str, ...] = ()
@@ -42,13 +42,13 @@ class ArrayTrack:
 @dataclass
 class RawEpisode:
     episode_id: str
-    source: str                      # legacy-jpeg | mcap | ros2-bag | lerobot-v2.1 | lerobot-v3.0
+    source: str  # legacy-jpeg | mcap | ros2-bag | lerobot-v2.1 | lerobot-v3.0
     uri: str
     robot: str
     site: str
     task: str
     vendor: str
-    epoch_ns: int                    # wall time of host-timeline zero (device times are relative to it)
+    epoch_ns: int  # wall time of host-timeline zero (device times are relative to it)
     success: bool | None
     cameras: dict[str, CameraTrack]
     arrays: dict[str, ArrayTrack]
@@ -56,7 +56,7 @@ class RawEpisode:
     events: list[str] = field(default_factory=list)
     events_clock: str = "state"
     clocks: dict[str, ClockFit] = field(default_factory=dict)
-    issues: list[str] = field(default_factory=list)    # findings while reading (e.g. unknown topics)
+    issues: list[str] = field(default_factory=list)  # findings while reading (e.g. unknown topics)
     frames: Callable[[], Iterator[tuple[str, int, Image]]] | None = field(default=None, repr=False)
     # frames(): yields (camera, frame_index, image), each camera in order; cameras interleaved. An image
     # is RGB uint8 HxWx3 or a decoded av.VideoFrame in its own pixel format (robodata.codecs.image).

@@ -27,7 +27,7 @@ def _smooth_texture(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     for _ in range(25):  # clutter: boxes of flat colour
         y, x = rng.integers(0, h - 40), rng.integers(0, w - 40)
         bh, bw = rng.integers(12, 60, 2)
-        img[y:y + bh, x:x + bw] = rng.uniform(30, 230, 3)
+        img[y : y + bh, x : x + bw] = rng.uniform(30, 230, 3)
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
@@ -47,7 +47,7 @@ class SceneRenderer:
         m = self.margin
         dy = int(m + 0.6 * m * np.sin(0.21 * t + self.pan_phase))
         dx = int(m + 0.6 * m * np.cos(0.17 * t + self.pan_phase))
-        frame = self.bg[dy:dy + self.h, dx:dx + self.w].copy()
+        frame = self.bg[dy : dy + self.h, dx : dx + self.w].copy()
         # Arm: planar 3-link chain from the bottom centre, painted as blobs along each link.
         scale = min(self.h, self.w) / 3.2
         px, py = self.w / 2 + (self.view - 1) * self.w * 0.15, self.h * 0.95

@@ -12,21 +12,21 @@ from robodata.ingest.topics import TopicMap, TopicRule
 
 @dataclass(frozen=True)
 class IngestSettings:
-    root: str = ".demo"                   # state: ingest/ tables, containers/, catalog/ (dir or s3://)
-    workers: int = 1                      # conversion processes per batch (work bins)
-    decode_threads: int = 2               # read-ahead decode threads per conversion
+    root: str = ".demo"  # state: ingest/ tables, containers/, catalog/ (dir or s3://)
+    workers: int = 1  # conversion processes per batch (work bins)
+    decode_threads: int = 2  # read-ahead decode threads per conversion
     video: VideoSettings = field(default_factory=VideoSettings)
-    topics: tuple[TopicRule, ...] = ()    # custom MCAP / ROS 2 topic rules, tried before the defaults
+    topics: tuple[TopicRule, ...] = ()  # custom MCAP / ROS 2 topic rules, tried before the defaults
     unknown_topics: str = "report"
     qc: QCSelection = field(default_factory=QCSelection)
-    visual_frames: int = 6                # frames decoded per episode for visual features
+    visual_frames: int = 6  # frames decoded per episode for visual features
 
     def __post_init__(self) -> None:
         require(bool(self.root), "root must be set")
         require(1 <= self.workers <= 256, f"workers must be in [1, 256], got {self.workers}")
         require(0 <= self.decode_threads <= 32, "decode_threads must be in [0, 32]")
 
-    def for_bulk(self, workers: int) -> "IngestSettings":
+    def for_bulk(self, workers: int) -> IngestSettings:
         """These settings for throughput: `workers` conversion processes (one a core), each reading,
         decoding and encoding on its one thread. Read-ahead threads and x264's own threads only pay
         where cores would sit idle; on busy cores they cost CPU (bench.ingest: ~15% more episode-hours
@@ -38,5 +38,5 @@ class IngestSettings:
         return TopicMap(tuple(self.topics) + TopicMap.default().rules, self.unknown_topics)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "IngestSettings":
+    def from_dict(cls, d: dict) -> IngestSettings:
         return from_dict(cls, d)

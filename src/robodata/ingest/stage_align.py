@@ -13,14 +13,27 @@ from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
 
-ALIGNED_SCHEMA = pa.schema([
-    ("batch", pa.string()), ("uri", pa.string()), ("kind", pa.string()), ("episode_id", pa.string()),
-    ("source", pa.string()), ("vendor", pa.string()), ("robot", pa.string()), ("site", pa.string()),
-    ("task", pa.string()), ("ok", pa.bool_()), ("error", pa.string()), ("alignment_error_ms", pa.float64()),
-    ("assign_error_ms", pa.float64()), ("span_s", pa.float64()), ("size_bytes", pa.int64()),
-    ("decoded_bytes", pa.int64()),    # frames x H x W x 3 over cameras: the conversion work estimate
-    ("alignment_json", pa.string()),
-])
+ALIGNED_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("uri", pa.string()),
+        ("kind", pa.string()),
+        ("episode_id", pa.string()),
+        ("source", pa.string()),
+        ("vendor", pa.string()),
+        ("robot", pa.string()),
+        ("site", pa.string()),
+        ("task", pa.string()),
+        ("ok", pa.bool_()),
+        ("error", pa.string()),
+        ("alignment_error_ms", pa.float64()),
+        ("assign_error_ms", pa.float64()),
+        ("span_s", pa.float64()),
+        ("size_bytes", pa.int64()),
+        ("decoded_bytes", pa.int64()),  # frames x H x W x 3 over cameras: the conversion work estimate
+        ("alignment_json", pa.string()),
+    ]
+)
 
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
@@ -31,11 +44,23 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": str(exc)}
     except Exception as exc:  # an importer bug or an unexpected format: still one episode's problem
         return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    return {"uri": uri, "kind": kind, "episode_id": raw.episode_id, "source": raw.source, "vendor": raw.vendor,
-            "robot": raw.robot, "site": raw.site, "task": raw.task, "ok": True, "error": "",
-            "alignment_error_ms": al.alignment_error_ms, "assign_error_ms": al.assign_error_ms,
-            "span_s": max((t.last_s for t in al.timing.values()), default=0.0), "alignment_json": al.to_json(),
-            "decoded_bytes": decoded_bytes(raw)}
+    return {
+        "uri": uri,
+        "kind": kind,
+        "episode_id": raw.episode_id,
+        "source": raw.source,
+        "vendor": raw.vendor,
+        "robot": raw.robot,
+        "site": raw.site,
+        "task": raw.task,
+        "ok": True,
+        "error": "",
+        "alignment_error_ms": al.alignment_error_ms,
+        "assign_error_ms": al.assign_error_ms,
+        "span_s": max((t.last_s for t in al.timing.values()), default=0.0),
+        "alignment_json": al.to_json(),
+        "decoded_bytes": decoded_bytes(raw),
+    }
 
 
 def decoded_bytes(raw) -> int:
@@ -59,5 +84,9 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         row["batch"] = batch
     paths.replace("aligned_tracks", pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
-    return {"episodes": len(rows), "aligned": len(ok), "unreadable": len(rows) - len(ok),
-            "max_alignment_error_ms": round(max((r["alignment_error_ms"] for r in ok), default=0.0), 4)}
+    return {
+        "episodes": len(rows),
+        "aligned": len(ok),
+        "unreadable": len(rows) - len(ok),
+        "max_alignment_error_ms": round(max((r["alignment_error_ms"] for r in ok), default=0.0), 4),
+    }

@@ -8,7 +8,7 @@ episode_id. Quarantined episodes get a row too (qc_status = quarantined) so they
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -20,10 +20,11 @@ from robodata.ingest.tables import IngestPaths
 
 
 def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
-    r = EpisodeReader.open(c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"],
-                           **paths.fsspec_options())
+    r = EpisodeReader.open(
+        c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"], **paths.fsspec_options()
+    )
     m = r.meta
-    start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=timezone.utc)
+    start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC)
     cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
     arrays = [s for s, spec in m.streams.items() if spec.kind == "array"]
     main = "joint_pos" if "joint_pos" in arrays else (arrays[0] if arrays else "")
@@ -32,21 +33,53 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         for p in ch.parts:
             counts[p.stream] = counts.get(p.stream, 0) + p.count
     success = m.extra.get("success")
-    return {"episode_id": m.episode_id, "uri": c["container_uri"], "site": m.site, "robot": m.robot, "task": m.task,
-            "vendor": m.vendor, "start_time": start, "day": start.strftime("%Y-%m-%d"), "duration_s": float(m.duration_s),
-            "num_frames": min((counts.get(s, 0) for s in cams), default=0), "num_state_steps": counts.get(main, 0),
-            "cameras": cams, "stream_rates_json": json.dumps({s: spec.rate_hz for s, spec in m.streams.items() if spec.kind != "events"}, sort_keys=True),
-            "success": bool(success) if success is not None else None, "layout_version": r.layout_version,
-            "ingest_batch": batch, "size_bytes": int(r.source.size()), "footer_offset": r.footer_offset,
-            "footer_length": r.footer_length}
+    return {
+        "episode_id": m.episode_id,
+        "uri": c["container_uri"],
+        "site": m.site,
+        "robot": m.robot,
+        "task": m.task,
+        "vendor": m.vendor,
+        "start_time": start,
+        "day": start.strftime("%Y-%m-%d"),
+        "duration_s": float(m.duration_s),
+        "num_frames": min((counts.get(s, 0) for s in cams), default=0),
+        "num_state_steps": counts.get(main, 0),
+        "cameras": cams,
+        "stream_rates_json": json.dumps(
+            {s: spec.rate_hz for s, spec in m.streams.items() if spec.kind != "events"}, sort_keys=True
+        ),
+        "success": bool(success) if success is not None else None,
+        "layout_version": r.layout_version,
+        "ingest_batch": batch,
+        "size_bytes": int(r.source.size()),
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+    }
 
 
 def _row_from_alignment(a: dict, batch: str) -> dict:
-    return {"episode_id": a["episode_id"] or a["uri"], "uri": "", "site": a.get("site") or "", "robot": a.get("robot") or "",
-            "task": a.get("task") or "", "vendor": a.get("vendor") or "", "start_time": None, "day": "",
-            "duration_s": float(a.get("span_s") or 0.0), "num_frames": 0, "num_state_steps": 0, "cameras": [],
-            "stream_rates_json": "{}", "success": None, "layout_version": "", "ingest_batch": batch,
-            "size_bytes": 0, "footer_offset": 0, "footer_length": 0}
+    return {
+        "episode_id": a["episode_id"] or a["uri"],
+        "uri": "",
+        "site": a.get("site") or "",
+        "robot": a.get("robot") or "",
+        "task": a.get("task") or "",
+        "vendor": a.get("vendor") or "",
+        "start_time": None,
+        "day": "",
+        "duration_s": float(a.get("span_s") or 0.0),
+        "num_frames": 0,
+        "num_state_steps": 0,
+        "cameras": [],
+        "stream_rates_json": "{}",
+        "success": None,
+        "layout_version": "",
+        "ingest_batch": batch,
+        "size_bytes": 0,
+        "footer_offset": 0,
+        "footer_length": 0,
+    }
 
 
 def metadata_batch(paths: IngestPaths, batch: str) -> dict:
@@ -73,6 +106,13 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
     table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
     stats = merge_episodes(paths.catalog, table, storage_options=paths.delta_options()) if rows else {}
     n_pass = sum(r["qc_status"] == "pass" for r in rows)
-    return {"rows": len(rows), "pass": n_pass, "quarantined": len(rows) - n_pass, "catalog": paths.catalog,
-            "inserted": stats.get("inserted", 0), "updated": stats.get("updated", 0), "moved": stats.get("moved", 0),
-            "errors": errors[:10]}
+    return {
+        "rows": len(rows),
+        "pass": n_pass,
+        "quarantined": len(rows) - n_pass,
+        "catalog": paths.catalog,
+        "inserted": stats.get("inserted", 0),
+        "updated": stats.get("updated", 0),
+        "moved": stats.get("moved", 0),
+        "errors": errors[:10],
+    }

@@ -17,20 +17,32 @@ import pyarrow.compute as pc
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
 from robodata.ingest.binpack import lpt_order, work_estimate
-from robodata.ingest.dispatch import run_pool
 from robodata.ingest.convert import convert
+from robodata.ingest.dispatch import run_pool
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
 from robodata.storage import StorageLocation, objects
 
-CONVERSION_SCHEMA = pa.schema([
-    ("batch", pa.string()), ("uri", pa.string()), ("episode_id", pa.string()), ("container_uri", pa.string()),
-    ("ok", pa.bool_()), ("error", pa.string()), ("size_bytes", pa.int64()), ("duration_s", pa.float64()),
-    ("frames_min", pa.int32()), ("state_steps", pa.int32()), ("layout_version", pa.string()),
-    ("footer_offset", pa.int64()), ("footer_length", pa.int64()), ("seconds", pa.float64()),
-    ("worker", pa.int32()),
-])
+CONVERSION_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("uri", pa.string()),
+        ("episode_id", pa.string()),
+        ("container_uri", pa.string()),
+        ("ok", pa.bool_()),
+        ("error", pa.string()),
+        ("size_bytes", pa.int64()),
+        ("duration_s", pa.float64()),
+        ("frames_min", pa.int32()),
+        ("state_steps", pa.int32()),
+        ("layout_version", pa.string()),
+        ("footer_offset", pa.int64()),
+        ("footer_length", pa.int64()),
+        ("seconds", pa.float64()),
+        ("worker", pa.int32()),
+    ]
+)
 
 
 def quarantined(paths: IngestPaths, batch: str, stage: str = "pre") -> set[str]:
@@ -50,12 +62,23 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     try:
         al = AlignedTracks.from_json(j["alignment_json"])
         dest = j["container"]
-        with staged_raw(j["uri"], j["kind"], s.topic_map, s.decode_threads) as raw, \
-                objects.local_output(dest, StorageLocation.from_env(s.root).fsspec_options()) as out:
+        with (
+            staged_raw(j["uri"], j["kind"], s.topic_map, s.decode_threads) as raw,
+            objects.local_output(dest, StorageLocation.from_env(s.root).fsspec_options()) as out,
+        ):
             res = convert(raw, al, out, s.video)
-        row.update(container_uri=dest, ok=True, error="", size_bytes=res.size_bytes, duration_s=res.duration_s,
-                   frames_min=min(res.frames.values(), default=0), state_steps=res.state_steps,
-                   layout_version=res.layout_version, footer_offset=res.footer_offset, footer_length=res.footer_length)
+        row.update(
+            container_uri=dest,
+            ok=True,
+            error="",
+            size_bytes=res.size_bytes,
+            duration_s=res.duration_s,
+            frames_min=min(res.frames.values(), default=0),
+            state_steps=res.state_steps,
+            layout_version=res.layout_version,
+            footer_offset=res.footer_offset,
+            footer_length=res.footer_length,
+        )
     except RobodataError as exc:
         row.update(container_uri="", ok=False, error=str(exc))
     except Exception as exc:  # a codec / library failure on this episode only
@@ -77,19 +100,20 @@ def settings_dict(settings: IngestSettings) -> dict:
 
 
 def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, episodes: set[str] | None = None) -> dict:
-    al = paths.read("aligned_tracks", batch,
-                    ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]).to_pylist()
+    al = paths.read(
+        "aligned_tracks", batch, ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]
+    ).to_pylist()
     skip = quarantined(paths, batch, "pre")
-    jobs = [dict(r, container=paths.container(batch, r["episode_id"])) for r in al
-            if r["ok"] and r["uri"] not in skip and (episodes is None or r["episode_id"] in episodes)]
+    jobs = [
+        dict(r, container=paths.container(batch, r["episode_id"]))
+        for r in al
+        if r["ok"] and r["uri"] not in skip and (episodes is None or r["episode_id"] in episodes)
+    ]
     jobs = plan_order(jobs)
     n_workers = max(1, min(settings.workers, len(jobs)))
     sd = settings_dict(settings)
     started = time.perf_counter()
-    if n_workers <= 1:
-        rows = [convert_one(j, settings) for j in jobs]
-    else:
-        rows = run_pool(jobs, n_workers, sd)
+    rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch
@@ -99,6 +123,12 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     for r in rows:
         busy[r["worker"]] = busy.get(r["worker"], 0.0) + float(r.get("seconds") or 0.0)
     spread = max(busy.values()) / (sum(busy.values()) / len(busy)) if busy and sum(busy.values()) > 0 else 0.0
-    return {"converted": len(ok), "failed": len(rows) - len(ok), "skipped_quarantined": len(skip),
-            "bytes_written": sum(r["size_bytes"] for r in ok), "wall_s": round(wall, 3), "workers": n_workers,
-            "worker_busy_max_over_mean": round(spread, 4)}
+    return {
+        "converted": len(ok),
+        "failed": len(rows) - len(ok),
+        "skipped_quarantined": len(skip),
+        "bytes_written": sum(r["size_bytes"] for r in ok),
+        "wall_s": round(wall, 3),
+        "workers": n_workers,
+        "worker_busy_max_over_mean": round(spread, 4),
+    }

@@ -14,11 +14,28 @@ from robodata.container import EpisodeReader
 from robodata.ingest.derived import features, segments
 from robodata.ingest.tables import IngestPaths
 
-SEGMENT_SCHEMA = pa.schema([("batch", pa.string()), ("episode_id", pa.string()), ("index", pa.int32()),
-                            ("label", pa.string()), ("t_start_s", pa.float64()), ("t_end_s", pa.float64()),
-                            ("method", pa.string()), ("error", pa.string())])
-FEATURE_SCHEMA = pa.schema([("batch", pa.string()), ("episode_id", pa.string()), ("features_json", pa.string()),
-                            ("visual_activity", pa.float64()), ("joint_speed_mean", pa.float64()), ("error", pa.string())])
+SEGMENT_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("episode_id", pa.string()),
+        ("index", pa.int32()),
+        ("label", pa.string()),
+        ("t_start_s", pa.float64()),
+        ("t_end_s", pa.float64()),
+        ("method", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+FEATURE_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("episode_id", pa.string()),
+        ("features_json", pa.string()),
+        ("visual_activity", pa.float64()),
+        ("joint_speed_mean", pa.float64()),
+        ("error", pa.string()),
+    ]
+)
 
 
 def accepted(paths: IngestPaths, batch: str) -> list[dict]:
@@ -30,8 +47,9 @@ def accepted(paths: IngestPaths, batch: str) -> list[dict]:
 
 
 def _open(paths: IngestPaths, c: dict) -> EpisodeReader:
-    return EpisodeReader.open(c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"],
-                              **paths.fsspec_options())
+    return EpisodeReader.open(
+        c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"], **paths.fsspec_options()
+    )
 
 
 def segments_batch(paths: IngestPaths, batch: str) -> dict:
@@ -39,12 +57,33 @@ def segments_batch(paths: IngestPaths, batch: str) -> dict:
     for c in accepted(paths, batch):
         try:
             segs = segments(_open(paths, c))
-            rows += [{"batch": batch, "episode_id": c["episode_id"], "index": i, "label": lab, "t_start_s": a,
-                      "t_end_s": b, "method": how, "error": ""} for i, (lab, a, b, how) in enumerate(segs)]
+            rows += [
+                {
+                    "batch": batch,
+                    "episode_id": c["episode_id"],
+                    "index": i,
+                    "label": lab,
+                    "t_start_s": a,
+                    "t_end_s": b,
+                    "method": how,
+                    "error": "",
+                }
+                for i, (lab, a, b, how) in enumerate(segs)
+            ]
         except Exception as exc:  # one episode's container: record and continue
             failed += 1
-            rows.append({"batch": batch, "episode_id": c["episode_id"], "index": -1, "label": "", "t_start_s": 0.0,
-                         "t_end_s": 0.0, "method": "", "error": f"{type(exc).__name__}: {exc}"})
+            rows.append(
+                {
+                    "batch": batch,
+                    "episode_id": c["episode_id"],
+                    "index": -1,
+                    "label": "",
+                    "t_start_s": 0.0,
+                    "t_end_s": 0.0,
+                    "method": "",
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
     paths.replace("segments", pa.Table.from_pylist(rows, SEGMENT_SCHEMA), batch)
     labels: dict[str, int] = {}
     for r in rows:
@@ -58,11 +97,27 @@ def features_batch(paths: IngestPaths, batch: str, visual_frames: int = 6) -> di
     for c in accepted(paths, batch):
         try:
             f = features(_open(paths, c), visual_frames)
-            rows.append({"batch": batch, "episode_id": c["episode_id"], "features_json": json.dumps(f, sort_keys=True),
-                         "visual_activity": f.get("visual_activity"), "joint_speed_mean": f.get("joint_speed_mean"), "error": ""})
+            rows.append(
+                {
+                    "batch": batch,
+                    "episode_id": c["episode_id"],
+                    "features_json": json.dumps(f, sort_keys=True),
+                    "visual_activity": f.get("visual_activity"),
+                    "joint_speed_mean": f.get("joint_speed_mean"),
+                    "error": "",
+                }
+            )
         except Exception as exc:
             failed += 1
-            rows.append({"batch": batch, "episode_id": c["episode_id"], "features_json": "{}", "visual_activity": None,
-                         "joint_speed_mean": None, "error": f"{type(exc).__name__}: {exc}"})
+            rows.append(
+                {
+                    "batch": batch,
+                    "episode_id": c["episode_id"],
+                    "features_json": "{}",
+                    "visual_activity": None,
+                    "joint_speed_mean": None,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
     paths.replace("features", pa.Table.from_pylist(rows, FEATURE_SCHEMA), batch)
     return {"episodes": len(rows), "episodes_failed": failed}

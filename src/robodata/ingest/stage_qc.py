@@ -16,21 +16,43 @@ from robodata.ingest.align import AlignedTracks
 from robodata.ingest.qc import Outcome, QCSelection, evaluate_pre
 from robodata.ingest.tables import IngestPaths
 
-QC_SCHEMA = pa.schema([
-    ("batch", pa.string()), ("uri", pa.string()), ("episode_id", pa.string()), ("stage", pa.string()),
-    ("check", pa.string()), ("passed", pa.bool_()), ("blocking", pa.bool_()), ("reason", pa.string()),
-    ("vendor", pa.string()), ("source", pa.string()), ("checked_at", pa.float64()),
-    ("score", pa.float32()),   # summary rows: fraction of the episode's checks that passed
-])
+QC_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("uri", pa.string()),
+        ("episode_id", pa.string()),
+        ("stage", pa.string()),
+        ("check", pa.string()),
+        ("passed", pa.bool_()),
+        ("blocking", pa.bool_()),
+        ("reason", pa.string()),
+        ("vendor", pa.string()),
+        ("source", pa.string()),
+        ("checked_at", pa.float64()),
+        ("score", pa.float32()),  # summary rows: fraction of the episode's checks that passed
+    ]
+)
 
 
 def _rows(batch: str, r: dict, stage: str, outcomes: list[Outcome], blocking: tuple[str, ...]) -> list[dict]:
     now = time.time()
-    return [{"batch": batch, "uri": r["uri"], "episode_id": r.get("episode_id") or "", "stage": stage, "check": o.check,
-             "passed": o.passed, "blocking": o.check in blocking, "reason": o.reason[:2000],
-             "vendor": r.get("vendor") or "", "source": r.get("source") or r.get("kind") or "", "checked_at": now,
-             "score": None}
-            for o in outcomes]
+    return [
+        {
+            "batch": batch,
+            "uri": r["uri"],
+            "episode_id": r.get("episode_id") or "",
+            "stage": stage,
+            "check": o.check,
+            "passed": o.passed,
+            "blocking": o.check in blocking,
+            "reason": o.reason[:2000],
+            "vendor": r.get("vendor") or "",
+            "source": r.get("source") or r.get("kind") or "",
+            "checked_at": now,
+            "score": None,
+        }
+        for o in outcomes
+    ]
 
 
 def _summarize(rows: list[dict]) -> dict[str, dict[str, int]]:
@@ -90,7 +112,11 @@ def post_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[
                 span = float(a.get("span_s") or 0.0)
                 tol = sel.thresholds.duration_tolerance_s
                 ok = abs(dur - span) <= tol
-                out.append(Outcome("duration_consistent", ok, "" if ok else f"container {dur:.2f} s vs aligned span {span:.2f} s"))
+                out.append(
+                    Outcome(
+                        "duration_consistent", ok, "" if ok else f"container {dur:.2f} s vs aligned span {span:.2f} s"
+                    )
+                )
         rows += _rows(batch, {**a, **c}, "post", out, sel.blocking)
     paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "post"})
     return _summarize(rows)
@@ -111,12 +137,16 @@ def qc_rollup(paths: IngestPaths, batch: str) -> dict:
         if not r["passed"]:
             (e["fail"] if r["blocking"] else e["warn"]).append(f"{r['check']}: {r['reason']}")
     rows = []
-    for uri, e in per.items():
+    for e in per.values():
         reason = "; ".join(e["fail"]) if e["fail"] else ("warnings: " + "; ".join(e["warn"]) if e["warn"] else "")
         score = e["passed"] / e["n"] if e["n"] else 0.0
         rows += _rows(batch, e["row"], "summary", [Outcome("status", not e["fail"], reason)], ("status",))
         rows[-1]["score"] = score
     paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "summary"})
     bad = [r for r in rows if not r["passed"]]
-    return {"episodes": len(rows), "passed": len(rows) - len(bad), "quarantined": len(bad),
-            "quarantine_reasons": [f"{r['episode_id'] or r['uri']}: {r['reason']}" for r in bad[:10]]}
+    return {
+        "episodes": len(rows),
+        "passed": len(rows) - len(bad),
+        "quarantined": len(bad),
+        "quarantine_reasons": [f"{r['episode_id'] or r['uri']}: {r['reason']}" for r in bad[:10]],
+    }

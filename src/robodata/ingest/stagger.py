@@ -26,9 +26,9 @@ from robodata.config import require
 
 @dataclass(frozen=True)
 class StaggerPolicy:
-    max_concurrent: int = 32     # launches per run_s window (~ runs in flight at steady state)
-    run_s: float = 60.0          # expected duration of one batch run, seconds
-    jitter: float = 0.5          # fraction of a slot used for random jitter, in [0, 1)
+    max_concurrent: int = 32  # launches per run_s window (~ runs in flight at steady state)
+    run_s: float = 60.0  # expected duration of one batch run, seconds
+    jitter: float = 0.5  # fraction of a slot used for random jitter, in [0, 1)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -73,10 +73,10 @@ def max_in_window(offsets: list[float], window_s: float) -> int:
 class StaggeredLaunch:
     """Resumable launch schedule for one wave of n runs (Stateful: keep state_dict() in the sensor cursor).
 
-        wave = StaggeredLaunch(n=len(batches), policy=policy, started_at=now)
-        k = wave.take(now)                 # runs to submit this tick
-        submit(batches[wave.launched - k : wave.launched])
-        cursor = json.dumps(wave.state_dict())
+    wave = StaggeredLaunch(n=len(batches), policy=policy, started_at=now)
+    k = wave.take(now)                 # runs to submit this tick
+    submit(batches[wave.launched - k : wave.launched])
+    cursor = json.dumps(wave.state_dict())
     """
 
     def __init__(self, n: int, policy: StaggerPolicy, started_at: float):
@@ -97,8 +97,12 @@ class StaggeredLaunch:
 
     def state_dict(self) -> dict:
         p = self.policy
-        return {"n": self.n, "started_at": self.started_at, "launched": self.launched,
-                "policy": {"max_concurrent": p.max_concurrent, "run_s": p.run_s, "jitter": p.jitter, "seed": p.seed}}
+        return {
+            "n": self.n,
+            "started_at": self.started_at,
+            "launched": self.launched,
+            "policy": {"max_concurrent": p.max_concurrent, "run_s": p.run_s, "jitter": p.jitter, "seed": p.seed},
+        }
 
     def load_state_dict(self, state: dict) -> None:
         policy = StaggerPolicy(**state["policy"])

@@ -23,7 +23,7 @@ import os
 import shutil
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -47,17 +47,17 @@ class SynthConfig:
     width: int = 640
     fps: float = 30.0
     state_hz: float = 100.0
-    jitter_frac: float = 0.05        # timestamp jitter, fraction of the sample period
+    jitter_frac: float = 0.05  # timestamp jitter, fraction of the sample period
     clock_offset_max_s: float = 0.05  # per-device clock offset vs the robot clock
-    drop_prob: float = 0.0           # probability a frame is dropped
+    drop_prob: float = 0.0  # probability a frame is dropped
     jpeg_quality: int = 90
-    format: str = "jpeg"             # jpeg | mcap
+    format: str = "jpeg"  # jpeg | mcap
     site: str = "site-a"
     robots: tuple[str, ...] = ("robot-01", "robot-02")
     vendor: str = "inhouse"
     start: str = "2026-11-30T08:00:00+00:00"
     seed: int = 0
-    duration_jitter: float = 0.0     # +- fraction of duration per episode (heavy tails come from callers)
+    duration_jitter: float = 0.0  # +- fraction of duration per episode (heavy tails come from callers)
 
     def __post_init__(self) -> None:
         require(self.episodes >= 0, "episodes must be >= 0")
@@ -77,13 +77,13 @@ class SynthEpisode:
 
     episode_id: str
     meta: dict
-    frame_t: dict[str, np.ndarray]          # device clock ns per camera
-    state_t: np.ndarray                     # robot clock ns
+    frame_t: dict[str, np.ndarray]  # device clock ns per camera
+    state_t: np.ndarray  # robot clock ns
     joint_pos: np.ndarray
     joint_cur: np.ndarray
     cmd: np.ndarray
     events: list[tuple[int, str]]
-    offsets_ns: dict[str, int]              # device clock - robot clock
+    offsets_ns: dict[str, int]  # device clock - robot clock
     renderers: dict[str, SceneRenderer] = field(repr=False, default_factory=dict)
 
     def frames(self, camera: str):
@@ -131,15 +131,30 @@ def make_episode(cfg: SynthConfig, index: int) -> SynthEpisode:
         t = np.maximum(t[keep], 0).astype(np.int64) + offsets[c]
         frame_t[c] = np.maximum.accumulate(t) + np.arange(len(t))
     success = bool(rng.random() < 0.85)
-    events = [(int(0.05 * duration * 1e9), "task_start"), (int(0.3 * duration * 1e9), "grasp"),
-              (int(0.7 * duration * 1e9), "release"), (int(0.95 * duration * 1e9), "task_success" if success else "task_failure")]
+    events = [
+        (int(0.05 * duration * 1e9), "task_start"),
+        (int(0.3 * duration * 1e9), "grasp"),
+        (int(0.7 * duration * 1e9), "release"),
+        (int(0.95 * duration * 1e9), "task_success" if success else "task_failure"),
+    ]
     meta = {
-        "episode_id": episode_id, "robot": robot, "site": cfg.site, "task": task, "vendor": cfg.vendor,
-        "start_time": start.astimezone(timezone.utc).isoformat(), "success": success,
+        "episode_id": episode_id,
+        "robot": robot,
+        "site": cfg.site,
+        "task": task,
+        "vendor": cfg.vendor,
+        "start_time": start.astimezone(UTC).isoformat(),
+        "success": success,
         "cameras": {c: {"fps": cfg.fps, "width": cfg.width, "height": cfg.height} for c in cfg.cameras},
-        "state": {"rate_hz": cfg.state_hz, "joint_names": list(JOINT_NAMES), "units": {"joint_pos": "rad", "joint_cur": "A", "cmd": "rad"}},
+        "state": {
+            "rate_hz": cfg.state_hz,
+            "joint_names": list(JOINT_NAMES),
+            "units": {"joint_pos": "rad", "joint_cur": "A", "cmd": "rad"},
+        },
     }
-    renderers = {c: SceneRenderer(cfg.height, cfg.width, seed=cfg.seed * 1000 + index, view=v) for v, c in enumerate(cfg.cameras)}
+    renderers = {
+        c: SceneRenderer(cfg.height, cfg.width, seed=cfg.seed * 1000 + index, view=v) for v, c in enumerate(cfg.cameras)
+    }
     return SynthEpisode(episode_id, meta, frame_t, state_t, joint_pos, joint_cur, cmd, events, offsets, renderers)
 
 
@@ -163,12 +178,14 @@ def write_jpeg_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
             Image.fromarray(rgb).save(cd / f"{i:06d}.jpg", format="JPEG", quality=quality)
             times.append(t)
         (cd / "timestamps.csv").write_text("t_ns\n" + "\n".join(str(t) for t in times) + "\n")
-    table = pa.table({
-        "t_ns": pa.array(ep.state_t, pa.int64()),
-        "joint_pos": pa.array(list(ep.joint_pos), pa.list_(pa.float32())),
-        "joint_cur": pa.array(list(ep.joint_cur), pa.list_(pa.float32())),
-        "cmd": pa.array(list(ep.cmd), pa.list_(pa.float32())),
-    })
+    table = pa.table(
+        {
+            "t_ns": pa.array(ep.state_t, pa.int64()),
+            "joint_pos": pa.array(list(ep.joint_pos), pa.list_(pa.float32())),
+            "joint_cur": pa.array(list(ep.joint_cur), pa.list_(pa.float32())),
+            "cmd": pa.array(list(ep.cmd), pa.list_(pa.float32())),
+        }
+    )
     pq.write_table(table, d / "state.parquet", compression="zstd")
     (d / "events.jsonl").write_text("".join(json.dumps({"t_ns": t, "event": e}) + "\n" for t, e in ep.events))
     dur = int(ep.state_t[-1])

@@ -46,14 +46,31 @@ def _episode(index: int, n: int, h: int, w: int, cams: tuple[str, ...], seed: in
     return state, action, frames
 
 
-def write_lerobot(root: str | Path, version: str = "v2.1", episodes: int = 2, frames_per_episode: int = 20,
-                  fps: int = 10, height: int = 48, width: int = 64, codec: str = "h264",
-                  cameras: tuple[str, ...] = ("top", "wrist"), seed: int = 0, task: str = "pick_place") -> Path:
+def write_lerobot(
+    root: str | Path,
+    version: str = "v2.1",
+    episodes: int = 2,
+    frames_per_episode: int = 20,
+    fps: int = 10,
+    height: int = 48,
+    width: int = 64,
+    codec: str = "h264",
+    cameras: tuple[str, ...] = ("top", "wrist"),
+    seed: int = 0,
+    task: str = "pick_place",
+) -> Path:
     root = Path(root)
     (root / "meta").mkdir(parents=True, exist_ok=True)
     n = frames_per_episode
-    feats = {f"observation.images.{c}": {"dtype": "video", "shape": [height, width, 3], "names": ["height", "width", "channels"],
-                                         "info": {"video.fps": fps, "video.codec": codec}} for c in cameras}
+    feats = {
+        f"observation.images.{c}": {
+            "dtype": "video",
+            "shape": [height, width, 3],
+            "names": ["height", "width", "channels"],
+            "info": {"video.fps": fps, "video.codec": codec},
+        }
+        for c in cameras
+    }
     feats["observation.state"] = {"dtype": "float32", "shape": [6], "names": [f"j{i}" for i in range(6)]}
     feats["action"] = {"dtype": "float32", "shape": [6], "names": [f"j{i}" for i in range(6)]}
     for k in ("timestamp",):
@@ -63,25 +80,39 @@ def write_lerobot(root: str | Path, version: str = "v2.1", episodes: int = 2, fr
     tables, ep_rows, vids = [], [], {c: [] for c in cameras}
     for e in range(episodes):
         state, action, frames = _episode(e, n, height, width, cameras, seed)
-        tbl = pa.table({
-            "observation.state": pa.array(list(state), pa.list_(pa.float32())),
-            "action": pa.array(list(action), pa.list_(pa.float32())),
-            "timestamp": pa.array(np.arange(n) / fps, pa.float32()),
-            "frame_index": pa.array(np.arange(n), pa.int64()),
-            "episode_index": pa.array(np.full(n, e), pa.int64()),
-            "index": pa.array(np.arange(n) + e * n, pa.int64()),
-            "task_index": pa.array(np.zeros(n), pa.int64()),
-        })
+        tbl = pa.table(
+            {
+                "observation.state": pa.array(list(state), pa.list_(pa.float32())),
+                "action": pa.array(list(action), pa.list_(pa.float32())),
+                "timestamp": pa.array(np.arange(n) / fps, pa.float32()),
+                "frame_index": pa.array(np.arange(n), pa.int64()),
+                "episode_index": pa.array(np.full(n, e), pa.int64()),
+                "index": pa.array(np.arange(n) + e * n, pa.int64()),
+                "task_index": pa.array(np.zeros(n), pa.int64()),
+            }
+        )
         tables.append(tbl)
         if version == "v2.1":
             (root / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
             pq.write_table(tbl, root / "data" / "chunk-000" / f"episode_{e:06d}.parquet")
             for c in cameras:
-                _write_video(root / "videos" / "chunk-000" / f"observation.images.{c}" / f"episode_{e:06d}.mp4", frames[c], fps, codec)
+                _write_video(
+                    root / "videos" / "chunk-000" / f"observation.images.{c}" / f"episode_{e:06d}.mp4",
+                    frames[c],
+                    fps,
+                    codec,
+                )
             ep_rows.append({"episode_index": e, "tasks": [task], "length": n})
         else:
-            row = {"episode_index": e, "tasks": [task], "length": n, "data/chunk_index": 0, "data/file_index": 0,
-                   "dataset_from_index": e * n, "dataset_to_index": (e + 1) * n}
+            row = {
+                "episode_index": e,
+                "tasks": [task],
+                "length": n,
+                "data/chunk_index": 0,
+                "data/file_index": 0,
+                "dataset_from_index": e * n,
+                "dataset_to_index": (e + 1) * n,
+            }
             for c in cameras:
                 key = f"observation.images.{c}"
                 row[f"videos/{key}/chunk_index"] = 0
@@ -90,8 +121,16 @@ def write_lerobot(root: str | Path, version: str = "v2.1", episodes: int = 2, fr
                 row[f"videos/{key}/to_timestamp"] = (e + 1) * n / fps
                 vids[c].extend(frames[c])
             ep_rows.append(row)
-    info = {"codebase_version": version, "robot_type": "so100", "fps": fps, "total_episodes": episodes,
-            "total_frames": episodes * n, "total_tasks": 1, "chunks_size": 1000, "features": feats}
+    info = {
+        "codebase_version": version,
+        "robot_type": "so100",
+        "fps": fps,
+        "total_episodes": episodes,
+        "total_frames": episodes * n,
+        "total_tasks": 1,
+        "chunks_size": 1000,
+        "features": feats,
+    }
     if version == "v2.1":
         info["data_path"] = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
         info["video_path"] = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
@@ -103,7 +142,9 @@ def write_lerobot(root: str | Path, version: str = "v2.1", episodes: int = 2, fr
         (root / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.concat_tables(tables), root / "data" / "chunk-000" / "file-000.parquet")
         for c in cameras:
-            _write_video(root / "videos" / f"observation.images.{c}" / "chunk-000" / "file-000.mp4", vids[c], fps, codec)
+            _write_video(
+                root / "videos" / f"observation.images.{c}" / "chunk-000" / "file-000.mp4", vids[c], fps, codec
+            )
         (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(ep_rows), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
         pq.write_table(pa.table({"task_index": [0], "task": [task]}), root / "meta" / "tasks.parquet")

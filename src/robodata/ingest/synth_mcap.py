@@ -12,7 +12,8 @@ from mcap.writer import Writer
 from robodata.ingest.synth import SynthEpisode, jpeg_bytes
 
 COMPRESSED_IMAGE_SCHEMA = {
-    "title": "foxglove.CompressedImage", "type": "object",
+    "title": "foxglove.CompressedImage",
+    "type": "object",
     "properties": {
         "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
         "frame_id": {"type": "string"},
@@ -21,7 +22,8 @@ COMPRESSED_IMAGE_SCHEMA = {
     },
 }
 JOINT_STATE_SCHEMA = {
-    "title": "robodata.JointState", "type": "object",
+    "title": "robodata.JointState",
+    "type": "object",
     "properties": {
         "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
         "name": {"type": "array", "items": {"type": "string"}},
@@ -30,8 +32,11 @@ JOINT_STATE_SCHEMA = {
         "command": {"type": "array", "items": {"type": "number"}},
     },
 }
-EVENT_SCHEMA = {"title": "robodata.Event", "type": "object",
-                "properties": {"timestamp": {"type": "object"}, "event": {"type": "string"}}}
+EVENT_SCHEMA = {
+    "title": "robodata.Event",
+    "type": "object",
+    "properties": {"timestamp": {"type": "object"}, "event": {"type": "string"}},
+}
 
 
 def _stamp(t_ns: int) -> dict[str, int]:
@@ -49,24 +54,41 @@ def write_mcap_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
         img = w.register_schema("foxglove.CompressedImage", "jsonschema", json.dumps(COMPRESSED_IMAGE_SCHEMA).encode())
         js = w.register_schema("robodata.JointState", "jsonschema", json.dumps(JOINT_STATE_SCHEMA).encode())
         ev = w.register_schema("robodata.Event", "jsonschema", json.dumps(EVENT_SCHEMA).encode())
-        w.add_metadata("robodata.episode", {k: json.dumps(v) if not isinstance(v, str) else v for k, v in ep.meta.items()})
+        w.add_metadata(
+            "robodata.episode", {k: json.dumps(v) if not isinstance(v, str) else v for k, v in ep.meta.items()}
+        )
         chans = {c: w.register_channel(f"/{c}/image/compressed", "json", img) for c in ep.frame_t}
         joint = w.register_channel("/joint_states", "json", js)
         events = w.register_channel("/events", "json", ev)
         for cam, ch in chans.items():
             for i, (t, rgb) in enumerate(ep.frames(cam)):
                 t += base
-                msg = {"timestamp": _stamp(t), "frame_id": cam, "format": "jpeg",
-                       "data": base64.b64encode(jpeg_bytes(rgb, quality)).decode()}
+                msg = {
+                    "timestamp": _stamp(t),
+                    "frame_id": cam,
+                    "format": "jpeg",
+                    "data": base64.b64encode(jpeg_bytes(rgb, quality)).decode(),
+                }
                 w.add_message(ch, log_time=t, publish_time=t, data=json.dumps(msg).encode(), sequence=i)
         names = ep.meta["state"]["joint_names"]
         for i, t in enumerate(ep.state_t + base):
-            msg = {"timestamp": _stamp(int(t)), "name": names, "position": ep.joint_pos[i].tolist(),
-                   "effort": ep.joint_cur[i].tolist(), "command": ep.cmd[i].tolist()}
+            msg = {
+                "timestamp": _stamp(int(t)),
+                "name": names,
+                "position": ep.joint_pos[i].tolist(),
+                "effort": ep.joint_cur[i].tolist(),
+                "command": ep.cmd[i].tolist(),
+            }
             w.add_message(joint, log_time=int(t), publish_time=int(t), data=json.dumps(msg).encode(), sequence=i)
         for i, (t, e) in enumerate(ep.events):
             t += base
-            w.add_message(events, log_time=t, publish_time=t, data=json.dumps({"timestamp": _stamp(t), "event": e}).encode(), sequence=i)
+            w.add_message(
+                events,
+                log_time=t,
+                publish_time=t,
+                data=json.dumps({"timestamp": _stamp(t), "event": e}).encode(),
+                sequence=i,
+            )
         w.finish()
     tmp.rename(path)
     return path

@@ -43,8 +43,14 @@ def exists(path: str | os.PathLike[str], storage_options: Options = None) -> boo
     return open_table(path, storage_options) is not None
 
 
-def replace_batch(path: str | os.PathLike[str], table: pa.Table, batch: str, column: str = "batch",
-                  where: dict[str, str] | None = None, storage_options: Options = None) -> None:
+def replace_batch(
+    path: str | os.PathLike[str],
+    table: pa.Table,
+    batch: str,
+    column: str = "batch",
+    where: dict[str, str] | None = None,
+    storage_options: Options = None,
+) -> None:
     """Rows of `batch` (and `where` column values) at `path` become exactly `table`.
 
     The table is created partitioned by the batch column.
@@ -64,8 +70,13 @@ def replace_batch(path: str | os.PathLike[str], table: pa.Table, batch: str, col
     write_deltalake(dt, table, mode="overwrite", predicate=pred, schema_mode="merge")
 
 
-def read_batch(path: str | os.PathLike[str], batch: str, columns: list[str] | None = None,
-               column: str = "batch", storage_options: Options = None) -> pa.Table:
+def read_batch(
+    path: str | os.PathLike[str],
+    batch: str,
+    columns: list[str] | None = None,
+    column: str = "batch",
+    storage_options: Options = None,
+) -> pa.Table:
     dt = open_table(path, storage_options)
     if dt is None:
         raise RobodataError(f"{path}: no such table (run the upstream ingestion stage for batch {batch!r} first)")

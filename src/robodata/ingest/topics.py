@@ -18,11 +18,11 @@ TOPIC_KINDS = ("video", "joint_state", "array", "events", "ignore")
 
 @dataclass(frozen=True)
 class TopicRule:
-    topic: str                   # regex, full match
+    topic: str  # regex, full match
     kind: str
     stream: str = "{name}"
-    field: str = ""              # array / events: dotted path into the message
-    rate_hz: float = 0.0         # nominal rate; 0 -> measured
+    field: str = ""  # array / events: dotted path into the message
+    rate_hz: float = 0.0  # nominal rate; 0 -> measured
     units: str = ""
 
     def __post_init__(self) -> None:
@@ -37,13 +37,17 @@ class TopicRule:
         m = re.fullmatch(self.topic, topic)
         if m is None:
             return None
-        return self.stream.format(**{k: v for k, v in m.groupdict().items() if v is not None}) if "{" in self.stream else self.stream
+        return (
+            self.stream.format(**{k: v for k, v in m.groupdict().items() if v is not None})
+            if "{" in self.stream
+            else self.stream
+        )
 
 
 @dataclass(frozen=True)
 class TopicMap:
     rules: tuple[TopicRule, ...]
-    unknown: str = "report"       # report (QC finding) | ignore
+    unknown: str = "report"  # report (QC finding) | ignore
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(self.rules))
@@ -57,14 +61,16 @@ class TopicMap:
         return None
 
     @classmethod
-    def default(cls) -> "TopicMap":
-        return cls(rules=(
-            TopicRule(r"/(?P<name>[A-Za-z0-9_]+)/image(_raw|/compressed)?", "video"),
-            TopicRule(r"/joint_states", "joint_state", stream="joint"),
-            TopicRule(r"/events", "events", stream="events", field="event"),
-            TopicRule(r"/(rosout|rosout_agg|parameter_events|tf|tf_static)", "ignore", stream="-"),
-        ))
+    def default(cls) -> TopicMap:
+        return cls(
+            rules=(
+                TopicRule(r"/(?P<name>[A-Za-z0-9_]+)/image(_raw|/compressed)?", "video"),
+                TopicRule(r"/joint_states", "joint_state", stream="joint"),
+                TopicRule(r"/events", "events", stream="events", field="event"),
+                TopicRule(r"/(rosout|rosout_agg|parameter_events|tf|tf_static)", "ignore", stream="-"),
+            )
+        )
 
-    def extended(self, *rules: TopicRule) -> "TopicMap":
+    def extended(self, *rules: TopicRule) -> TopicMap:
         """Custom rules first, then these."""
         return TopicMap(tuple(rules) + self.rules, self.unknown)

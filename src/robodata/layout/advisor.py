@@ -10,9 +10,9 @@ never fetch their bytes.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
 from robodata.dataset.pattern import ReadPattern, StreamWindow
@@ -25,7 +25,7 @@ from robodata.layout.plan import COLD_VIDEO, LayoutPlan
 from robodata.layout.rewrite import rewrite
 from robodata.layout.workload import Sample, sample_anchors, window_rate
 
-DEFAULT_VIDEO = VideoChoice(gop=30, bframes=0, crf=23, span_s=2.0)   # what ingestion writes by default
+DEFAULT_VIDEO = VideoChoice(gop=30, bframes=0, crf=23, span_s=2.0)  # what ingestion writes by default
 
 
 @dataclass
@@ -38,10 +38,17 @@ class Alternative:
 
     def row(self) -> dict:
         p = self.predicted
-        out = {"label": self.label, "layout_version": self.layout.version, "layout": self.layout.to_dict(),
-               "predicted_ms": round(p.cpu_s * 1e3, 3), "predicted_frames_decoded": round(p.frames_decoded, 2),
-               "predicted_bytes": round(p.bytes), "predicted_ranges": round(p.ranges, 2),
-               "storage_bps": round(p.storage_bps), "storage_x": round(self.storage_x, 3)}
+        out = {
+            "label": self.label,
+            "layout_version": self.layout.version,
+            "layout": self.layout.to_dict(),
+            "predicted_ms": round(p.cpu_s * 1e3, 3),
+            "predicted_frames_decoded": round(p.frames_decoded, 2),
+            "predicted_bytes": round(p.bytes),
+            "predicted_ranges": round(p.ranges, 2),
+            "storage_bps": round(p.storage_bps),
+            "storage_x": round(self.storage_x, 3),
+        }
         if self.measured:
             out.update(self.measured)
         return out
@@ -52,7 +59,9 @@ def video_windows(pattern: ReadPattern, meta: EpisodeMeta) -> list[StreamWindow]
         window_rate(w, meta)  # every stream exists
         kinds = {meta.streams[s].kind for s in w.streams}
         if kinds != {w.kind}:
-            raise ConfigError(f"window {w.name!r} is {w.kind} but episode {meta.episode_id!r} has {sorted(kinds)} streams {w.streams}")
+            raise ConfigError(
+                f"window {w.name!r} is {w.kind} but episode {meta.episode_id!r} has {sorted(kinds)} streams {w.streams}"
+            )
     return list(pattern.video)
 
 
@@ -60,7 +69,7 @@ def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> l
     calibrated = {(p.crf, p.bframes) for p in cal.points}
     bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
     good = [c for c in cfg.crfs if any(p.crf == c and p.psnr_db >= cfg.min_psnr_db for p in cal.points)]
-    crfs = good or [min(cfg.crfs)]   # nothing meets the floor: best quality on offer
+    crfs = good or [min(cfg.crfs)]  # nothing meets the floor: best quality on offer
     out = []
     for gop in cfg.gops:
         for bf in sorted(bfs):
@@ -118,13 +127,16 @@ def _nearest_crf(cal: Calibration, crf: int) -> int:
     return min({p.crf for p in cal.points}, key=lambda c: (abs(c - crf), c))
 
 
-def build_layout(meta: EpisodeMeta, pattern: ReadPattern, video: dict[str, VideoChoice], array_span: float,
-                 codec: str, preset: str) -> Layout:
+def build_layout(
+    meta: EpisodeMeta, pattern: ReadPattern, video: dict[str, VideoChoice], array_span: float, codec: str, preset: str
+) -> Layout:
     groups: list[TopicGroup] = []
     placed: set[str] = set()
     for w in pattern.video:
         ch = video[w.name]
-        groups.append(TopicGroup(w.name, w.streams, ch.span_s, VideoSettings(codec, ch.gop, ch.crf, preset, ch.bframes)))
+        groups.append(
+            TopicGroup(w.name, w.streams, ch.span_s, VideoSettings(codec, ch.gop, ch.crf, preset, ch.bframes))
+        )
         placed.update(w.streams)
     arrays = tuple(s for w in pattern.windows if w.kind == "array" for s in w.streams)
     if arrays:
@@ -139,8 +151,14 @@ def build_layout(meta: EpisodeMeta, pattern: ReadPattern, video: dict[str, Video
     return Layout(groups=tuple(groups))
 
 
-def predict_layout(layout: Layout, pattern: ReadPattern, cal: Calibration, metas: list[EpisodeMeta],
-                   samples: list[Sample], loader: str = "reader") -> Cost:
+def predict_layout(
+    layout: Layout,
+    pattern: ReadPattern,
+    cal: Calibration,
+    metas: list[EpisodeMeta],
+    samples: list[Sample],
+    loader: str = "reader",
+) -> Cost:
     """Model cost of an arbitrary layout (e.g. a hand-written grid point) for the pattern."""
     total = Cost()
     for w in pattern.windows:
@@ -157,9 +175,15 @@ def predict_layout(layout: Layout, pattern: ReadPattern, cal: Calibration, metas
     return total
 
 
-def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None = None,
-           calibration: Calibration | None = None, workdir: str | Path | None = None,
-           log: Callable[[str], None] = lambda s: None, **storage_options) -> LayoutPlan:
+def advise(
+    pattern: ReadPattern,
+    episodes: list[str],
+    cfg: AdvisorConfig | None = None,
+    calibration: Calibration | None = None,
+    workdir: str | Path | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    **storage_options,
+) -> LayoutPlan:
     cfg = cfg or AdvisorConfig()
     if not episodes:
         raise ConfigError("advise needs at least one sample episode")
@@ -170,8 +194,11 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     n = len(samples)
     bfs = {0, *cfg.bframes} | {w.every - 1 for w in vws if w.every > 1}
     cal = calibration or calibrate(readers[0], cfg, bfs, vws[0].streams[0] if vws else None)
-    log(f"calibrated: I/P/B decode ms at crf {cal.points[0].crf}: "
-        + "/".join(f"{x * 1e3:.3f}" for x in cal.points[0].decode_s) + f", rgb {cal.rgb_s * 1e3:.3f} ms")
+    log(
+        f"calibrated: I/P/B decode ms at crf {cal.points[0].crf}: "
+        + "/".join(f"{x * 1e3:.3f}" for x in cal.points[0].decode_s)
+        + f", rgb {cal.rgb_s * 1e3:.3f} ms"
+    )
 
     ranked_video: dict[str, list[tuple[VideoChoice, Cost]]] = {}
     for w in vws:
@@ -191,17 +218,21 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
     order = tuple(s for w in awin for s in w.streams)
     array_span = cfg.array_spans_s[0]
     if awin:
-        scored_a = [(span, predict_arrays(awin, order, span, cal, metas, samples, cfg.loader)) for span in cfg.array_spans_s]
+        scored_a = [
+            (span, predict_arrays(awin, order, span, cal, metas, samples, cfg.loader)) for span in cfg.array_spans_s
+        ]
         array_span = rank(scored_a, cfg, n)[0][0]  # type: ignore[assignment]
 
     # alternatives: the top choices of the costliest video group, the others at their best
     alts: list[Alternative] = []
     lead = max(ranked_video, key=lambda k: ranked_video[k][0][1].cpu_s) if ranked_video else None
     picks = _distinct(ranked_video[lead], max(1, cfg.verify_top)) if lead else [(None, Cost())]
-    default_bps = 0.0   # the ingestion default's camera bytes, the storage reference
+    default_bps = 0.0  # the ingestion default's camera bytes, the storage reference
     for w in vws:
         dch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
-        default_bps += sum(camera_storage_bps(cal, dch, window_rate(w, metas[0]), _scale(metas[0], c, cal)) for c in w.streams)
+        default_bps += sum(
+            camera_storage_bps(cal, dch, window_rate(w, metas[0]), _scale(metas[0], c, cal)) for c in w.streams
+        )
     for ch, _ in picks:
         video = {k: (ch if k == lead else v[0][0]) for k, v in ranked_video.items()}
         layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)
@@ -231,18 +262,27 @@ def advise(pattern: ReadPattern, episodes: list[str], cfg: AdvisorConfig | None 
                     r.close()
         for a in alts[: cfg.verify_top]:
             m = got[a.label]
-            a.measured = {"measured_ms": round(m.cpu_s * 1e3, 3), "measured_wall_ms": round(m.wall_s * 1e3, 3),
-                          "measured_frames_decoded": round(m.frames_decoded, 2), "measured_bytes": round(m.bytes),
-                          "measured_ranges": round(m.ranges, 2)}
+            a.measured = {
+                "measured_ms": round(m.cpu_s * 1e3, 3),
+                "measured_wall_ms": round(m.wall_s * 1e3, 3),
+                "measured_frames_decoded": round(m.frames_decoded, 2),
+                "measured_bytes": round(m.bytes),
+                "measured_ranges": round(m.ranges, 2),
+            }
             log(f"measured  {m.cpu_s * 1e3:8.3f} ms/sample  {a.label}")
         if cfg.choose == "measured":
             chosen = min(alts[: cfg.verify_top], key=lambda a: got[a.label].cpu_s)
     page = min(cfg.page_sizes, key=lambda p: page_cost(chosen.predicted.range_sizes, n, p, cfg.store))
     for r in readers:
         r.close()
-    return LayoutPlan(pattern=_pattern_dict(pattern), layout=chosen.layout, page_size=page,
-                      alternatives=[a.row() for a in alts], chosen=chosen.label,
-                      calibration=asdict(cal))
+    return LayoutPlan(
+        pattern=_pattern_dict(pattern),
+        layout=chosen.layout,
+        page_size=page,
+        alternatives=[a.row() for a in alts],
+        chosen=chosen.label,
+        calibration=asdict(cal),
+    )
 
 
 def _pattern_dict(p: ReadPattern) -> dict:

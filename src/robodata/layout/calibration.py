@@ -8,6 +8,7 @@ reader. Everything is CPU time of the measuring thread (the loader's scarce reso
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import zlib
@@ -34,13 +35,13 @@ class CodecPoint:
 
     crf: int
     bframes: int
-    bytes: tuple[float, float, float]          # I, P, B in a long GOP
-    decode_s: tuple[float, float, float]       # I, P, B
-    intra_bytes: float                         # an all-intra (GOP 1) frame
+    bytes: tuple[float, float, float]  # I, P, B in a long GOP
+    decode_s: tuple[float, float, float]  # I, P, B
+    intra_bytes: float  # an all-intra (GOP 1) frame
     intra_decode_s: float
-    psnr_db: float                             # long GOP
+    psnr_db: float  # long GOP
     intra_psnr_db: float
-    skip_s: float = 0.0                        # a non-reference packet dropped by the decoder
+    skip_s: float = 0.0  # a non-reference packet dropped by the decoder
 
 
 @dataclass
@@ -50,37 +51,40 @@ class Calibration:
     height: int
     width: int
     points: list[CodecPoint]
-    rgb_s: float          # YUV->RGB per returned frame
-    open_s: float         # one decoder context
-    call_s: float         # one read_window call (planning, bookkeeping)
-    range_s: float        # one range read + checksum
-    part_s: float         # parsing one stream part
-    byte_s: float         # reading + checksumming + parsing one byte
+    rgb_s: float  # YUV->RGB per returned frame
+    open_s: float  # one decoder context
+    call_s: float  # one read_window call (planning, bookkeeping)
+    range_s: float  # one range read + checksum
+    part_s: float  # parsing one stream part
+    byte_s: float  # reading + checksumming + parsing one byte
     array_part_bytes: dict[str, tuple[float, float]] = field(default_factory=dict)  # stream -> (fixed, per sample)
-    video_part_s: float = 0.0   # per camera per chunk decoded by read_window, beyond the codec work
-    pool_s: float = 0.0         # per multi-camera read_window (decode threads)
-    frame_s: float = 0.0        # per returned frame beyond codec and YUV->RGB (packet feed, stacking)
-    packet1_s: float = 0.0      # per packet fed to a decoder, one-camera read (Python, GIL round trip)
-    packet_s: float = 0.0       # the same when cameras decode on parallel threads (GIL contention)
+    video_part_s: float = 0.0  # per camera per chunk decoded by read_window, beyond the codec work
+    pool_s: float = 0.0  # per multi-camera read_window (decode threads)
+    frame_s: float = 0.0  # per returned frame beyond codec and YUV->RGB (packet feed, stacking)
+    packet1_s: float = 0.0  # per packet fed to a decoder, one-camera read (Python, GIL round trip)
+    packet_s: float = 0.0  # the same when cameras decode on parallel threads (GIL contention)
 
     def point(self, crf: int, bframes: int) -> CodecPoint:
         for p in self.points:
             if p.crf == crf and p.bframes == bframes:
                 return p
-        raise ConfigError(f"calibration has no point for crf={crf} bframes={bframes}; "
-                          f"has {[(p.crf, p.bframes) for p in self.points]}")
+        raise ConfigError(
+            f"calibration has no point for crf={crf} bframes={bframes}; has {[(p.crf, p.bframes) for p in self.points]}"
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Calibration":
+    def from_json(cls, text: str) -> Calibration:
         return cls.from_dict(json.loads(text))
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Calibration":
+    def from_dict(cls, d: dict) -> Calibration:
         d = dict(d)
-        d["points"] = [CodecPoint(**{**p, "bytes": tuple(p["bytes"]), "decode_s": tuple(p["decode_s"])}) for p in d["points"]]
+        d["points"] = [
+            CodecPoint(**{**p, "bytes": tuple(p["bytes"]), "decode_s": tuple(p["decode_s"])}) for p in d["points"]
+        ]
         d["array_part_bytes"] = {k: tuple(v) for k, v in d.get("array_part_bytes", {}).items()}
         return cls(**d)
 
@@ -90,7 +94,7 @@ class Calibration:
 
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float32) - b.astype(np.float32)) ** 2))
-    return 99.0 if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def _encode(frames: list[np.ndarray], codec: str, gop: int, crf: int, preset: str, bframes: int, rate: float):
@@ -103,8 +107,9 @@ def _encode(frames: list[np.ndarray], codec: str, gop: int, crf: int, preset: st
     return enc.extradata, pkts
 
 
-def _decode_timed(codec: str, extradata: bytes, pkts, gop: int, bframes: int, passes: int = 3,
-                  skip_nonref: bool = False):
+def _decode_timed(
+    codec: str, extradata: bytes, pkts, gop: int, bframes: int, passes: int = 3, skip_nonref: bool = False
+):
     """Per-type mean decode CPU (min over passes) and the decoded frames by pts (last pass)."""
     types = frame_types(gop, bframes)
     best = np.full(3, np.inf)
@@ -152,9 +157,24 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
                 sk, _ = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf, skip_nonref=True)
                 skip_s = float(sk[B])
             psnr = float(np.mean([_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]))
-            points.append(CodecPoint(crf, bf, tuple(float(np.mean(b)) if b else 0.0 for b in by),
-                                     tuple(float(x) for x in ds_long), intra_bytes, float(ds[I]), psnr, intra_psnr, skip_s))
+            points.append(
+                CodecPoint(
+                    crf,
+                    bf,
+                    tuple(float(np.mean(b)) if b else 0.0 for b in by),
+                    tuple(float(x) for x in ds_long),
+                    intra_bytes,
+                    float(ds[I]),
+                    psnr,
+                    intra_psnr,
+                    skip_s,
+                )
+            )
     return points
+
+
+def _packet_times(part: bytes) -> np.ndarray:
+    return decode_packets(part).column("t_ns").to_numpy()
 
 
 def _cpu(fn, repeat: int, median: bool = False) -> float:
@@ -172,15 +192,15 @@ def _io_costs(reader: EpisodeReader) -> tuple[float, float, float, float]:
     src = reader.source
     rows_read, rows_parse = [], []
     for c in reader.chunks[:64]:
-        rows_read.append((c.length, _cpu(lambda: zlib.crc32(src.read(c.offset, c.length)), 3)))
+        rows_read.append((c.length, _cpu(lambda c=c: zlib.crc32(src.read(c.offset, c.length)), 3)))
         blob = src.read(c.offset, c.length)
         for p in c.parts:
-            part = blob[p.offset: p.offset + p.length]
+            part = blob[p.offset : p.offset + p.length]
             spec = reader.meta.streams[p.stream]
             if spec.kind == "video":
-                fn = (lambda part=part: decode_packets(part).column("t_ns").to_numpy())
+                fn = functools.partial(_packet_times, part)
             elif spec.kind == "array":
-                fn = (lambda part=part, spec=spec: decode_array(part, spec.shape, spec.dtype))
+                fn = functools.partial(decode_array, part, spec.shape, spec.dtype)
             else:
                 continue
             rows_parse.append((p.length, _cpu(fn, 3)))
@@ -227,7 +247,9 @@ def _array_bytes(reader: EpisodeReader) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration") -> tuple[float, float, float, float, float]:
+def _window_overhead(
+    reader: EpisodeReader, cams: list[str], cal: Calibration
+) -> tuple[float, float, float, float, float]:
     """What a real read_window costs beyond the codec work: measured 1-frame windows on the sample
     episode's own layout minus their micro-model cost (decode times of those very packets)."""
     from robodata.layout.gop import decoded_counts
@@ -244,7 +266,10 @@ def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration")
         def __init__(self, pts, dts, data):
             self.pts, self.dts, self.data = pts, dts, data
 
-    pkts = [_Pkt(int(a), int(b), d.as_py()) for a, b, d in zip(tab.column("pts"), tab.column("dts"), tab.column("data"))]
+    pkts = [
+        _Pkt(int(a), int(b), d.as_py())
+        for a, b, d in zip(tab.column("pts"), tab.column("dts"), tab.column("data"), strict=True)
+    ]
     dec, _ = _decode_timed(cal.codec, reader.codec_extradata(cam), pkts, v.gop, v.bframes)
     rate = reader.meta.streams[cam].rate_hz
     fpc = part.count
@@ -257,10 +282,10 @@ def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration")
         micro_cam = float(d.types @ dec) + d.opens * cal.open_s + d.kept * cal.rgb_s + d.chunks * cal.part_s
         micro_io = cal.call_s + cal.range_s
         packets = float(d.types.sum() + d.skipped)
-        one = _cpu(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, [cam]), 5, median=True)
+        one = _cpu(lambda t=t: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, [cam]), 5, median=True)
         single.append((packets, one - micro_cam - micro_io - part.length * cal.byte_s))
         if len(cams) > 1:
-            allc = _cpu_process(lambda: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, cams), 5)
+            allc = _cpu_process(lambda t=t: reader.read_window(t - 0.25 / rate, t + 0.25 / rate, cams), 5)
             multi.append((len(cams) * packets, allc - len(cams) * micro_cam - micro_io - chunk.length * cal.byte_s))
 
     def fit(rows) -> tuple[float, float]:
@@ -281,8 +306,16 @@ def _window_overhead(reader: EpisodeReader, cams: list[str], cal: "Calibration")
         pool_s = max(0.0, icpt - len(cams) * video_part_s)
     # a whole chunk, every frame: what is left per returned frame
     d = decoded_counts(v.gop, v.bframes, fpc, 0, fpc - 1, 1, n_frames)
-    micro = (float(d.types @ dec) + d.opens * (cal.open_s + video_part_s) + d.kept * cal.rgb_s + d.chunks * cal.part_s
-             + cal.call_s + cal.range_s + part.length * cal.byte_s + packet1_s * float(d.types.sum()))
+    micro = (
+        float(d.types @ dec)
+        + d.opens * (cal.open_s + video_part_s)
+        + d.kept * cal.rgb_s
+        + d.chunks * cal.part_s
+        + cal.call_s
+        + cal.range_s
+        + part.length * cal.byte_s
+        + packet1_s * float(d.types.sum())
+    )
     whole = _cpu(lambda: reader.read_window(-0.25 / rate, (fpc - 0.75) / rate, [cam]), 3, median=True)
     frame_s = max(0.0, (whole - micro) / max(1, d.kept))
     return video_part_s, pool_s, frame_s, packet1_s, packet_s
@@ -298,7 +331,9 @@ def _cpu_process(fn, repeat: int) -> float:
     return float(np.median(runs)) / 1e9
 
 
-def calibrate(reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], camera: str | None = None) -> Calibration:
+def calibrate(
+    reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], camera: str | None = None
+) -> Calibration:
     cams = [s for s, sp in reader.meta.streams.items() if sp.kind == "video"]
     if not cams:
         raise ConfigError(f"episode {reader.meta.episode_id!r} has no camera to calibrate with")
@@ -308,7 +343,9 @@ def calibrate(reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], 
     win = reader.read_window(0.0, (n - 0.5) / spec.rate_hz, [cam])[cam]
     frames = list(win.data)
     if len(frames) < 8:
-        raise ConfigError(f"episode {reader.meta.episode_id!r}: {cam!r} has only {len(frames)} frames; need >= 8 to calibrate")
+        raise ConfigError(
+            f"episode {reader.meta.episode_id!r}: {cam!r} has only {len(frames)} frames; need >= 8 to calibrate"
+        )
     points = _codec_points(frames, spec.rate_hz, cfg, bframes_set | {0})
     ex, pk = _encode(frames[:8], cfg.codec, CAL_GOP, cfg.crfs[0], cfg.preset, 0, spec.rate_hz)
     _, dec = _decode_timed(cfg.codec, ex, pk, CAL_GOP, 0, passes=1)
@@ -325,8 +362,11 @@ def calibrate(reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], 
     open_s = float(np.median([_cpu(open_ctx, 3) for _ in range(5)]))
     range_s, part_s, byte_s, call_s = _io_costs(reader)
     h, w, _ = spec.shape
-    cal = Calibration(cfg.codec, cfg.preset, h, w, points, rgb_s, open_s, call_s, range_s, part_s, byte_s,
-                      _array_bytes(reader))
+    cal = Calibration(
+        cfg.codec, cfg.preset, h, w, points, rgb_s, open_s, call_s, range_s, part_s, byte_s, _array_bytes(reader)
+    )
     same = [c for c in cams if reader.layout.group_of(c).name == reader.layout.group_of(cam).name]
-    cal.video_part_s, cal.pool_s, cal.frame_s, cal.packet1_s, cal.packet_s = _window_overhead(reader, [cam] + [c for c in same if c != cam], cal)
+    cal.video_part_s, cal.pool_s, cal.frame_s, cal.packet1_s, cal.packet_s = _window_overhead(
+        reader, [cam] + [c for c in same if c != cam], cal
+    )
     return cal

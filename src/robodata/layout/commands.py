@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,13 +15,15 @@ def register(app: typer.Typer) -> None:
     app.command("relayout")(relayout_cmd)
 
 
-def advise_cmd(pattern: str = typer.Argument(..., help="read pattern: preset (wam, vla) or a YAML/JSON ReadPattern file"),
-               episodes: list[str] = typer.Option([], "--episodes", "-e", help="sample containers (paths, dirs, globs, URLs)"),
-               catalog: Optional[str] = typer.Option(None, help="sample episodes from this Delta catalog instead"),
-               sample: int = typer.Option(4, help="episodes to sample from the catalog"),
-               config: Optional[Path] = typer.Option(None, help="AdvisorConfig YAML"),
-               out: Optional[Path] = typer.Option(None, help="write the LayoutPlan JSON here"),
-               quick: bool = typer.Option(False, help="smaller search and fewer measurements")) -> None:
+def advise_cmd(
+    pattern: str = typer.Argument(..., help="read pattern: preset (wam, vla) or a YAML/JSON ReadPattern file"),
+    episodes: list[str] = typer.Option([], "--episodes", "-e", help="sample containers (paths, dirs, globs, URLs)"),
+    catalog: str | None = typer.Option(None, help="sample episodes from this Delta catalog instead"),
+    sample: int = typer.Option(4, help="episodes to sample from the catalog"),
+    config: Path | None = typer.Option(None, help="AdvisorConfig YAML"),
+    out: Path | None = typer.Option(None, help="write the LayoutPlan JSON here"),
+    quick: bool = typer.Option(False, help="smaller search and fewer measurements"),
+) -> None:
     """Choose GOP, CRF, chunk spans, groups and cache page size for a read pattern; print the choice
     with the predicted and measured cost of the top alternatives."""
     from rich.console import Console
@@ -38,12 +39,10 @@ def advise_cmd(pattern: str = typer.Argument(..., help="read pattern: preset (wa
     try:
         cfg = load_yaml(AdvisorConfig, config) if config else AdvisorConfig()
         if quick:
-            cfg = dataclasses.replace(cfg, samples=min(cfg.samples, 16), rounds=1, verify_top=min(cfg.verify_top, 2),
-                                      measure_episodes=1)
-        if catalog:
-            uris = sample_catalog(catalog, sample, cfg.seed)
-        else:
-            uris = expand_episodes(episodes)
+            cfg = dataclasses.replace(
+                cfg, samples=min(cfg.samples, 16), rounds=1, verify_top=min(cfg.verify_top, 2), measure_episodes=1
+            )
+        uris = sample_catalog(catalog, sample, cfg.seed) if catalog else expand_episodes(episodes)
         first = EpisodeReader.open(uris[0])
         pat = resolve_pattern(pattern, first.meta)
         first.close()
@@ -53,9 +52,15 @@ def advise_cmd(pattern: str = typer.Argument(..., help="read pattern: preset (wa
         raise typer.Exit(2) from None
     t = Table("", "alternative", "predicted ms", "measured ms", "frames dec.", "bytes/sample", "storage x")
     for a in plan.alternatives:
-        t.add_row("*" if a["label"] == plan.chosen else "", a["label"], f"{a['predicted_ms']:.3f}",
-                  f"{a['measured_ms']:.3f}" if "measured_ms" in a else "-", f"{a['predicted_frames_decoded']:.1f}",
-                  str(a["predicted_bytes"]), f"{a['storage_x']:.2f}")
+        t.add_row(
+            "*" if a["label"] == plan.chosen else "",
+            a["label"],
+            f"{a['predicted_ms']:.3f}",
+            f"{a['measured_ms']:.3f}" if "measured_ms" in a else "-",
+            f"{a['predicted_frames_decoded']:.1f}",
+            str(a["predicted_bytes"]),
+            f"{a['storage_x']:.2f}",
+        )
     console.print(t)
     console.print(f"chosen: [bold]{plan.chosen}[/bold]  layout_version={plan.version}  page_size={plan.page_size}")
     for g in plan.layout.groups:
@@ -67,10 +72,12 @@ def advise_cmd(pattern: str = typer.Argument(..., help="read pattern: preset (wa
         console.print(f"plan written to {out}")
 
 
-def relayout_cmd(catalog: str = typer.Option(..., help="Delta catalog uri"),
-                 plan: Path = typer.Option(..., help="LayoutPlan JSON from `robodata advise --out`"),
-                 day: list[str] = typer.Option(..., "--day", help="catalog partition(s) to re-lay"),
-                 max_episodes: int = typer.Option(0, help="stop after this many episodes per day (0: all)")) -> None:
+def relayout_cmd(
+    catalog: str = typer.Option(..., help="Delta catalog uri"),
+    plan: Path = typer.Option(..., help="LayoutPlan JSON from `robodata advise --out`"),
+    day: list[str] = typer.Option(..., "--day", help="catalog partition(s) to re-lay"),
+    max_episodes: int = typer.Option(0, help="stop after this many episodes per day (0: all)"),
+) -> None:
     """Re-lay catalog partitions into a plan's layout (new versions beside the old, then pointer flip)."""
     import json
 

@@ -76,17 +76,25 @@ class AdvisorConfig:
     def __post_init__(self) -> None:
         for name in ("gops", "crfs", "bframes", "camera_spans_s", "array_spans_s", "page_sizes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        require(len(self.gops) > 0 and all(1 <= g <= 1000 for g in self.gops), f"gops must be in [1, 1000], got {self.gops}")
-        require(len(self.crfs) > 0 and all(0 <= c <= 51 for c in self.crfs), f"crfs must be in [0, 51], got {self.crfs}")
+        require(
+            len(self.gops) > 0 and all(1 <= g <= 1000 for g in self.gops), f"gops must be in [1, 1000], got {self.gops}"
+        )
+        require(
+            len(self.crfs) > 0 and all(0 <= c <= 51 for c in self.crfs), f"crfs must be in [0, 51], got {self.crfs}"
+        )
         require(all(0 <= b <= 8 for b in self.bframes), f"bframes must be in [0, 8], got {self.bframes}")
         require(len(self.camera_spans_s) > 0 and all(s > 0 for s in self.camera_spans_s), "camera_spans_s must be > 0")
         require(len(self.array_spans_s) > 0 and all(s > 0 for s in self.array_spans_s), "array_spans_s must be > 0")
-        require(len(self.page_sizes) > 0 and all(4 * KiB <= p <= 256 * MiB for p in self.page_sizes),
-                "page_sizes must be in [4 KiB, 256 MiB]")
+        require(
+            len(self.page_sizes) > 0 and all(4 * KiB <= p <= 256 * MiB for p in self.page_sizes),
+            "page_sizes must be in [4 KiB, 256 MiB]",
+        )
         require(self.max_storage_x > 0, "max_storage_x must be > 0")
         require(0 <= self.tie_tolerance < 1, "tie_tolerance must be in [0, 1)")
         require(self.verify_top >= 0, "verify_top must be >= 0")
-        require(self.choose in ("measured", "predicted"), f"choose must be 'measured' or 'predicted', got {self.choose!r}")
+        require(
+            self.choose in ("measured", "predicted"), f"choose must be 'measured' or 'predicted', got {self.choose!r}"
+        )
         if self.choose == "measured" and self.verify_top == 0:
             raise ConfigError("choose='measured' needs verify_top >= 1")
         require(self.objective in ("cpu", "cold"), f"objective must be 'cpu' or 'cold', got {self.objective!r}")

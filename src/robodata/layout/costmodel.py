@@ -18,7 +18,7 @@ from robodata.layout.calibration import Calibration
 from robodata.layout.gop import B, I, P, decoded_counts, decoded_counts_gopwise, frame_types
 from robodata.layout.workload import Sample, window_frames, window_rate, window_seconds
 
-PACKET_ROW_BYTES = 30.0   # pts, dts, key, ref, t_ns and the offset of one packet row
+PACKET_ROW_BYTES = 30.0  # pts, dts, key, ref, t_ns and the offset of one packet row
 
 
 @dataclass(frozen=True)
@@ -34,17 +34,22 @@ class VideoChoice:
 
 @dataclass
 class Cost:
-    cpu_s: float = 0.0                  # per sample
-    bytes: float = 0.0                  # per sample
-    ranges: float = 0.0                 # range reads per sample
-    frames_decoded: float = 0.0         # per sample
-    storage_bps: float = 0.0            # stored bytes per episode second
-    range_sizes: list[float] = field(default_factory=list)   # one entry per range read of the samples
+    cpu_s: float = 0.0  # per sample
+    bytes: float = 0.0  # per sample
+    ranges: float = 0.0  # range reads per sample
+    frames_decoded: float = 0.0  # per sample
+    storage_bps: float = 0.0  # stored bytes per episode second
+    range_sizes: list[float] = field(default_factory=list)  # one entry per range read of the samples
 
-    def __add__(self, o: "Cost") -> "Cost":
-        return Cost(self.cpu_s + o.cpu_s, self.bytes + o.bytes, self.ranges + o.ranges,
-                    self.frames_decoded + o.frames_decoded, self.storage_bps + o.storage_bps,
-                    self.range_sizes + o.range_sizes)
+    def __add__(self, o: Cost) -> Cost:
+        return Cost(
+            self.cpu_s + o.cpu_s,
+            self.bytes + o.bytes,
+            self.ranges + o.ranges,
+            self.frames_decoded + o.frames_decoded,
+            self.storage_bps + o.storage_bps,
+            self.range_sizes + o.range_sizes,
+        )
 
 
 def frames_per_chunk(choice: VideoChoice, rate: float) -> int:
@@ -64,8 +69,15 @@ def camera_storage_bps(cal: Calibration, choice: VideoChoice, rate: float, pixel
     return float(types @ frame_bytes(cal, choice, pixels_scale)) * rate / choice.gop
 
 
-def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, cal: Calibration,
-                  metas: list[EpisodeMeta], samples: list[Sample], loader: str = "reader") -> Cost:
+def predict_video(
+    w: StreamWindow,
+    cams: tuple[str, ...],
+    choice: VideoChoice,
+    cal: Calibration,
+    metas: list[EpisodeMeta],
+    samples: list[Sample],
+    loader: str = "reader",
+) -> Cost:
     """Cost of window `w` reading the cameras `cams` of one group laid out with `choice`, through
     EpisodeReader.read_window (loader="reader") or the delivery dataset's GOP decoder ("dataset")."""
     counts = decoded_counts if loader == "reader" else decoded_counts_gopwise
@@ -103,9 +115,15 @@ def predict_video(w: StreamWindow, cams: tuple[str, ...], choice: VideoChoice, c
     n = len(samples)
     meta0 = metas[0]
     rate0 = window_rate(w, meta0)
-    storage = sum(camera_storage_bps(cal, choice, rate0, (meta0.streams[c].shape[0] * meta0.streams[c].shape[1])
-                                     / (cal.height * cal.width)) for c in cams)
-    return Cost(total.cpu_s / n, total.bytes / n, total.ranges / n, total.frames_decoded / n, storage, total.range_sizes)
+    storage = sum(
+        camera_storage_bps(
+            cal, choice, rate0, (meta0.streams[c].shape[0] * meta0.streams[c].shape[1]) / (cal.height * cal.width)
+        )
+        for c in cams
+    )
+    return Cost(
+        total.cpu_s / n, total.bytes / n, total.ranges / n, total.frames_decoded / n, storage, total.range_sizes
+    )
 
 
 def array_part_bytes(cal: Calibration, stream: str, count: float, sample_bytes: float) -> float:
@@ -122,20 +140,27 @@ def _extents(windows: list[StreamWindow], meta: EpisodeMeta, t: float, loader: s
     return ext
 
 
-def predict_arrays(windows: list[StreamWindow], order: tuple[str, ...], span_s: float, cal: Calibration,
-                   metas: list[EpisodeMeta], samples: list[Sample], loader: str = "reader") -> Cost:
+def predict_arrays(
+    windows: list[StreamWindow],
+    order: tuple[str, ...],
+    span_s: float,
+    cal: Calibration,
+    metas: list[EpisodeMeta],
+    samples: list[Sample],
+    loader: str = "reader",
+) -> Cost:
     """Cost of the array windows reading one group whose streams (in `order`) are chunked every span_s."""
     total = Cost()
     for s in samples:
         meta = metas[s.episode]
         for streams, t0, t1 in _extents(windows, meta, s.t, loader):
-            streams = tuple(x for x in streams if x in order)   # this group's share of the read
+            streams = tuple(x for x in streams if x in order)  # this group's share of the read
             if not streams:
                 continue
             t0, t1 = max(t0, 0.0), min(t1, meta.duration_s)
             c0, c1 = int(t0 // span_s), int(t1 // span_s)
             idx = [order.index(x) for x in streams]
-            touched = order[min(idx): max(idx) + 1]   # the contiguous part range the reader fetches
+            touched = order[min(idx) : max(idx) + 1]  # the contiguous part range the reader fetches
             per_chunk = 0.0
             for x in touched:
                 sp = meta.streams[x]
@@ -166,5 +191,15 @@ def page_cost(range_sizes: list[float], n_samples: int, page: int, store) -> flo
     return t / n_samples
 
 
-__all__ = ["VideoChoice", "Cost", "predict_video", "predict_arrays", "page_cost", "frames_per_chunk",
-           "camera_storage_bps", "I", "P", "B"]
+__all__ = [
+    "VideoChoice",
+    "Cost",
+    "predict_video",
+    "predict_arrays",
+    "page_cost",
+    "frames_per_chunk",
+    "camera_storage_bps",
+    "I",
+    "P",
+    "B",
+]

@@ -8,12 +8,13 @@ bframes+1 and at the end; `decoded_counts` mirrors EpisodeReader._decode_video f
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-I, P, B = 0, 1, 2
+I, P, B = 0, 1, 2  # noqa: E741 - the codec's own names for frame types
 
 
 @lru_cache(maxsize=4096)
@@ -59,15 +60,16 @@ def is_ref(gop: int, bframes: int, f: int) -> bool:
 
 @dataclass
 class WindowDecode:
-    types: np.ndarray      # decoded frames by type (I, P, B)
-    kept: int              # frames returned
-    chunks: int            # chunks touched (one range read each per group)
-    opens: int             # decoder contexts opened (one per chunk with kept frames)
-    skipped: int = 0       # non-reference packets fed to the decoder and dropped (skip_frame=NONREF)
+    types: np.ndarray  # decoded frames by type (I, P, B)
+    kept: int  # frames returned
+    chunks: int  # chunks touched (one range read each per group)
+    opens: int  # decoder contexts opened (one per chunk with kept frames)
+    skipped: int = 0  # non-reference packets fed to the decoder and dropped (skip_frame=NONREF)
 
 
-def decoded_counts(gop: int, bframes: int, frames_per_chunk: int, first: int, last: int, every: int,
-                   total_frames: int) -> WindowDecode:
+def decoded_counts(
+    gop: int, bframes: int, frames_per_chunk: int, first: int, last: int, every: int, total_frames: int
+) -> WindowDecode:
     """What EpisodeReader decodes for one camera when a window selects native frames first..last.
 
     Chunks hold `frames_per_chunk` frames (whole GOPs). Kept frames are every `every`-th from
@@ -118,13 +120,14 @@ def decode_order(gop: int, bframes: int) -> tuple[int, ...]:
     """Display positions of one GOP in decode order: I, then each reference before the B-frames it closes."""
     refs = [p for p, t in enumerate(frame_types(gop, bframes)) if t != B]
     order = [0]
-    for prev, r in zip(refs, refs[1:]):
+    for prev, r in itertools.pairwise(refs):
         order += [r] + list(range(prev + 1, r))
     return tuple(order)
 
 
-def decoded_counts_gopwise(gop: int, bframes: int, frames_per_chunk: int, first: int, last: int, every: int,
-                           total_frames: int) -> WindowDecode:
+def decoded_counts_gopwise(
+    gop: int, bframes: int, frames_per_chunk: int, first: int, last: int, every: int, total_frames: int
+) -> WindowDecode:
     """What the delivery dataset's GopDecoder decodes for one camera and one sample: each GOP
     holding a wanted frame is fed from its keyframe up to its last wanted packet (decode order),
     unwanted non-reference packets are never sent (`skipped` counts them, at no cost); one decoder

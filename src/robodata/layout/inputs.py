@@ -67,7 +67,11 @@ def sample_catalog(catalog_uri: str, n: int, seed: int = 0, storage_options: dic
     uris: list[str] = []
     for f in frags:
         tab = f.to_table(columns=["uri", "qc_status"])
-        uris += [u for u, q in zip(tab.column("uri").to_pylist(), tab.column("qc_status").to_pylist()) if q != "quarantined"]
+        uris += [
+            u
+            for u, q in zip(tab.column("uri").to_pylist(), tab.column("qc_status").to_pylist(), strict=True)
+            if q != "quarantined"
+        ]
         if len(uris) >= 4 * n:
             break
     if not uris:

@@ -13,7 +13,7 @@ from robodata.layout.workload import Sample, window_seconds
 
 @dataclass
 class Measured:
-    cpu_s: float              # per sample (mean over samples of the cheapest round)
+    cpu_s: float  # per sample (mean over samples of the cheapest round)
     wall_s: float
     bytes: float
     ranges: float
@@ -43,19 +43,27 @@ def _dataset(readers: list[EpisodeReader], pattern: ReadPattern):
     from robodata.dataset.dataset import DatasetConfig, PatternDataset
     from robodata.layout.workload import rates_json
 
-    manifest = pa.table({
-        "episode_id": [r.meta.episode_id for r in readers], "uri": [r.source.name for r in readers],
-        "duration_s": pa.array([r.meta.duration_s for r in readers], pa.float64()),
-        "stream_rates_json": [rates_json(r.meta) for r in readers],
-        "size_bytes": pa.array([r.source.size() for r in readers], pa.int64()),
-        "footer_offset": pa.array([r.footer_offset for r in readers], pa.int64()),
-        "footer_length": pa.array([r.footer_length for r in readers], pa.int64()),
-    })
+    manifest = pa.table(
+        {
+            "episode_id": [r.meta.episode_id for r in readers],
+            "uri": [r.source.name for r in readers],
+            "duration_s": pa.array([r.meta.duration_s for r in readers], pa.float64()),
+            "stream_rates_json": [rates_json(r.meta) for r in readers],
+            "size_bytes": pa.array([r.source.size() for r in readers], pa.int64()),
+            "footer_offset": pa.array([r.footer_offset for r in readers], pa.int64()),
+            "footer_length": pa.array([r.footer_length for r in readers], pa.int64()),
+        }
+    )
     return PatternDataset(manifest, pattern, config=DatasetConfig(split=None))
 
 
-def measure(layouts: dict[str, list[EpisodeReader]], pattern: ReadPattern, samples: list[Sample],
-            rounds: int = 3, loader: str = "reader") -> dict[str, Measured]:
+def measure(
+    layouts: dict[str, list[EpisodeReader]],
+    pattern: ReadPattern,
+    samples: list[Sample],
+    rounds: int = 3,
+    loader: str = "reader",
+) -> dict[str, Measured]:
     """Loader cost of each layout on the same samples.
 
     loader="reader": each sample's windows through EpisodeReader.read_window (read_sample);

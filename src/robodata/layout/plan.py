@@ -15,11 +15,11 @@ COLD_VIDEO = VideoSettings(codec="h264", gop=60, crf=23, preset="veryfast")
 
 @dataclass
 class LayoutPlan:
-    pattern: dict[str, Any]              # the ReadPattern it was derived for (as a dict)
-    layout: Layout                       # concrete layout for the sample episodes' streams
-    page_size: int                       # advised page cache page size (bytes)
-    alternatives: list[dict[str, Any]] = field(default_factory=list)   # label, predicted, measured, storage
-    chosen: str = ""                     # label of the chosen alternative
+    pattern: dict[str, Any]  # the ReadPattern it was derived for (as a dict)
+    layout: Layout  # concrete layout for the sample episodes' streams
+    page_size: int  # advised page cache page size (bytes)
+    alternatives: list[dict[str, Any]] = field(default_factory=list)  # label, predicted, measured, storage
+    chosen: str = ""  # label of the chosen alternative
     calibration: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -48,16 +48,27 @@ class LayoutPlan:
         return Layout(groups=tuple(groups))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "layout": self.layout.to_dict(), "layout_version": self.version,
-                "page_size": self.page_size, "alternatives": self.alternatives, "chosen": self.chosen,
-                "calibration": self.calibration}
+        return {
+            "pattern": self.pattern,
+            "layout": self.layout.to_dict(),
+            "layout_version": self.version,
+            "page_size": self.page_size,
+            "alternatives": self.alternatives,
+            "chosen": self.chosen,
+            "calibration": self.calibration,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LayoutPlan":
+    def from_dict(cls, d: dict[str, Any]) -> LayoutPlan:
         try:
-            return cls(pattern=d["pattern"], layout=Layout.from_dict(d["layout"]), page_size=int(d["page_size"]),
-                       alternatives=list(d.get("alternatives", [])), chosen=d.get("chosen", ""),
-                       calibration=dict(d.get("calibration", {})))
+            return cls(
+                pattern=d["pattern"],
+                layout=Layout.from_dict(d["layout"]),
+                page_size=int(d["page_size"]),
+                alternatives=list(d.get("alternatives", [])),
+                chosen=d.get("chosen", ""),
+                calibration=dict(d.get("calibration", {})),
+            )
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"not a layout plan: {exc}") from exc
 
@@ -68,7 +79,7 @@ class LayoutPlan:
         objects.write_bytes(str(path), json.dumps(self.to_dict(), indent=2, sort_keys=True).encode(), storage_options)
 
     @classmethod
-    def load(cls, path: str | Path, storage_options: dict[str, Any] | None = None) -> "LayoutPlan":
+    def load(cls, path: str | Path, storage_options: dict[str, Any] | None = None) -> LayoutPlan:
         from robodata.storage import objects
 
         try:

@@ -35,21 +35,28 @@ class PointerUpdate:
     footer_length: int
 
 
-def flip_pointers(table_uri: str, updates: list[PointerUpdate], storage_options: dict[str, str] | None = None,
-                  max_attempts: int = 30, backoff_s: float = 0.05) -> int:
+def flip_pointers(
+    table_uri: str,
+    updates: list[PointerUpdate],
+    storage_options: dict[str, str] | None = None,
+    max_attempts: int = 30,
+    backoff_s: float = 0.05,
+) -> int:
     """Apply the updates in one merge; returns the number of catalog rows updated."""
     if not updates:
         return 0
-    src = pa.table({
-        "episode_id": pa.array([u.episode_id for u in updates], pa.string()),
-        "day": pa.array([u.day for u in updates], pa.string()),
-        "old_uri": pa.array([u.old_uri for u in updates], pa.string()),
-        "uri": pa.array([u.uri for u in updates], pa.string()),
-        "layout_version": pa.array([u.layout_version for u in updates], pa.string()),
-        "size_bytes": pa.array([u.size_bytes for u in updates], pa.int64()),
-        "footer_offset": pa.array([u.footer_offset for u in updates], pa.int64()),
-        "footer_length": pa.array([u.footer_length for u in updates], pa.int64()),
-    })
+    src = pa.table(
+        {
+            "episode_id": pa.array([u.episode_id for u in updates], pa.string()),
+            "day": pa.array([u.day for u in updates], pa.string()),
+            "old_uri": pa.array([u.old_uri for u in updates], pa.string()),
+            "uri": pa.array([u.uri for u in updates], pa.string()),
+            "layout_version": pa.array([u.layout_version for u in updates], pa.string()),
+            "size_bytes": pa.array([u.size_bytes for u in updates], pa.int64()),
+            "footer_offset": pa.array([u.footer_offset for u in updates], pa.int64()),
+            "footer_length": pa.array([u.footer_length for u in updates], pa.int64()),
+        }
+    )
     cols = ("uri", "layout_version", "size_bytes", "footer_offset", "footer_length")
     delay = backoff_s
     for attempt in range(1, max_attempts + 1):
@@ -63,7 +70,9 @@ def flip_pointers(table_uri: str, updates: list[PointerUpdate], storage_options:
             return int(metrics.get("num_target_rows_updated", 0))
         except CommitFailedError as exc:
             if attempt == max_attempts:
-                raise RobodataError(f"catalog {table_uri}: pointer merge kept conflicting after {attempt} attempts: {exc}") from exc
+                raise RobodataError(
+                    f"catalog {table_uri}: pointer merge kept conflicting after {attempt} attempts: {exc}"
+                ) from exc
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
     return 0

@@ -12,8 +12,9 @@ later retention decision.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import fsspec
 import pyarrow.dataset as ds
@@ -35,7 +36,7 @@ class RelayoutConfig:
     plan_path: str
     min_psnr_db: float = 30.0
     merge_every: int = 500
-    max_episodes: int = 0                 # 0: the whole partition
+    max_episodes: int = 0  # 0: the whole partition
     storage_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -50,16 +51,24 @@ class RelayoutReport:
     day: str
     relaid: int = 0
     reused: int = 0
-    skipped: int = 0                       # already in the plan's layout
+    skipped: int = 0  # already in the plan's layout
     failed: list[str] = field(default_factory=list)
     pointers_flipped: int = 0
     bytes_old: int = 0
     bytes_new: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"day": self.day, "relaid": self.relaid, "reused": self.reused, "skipped": self.skipped,
-                "failed": len(self.failed), "errors": self.failed[:20], "pointers_flipped": self.pointers_flipped,
-                "bytes_old": self.bytes_old, "bytes_new": self.bytes_new}
+        return {
+            "day": self.day,
+            "relaid": self.relaid,
+            "reused": self.reused,
+            "skipped": self.skipped,
+            "failed": len(self.failed),
+            "errors": self.failed[:20],
+            "pointers_flipped": self.pointers_flipped,
+            "bytes_old": self.bytes_old,
+            "bytes_new": self.bytes_new,
+        }
 
 
 def partition_rows(catalog_uri: str, day: str, storage_options: dict[str, str] | None = None) -> Iterator[dict]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -23,7 +24,7 @@ from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout
 from robodata.container.format import checksum
 from robodata.errors import ContainerError
 
-PSNR_SAMPLES = 8   # frames per camera kept from the source to compare against the new encode
+PSNR_SAMPLES = 8  # frames per camera kept from the source to compare against the new encode
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _frames(reader: EpisodeReader, cams: list[str]) -> Iterator[tuple[str, np.nd
         win = reader.read_window(t0, t1, cams)
         items = []
         for c in cams:
-            for rgb, t in zip(win[c].data, win[c].t):
+            for rgb, t in zip(win[c].data, win[c].t, strict=True):
                 t_ns = int(round(t * 1e9))
                 if t_ns > last[c]:
                     items.append((t_ns, c, rgb))
@@ -80,13 +81,24 @@ def _frames(reader: EpisodeReader, cams: list[str]) -> Iterator[tuple[str, np.nd
 
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float32) - b.astype(np.float32)) ** 2))
-    return 99.0 if mse == 0 else float(10 * np.log10(255.0 ** 2 / mse))
+    return 99.0 if mse == 0 else float(10 * np.log10(255.0**2 / mse))
 
 
-def _write(reader: EpisodeReader, layout: Layout, f: Any) -> tuple[dict[str, list[int]], dict[str, dict[int, np.ndarray]]]:
+def _write(
+    reader: EpisodeReader, layout: Layout, f: Any
+) -> tuple[dict[str, list[int]], dict[str, dict[int, np.ndarray]]]:
     m = reader.meta
-    meta = EpisodeMeta(m.episode_id, m.robot, m.site, m.task, m.start_time_ns, dict(m.streams), m.vendor, 0.0,
-                       {**m.extra, "relayout_from": reader.layout_version})
+    meta = EpisodeMeta(
+        m.episode_id,
+        m.robot,
+        m.site,
+        m.task,
+        m.start_time_ns,
+        dict(m.streams),
+        m.vendor,
+        0.0,
+        {**m.extra, "relayout_from": reader.layout_version},
+    )
     cams = [s for s, sp in m.streams.items() if sp.kind == "video"]
     times: dict[str, list[int]] = {c: [] for c in cams}
     probes: dict[str, dict[int, np.ndarray]] = {c: {} for c in cams}
@@ -108,20 +120,28 @@ def _write(reader: EpisodeReader, layout: Layout, f: Any) -> tuple[dict[str, lis
                 flat = tab.column("value").combine_chunks().flatten().to_numpy(zero_copy_only=False)
                 w.write_array(s, t, flat.astype(sp.dtype, copy=False).reshape((len(t), *sp.shape)))
             else:
-                w.write_events(s, t, tab.column("label").to_pylist(),
-                               [json.loads(x) for x in tab.column("payload").to_pylist()])
+                w.write_events(
+                    s, t, tab.column("label").to_pylist(), [json.loads(x) for x in tab.column("payload").to_pylist()]
+                )
     return times, probes
 
 
-def verify(src: EpisodeReader, new: EpisodeReader, times: dict[str, list[int]] | None = None,
-           probes: dict[str, dict[int, np.ndarray]] | None = None, min_psnr_db: float = 30.0) -> float:
+def verify(
+    src: EpisodeReader,
+    new: EpisodeReader,
+    times: dict[str, list[int]] | None = None,
+    probes: dict[str, dict[int, np.ndarray]] | None = None,
+    min_psnr_db: float = 30.0,
+) -> float:
     """Full read of `new` against `src`; raises ContainerError naming the first difference.
     Returns the lowest PSNR of the probed frames."""
     ep = src.meta.episode_id
     if new.meta.episode_id != ep:
         raise ContainerError(ep, f"relaid object holds episode {new.meta.episode_id!r}")
     if set(new.meta.streams) != set(src.meta.streams):
-        raise ContainerError(ep, f"streams differ after relayout: {sorted(new.meta.streams)} vs {sorted(src.meta.streams)}")
+        raise ContainerError(
+            ep, f"streams differ after relayout: {sorted(new.meta.streams)} vs {sorted(src.meta.streams)}"
+        )
     cams = [s for s, sp in src.meta.streams.items() if sp.kind == "video"]
     if times is None:
         times = {c: [] for c in cams}
@@ -136,8 +156,11 @@ def verify(src: EpisodeReader, new: EpisodeReader, times: dict[str, list[int]] |
             worst = min(worst, _psnr(rgb, ref))
     for c in cams:
         if got[c] != times[c]:
-            raise ContainerError(ep, f"camera {c!r}: {len(got[c])} frames after relayout, {len(times[c])} before, "
-                                     "or their timestamps differ")
+            raise ContainerError(
+                ep,
+                f"camera {c!r}: {len(got[c])} frames after relayout, {len(times[c])} before, "
+                "or their timestamps differ",
+            )
     if worst < min_psnr_db:
         raise ContainerError(ep, f"re-encoded frames have PSNR {worst:.1f} dB < {min_psnr_db} dB")
     for s, sp in src.meta.streams.items():
@@ -156,8 +179,9 @@ def sibling_uri(uri: str, episode_id: str, layout_version: str) -> str:
     return f"{head}/{episode_id}.{layout_version}.rdep"
 
 
-def rewrite(src: EpisodeReader, layout: Layout, dst: str, min_psnr_db: float = 30.0, check: bool = True,
-            **storage_options: Any) -> RewriteResult:
+def rewrite(
+    src: EpisodeReader, layout: Layout, dst: str, min_psnr_db: float = 30.0, check: bool = True, **storage_options: Any
+) -> RewriteResult:
     """Write `src` in `layout` to `dst` (local path or fsspec URL) via a temporary object, verified
     (check=False skips the full read, e.g. for scratch copies the advisor measures)."""
     fs, path = fsspec.core.url_to_fs(dst, **storage_options)
@@ -188,4 +212,6 @@ def rewrite(src: EpisodeReader, layout: Layout, dst: str, min_psnr_db: float = 3
         except Exception:
             pass
         raise
-    return RewriteResult(dst, info[3], int(info[0]), int(info[1]), int(info[2]), {c: len(v) for c, v in times.items()}, psnr)
+    return RewriteResult(
+        dst, info[3], int(info[0]), int(info[1]), int(info[2]), {c: len(v) for c, v in times.items()}, psnr
+    )

@@ -20,8 +20,8 @@ from robodata.errors import ConfigError
 
 @dataclass(frozen=True)
 class Sample:
-    episode: int          # index into the episode list
-    t: float              # anchor, seconds since episode start
+    episode: int  # index into the episode list
+    t: float  # anchor, seconds since episode start
 
 
 def rates_json(meta: EpisodeMeta) -> str:
@@ -32,13 +32,19 @@ def sample_anchors(metas: list[EpisodeMeta], pattern: ReadPattern, n: int, seed:
     """n samples drawn uniformly from every sample the pattern defines over these episodes."""
     if not metas:
         raise ConfigError("need at least one sample episode")
-    table = pa.table({"duration_s": pa.array([m.duration_s for m in metas], pa.float64()),
-                      "stream_rates_json": pa.array([rates_json(m) for m in metas], pa.string())})
+    table = pa.table(
+        {
+            "duration_s": pa.array([m.duration_s for m in metas], pa.float64()),
+            "stream_rates_json": pa.array([rates_json(m) for m in metas], pa.string()),
+        }
+    )
     index = SampleIndex(table, pattern)
     total = len(index)
     if total == 0:
-        raise ConfigError(f"pattern {pattern.name!r} has no sample in these episodes (too short for its windows: "
-                          f"durations {[round(m.duration_s, 2) for m in metas]})")
+        raise ConfigError(
+            f"pattern {pattern.name!r} has no sample in these episodes (too short for its windows: "
+            f"durations {[round(m.duration_s, 2) for m in metas]})"
+        )
     rng = np.random.default_rng(seed)
     ids = rng.choice(total, size=n, replace=total < n)
     out = []
@@ -51,8 +57,10 @@ def sample_anchors(metas: list[EpisodeMeta], pattern: ReadPattern, n: int, seed:
 def window_rate(w: StreamWindow, meta: EpisodeMeta) -> float:
     missing = [s for s in w.streams if s not in meta.streams]
     if missing:
-        raise ConfigError(f"window {w.name!r} reads {missing}, which episode {meta.episode_id!r} does not have "
-                          f"(streams: {sorted(meta.streams)})")
+        raise ConfigError(
+            f"window {w.name!r} reads {missing}, which episode {meta.episode_id!r} does not have "
+            f"(streams: {sorted(meta.streams)})"
+        )
     return min(meta.streams[s].rate_hz for s in w.streams)
 
 

@@ -15,9 +15,10 @@ AWS credential chain (web identity on Kubernetes, instance profile, ~/.aws).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from robodata.config import require
 
@@ -26,7 +27,7 @@ _SCHEMES = ("s3://", "file://")
 
 @dataclass(frozen=True)
 class StorageLocation:
-    root: str                        # absolute local path, file://..., or s3://bucket[/prefix]
+    root: str  # absolute local path, file://..., or s3://bucket[/prefix]
     endpoint_url: str | None = None  # S3-compatible endpoint (MinIO, moto, ...); None = AWS
     region: str | None = None
     key: str | None = None
@@ -35,10 +36,15 @@ class StorageLocation:
     def __post_init__(self) -> None:
         require(bool(self.root), "StorageLocation.root must not be empty")
         if "://" in self.root:
-            require(self.root.startswith(_SCHEMES), f"StorageLocation.root: unsupported scheme in {self.root!r}; use a path or s3://")
+            require(
+                self.root.startswith(_SCHEMES),
+                f"StorageLocation.root: unsupported scheme in {self.root!r}; use a path or s3://",
+            )
             if self.is_s3:
-                require(len(self.root) > len("s3://") and not self.root[5:].startswith("/"),
-                        f"StorageLocation.root: no bucket in {self.root!r}")
+                require(
+                    len(self.root) > len("s3://") and not self.root[5:].startswith("/"),
+                    f"StorageLocation.root: no bucket in {self.root!r}",
+                )
         else:
             require(os.path.isabs(self.root), f"StorageLocation.root must be absolute or s3://, got {self.root!r}")
         require((self.key is None) == (self.secret is None), "StorageLocation: set both key and secret, or neither")
@@ -48,16 +54,18 @@ class StorageLocation:
         return self.root.startswith("s3://")
 
     @classmethod
-    def from_env(cls, root: str, env: Mapping[str, str] | None = None) -> "StorageLocation":
+    def from_env(cls, root: str, env: Mapping[str, str] | None = None) -> StorageLocation:
         """Root plus the standard AWS_* variables (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)."""
         e = os.environ if env is None else env
         if "://" not in root:
             root = str(Path(root).expanduser().resolve())
-        return cls(root=root.rstrip("/") if root != "/" else root,
-                   endpoint_url=e.get("AWS_ENDPOINT_URL_S3") or e.get("AWS_ENDPOINT_URL") or None,
-                   region=e.get("AWS_REGION") or e.get("AWS_DEFAULT_REGION") or None,
-                   key=e.get("AWS_ACCESS_KEY_ID") or None,
-                   secret=e.get("AWS_SECRET_ACCESS_KEY") or None)
+        return cls(
+            root=root.rstrip("/") if root != "/" else root,
+            endpoint_url=e.get("AWS_ENDPOINT_URL_S3") or e.get("AWS_ENDPOINT_URL") or None,
+            region=e.get("AWS_REGION") or e.get("AWS_DEFAULT_REGION") or None,
+            key=e.get("AWS_ACCESS_KEY_ID") or None,
+            secret=e.get("AWS_SECRET_ACCESS_KEY") or None,
+        )
 
     def join(self, *parts: str) -> str:
         """Root joined with relative parts using '/' (works for paths and URLs)."""

@@ -14,14 +14,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import fsspec
 
 from robodata.errors import RobodataError
 
-_SCRATCH_HEADROOM = 64 * 2**20   # keep this much free on the scratch disk beyond a staged item
+_SCRATCH_HEADROOM = 64 * 2**20  # keep this much free on the scratch disk beyond a staged item
 
 
 def is_remote(uri: str) -> bool:
@@ -74,7 +74,7 @@ def create(uri: str, data: bytes, options: dict[str, Any] | None = None) -> bool
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.link(tmp, path)    # fails if `path` exists: atomic create-if-absent
+        os.link(tmp, path)  # fails if `path` exists: atomic create-if-absent
     except FileExistsError:
         return False
     finally:
@@ -123,14 +123,10 @@ def remove_folder(uri: str, options: dict[str, Any] | None = None, first: Iterab
     fs = filesystem(uri, options)
     base = uri.rstrip("/")
     for name in first:
-        try:
+        with suppress(FileNotFoundError):
             fs.rm_file(f"{base}/{name}")
-        except FileNotFoundError:
-            pass
-    try:
+    with suppress(FileNotFoundError):
         fs.rm(base, recursive=True)
-    except FileNotFoundError:
-        pass
 
 
 def _fsync_path(path: str) -> None:
@@ -161,7 +157,7 @@ def upload(local: str, uri: str, options: dict[str, Any] | None = None) -> int:
     want = os.path.getsize(local)
     fs = filesystem(uri, options)
     if is_remote(uri):
-        fs.put_file(local, uri)          # an S3 PUT / multipart completion is atomic
+        fs.put_file(local, uri)  # an S3 PUT / multipart completion is atomic
     else:
         tmp = local_path(uri) + ".partial"
         fs.put_file(local, tmp)
@@ -182,8 +178,10 @@ def scratch_dir() -> str:
 def _need_space(where: str, nbytes: int, what: str) -> None:
     free = shutil.disk_usage(where).free
     if nbytes + _SCRATCH_HEADROOM > free:
-        raise RobodataError(f"scratch {where}: {free} bytes free, staging {what} needs {nbytes} "
-                            "(set ROBODATA_SCRATCH to a bigger volume)")
+        raise RobodataError(
+            f"scratch {where}: {free} bytes free, staging {what} needs {nbytes} "
+            "(set ROBODATA_SCRATCH to a bigger volume)"
+        )
 
 
 def _listing(fs, uri: str, only: Iterable[str]) -> dict[str, dict]:
@@ -193,7 +191,7 @@ def _listing(fs, uri: str, only: Iterable[str]) -> dict[str, dict]:
     for rel in only:
         for path, info in fs.find(f"{base}/{rel}".rstrip("/"), detail=True).items():
             if info.get("type") == "file":
-                out[path[len(base) + 1:]] = info
+                out[path[len(base) + 1 :]] = info
     return out
 
 
@@ -217,8 +215,8 @@ def fetch_into(uri: str, only: Iterable[str], dest: str, options: dict[str, Any]
     lpaths = [os.path.join(dest, rel) for rel in files]
     for lp in lpaths:
         os.makedirs(os.path.dirname(lp), exist_ok=True)
-    fs.get([f"{base}/{rel}" for rel in files], lpaths)   # concurrent requests on S3
-    for lp, info in zip(lpaths, files.values()):
+    fs.get([f"{base}/{rel}" for rel in files], lpaths)  # concurrent requests on S3
+    for lp, info in zip(lpaths, files.values(), strict=True):
         mt = _mtime(info)
         if mt is not None:
             os.utime(lp, (mt, mt))
@@ -236,7 +234,7 @@ def local_input(uri: str, options: dict[str, Any] | None = None, only: Iterable[
         dest = os.path.join(stage, uri.rstrip("/").rsplit("/", 1)[-1])
         fs = filesystem(uri, options)
         if only is None and not fs.isdir(uri):
-            info = fs.info(uri)   # FileNotFoundError when missing
+            info = fs.info(uri)  # FileNotFoundError when missing
             _need_space(stage, int(info.get("size") or 0), uri)
             fs.get_file(uri, dest)
             mt = _mtime(info)

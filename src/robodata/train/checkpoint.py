@@ -76,10 +76,10 @@ def _step_dirs(root: str | Path, options: Options) -> tuple[dict[str, str], set[
     dirs: dict[str, str] = {}
     marked: set[str] = set()
     for path, info in found.items():
-        rel = path[len(base) + 1:].split("/")
+        rel = path[len(base) + 1 :].split("/")
         if not PARTIAL_RE.match(rel[0]):
             continue
-        dirs.setdefault(rel[0], _join(root, rel[0]))   # on S3 a folder exists through its objects
+        dirs.setdefault(rel[0], _join(root, rel[0]))  # on S3 a folder exists through its objects
         if len(rel) == 2 and rel[1] == COMPLETE and info.get("type") == "file":
             marked.add(rel[0])
     return dirs, marked
@@ -102,8 +102,9 @@ def read_marker(path: str | Path, options: Options = None) -> dict[str, Any]:
     return json.loads(objects.read_bytes(_join(path, COMPLETE), options))
 
 
-def checkpoint_problem(path: str | Path, files: list[str] | None = None, verify_crc: bool = True,
-                       options: Options = None) -> str | None:
+def checkpoint_problem(
+    path: str | Path, files: list[str] | None = None, verify_crc: bool = True, options: Options = None
+) -> str | None:
     """Why checkpoint `path` is unusable, or None. `files`: only check these entries of COMPLETE."""
     try:
         expected: dict[str, list[int]] = read_marker(path, options)["files"]
@@ -111,7 +112,7 @@ def checkpoint_problem(path: str | Path, files: list[str] | None = None, verify_
         return f"unreadable {COMPLETE} marker ({exc})"
     if ".metadata" not in expected or META not in expected:
         return f"{COMPLETE} marker does not list .metadata and {META}"
-    for name in (files if files is not None else sorted(expected)):
+    for name in files if files is not None else sorted(expected):
         size, crc = expected[name]
         f = _join(path, name)
         try:
@@ -131,7 +132,7 @@ def _files(folder: str, options: Options, rank: int | None = None) -> dict[str, 
     base = fs._strip_protocol(folder).rstrip("/")
     out = {}
     for path, info in fs.find(base, maxdepth=1, detail=True).items():
-        name = path[len(base) + 1:]
+        name = path[len(base) + 1 :]
         if info.get("type") == "file" and (rank is None or name.startswith(f"__{rank}_")):
             out[name] = int(info["size"])
     return out
@@ -141,8 +142,16 @@ class CheckpointManager:
     """Collective save/resume of one run's checkpoints under `root` (a folder or s3://...,
     reached with the fsspec `options`). All ranks call every method."""
 
-    def __init__(self, root: str | Path, keep: int, verify: bool, rank: int, world_size: int, device: torch.device,
-                 options: Options = None):
+    def __init__(
+        self,
+        root: str | Path,
+        keep: int,
+        verify: bool,
+        rank: int,
+        world_size: int,
+        device: torch.device,
+        options: Options = None,
+    ):
         self.root, self.keep, self.verify = str(root).rstrip("/"), keep, verify
         self.options = dict(options or {})
         self.rank, self.world_size, self.device = rank, world_size, device
@@ -173,13 +182,15 @@ class CheckpointManager:
     def save(self, step: int, state: dict[str, Any], meta: dict[str, Any]) -> str:
         final = self.path(step)
         staging = objects.staging_folder(final)
-        if self.rank == 0:   # a leftover of an earlier attempt at this step (on S3: maybe `final` itself)
+        if self.rank == 0:  # a leftover of an earlier attempt at this step (on S3: maybe `final` itself)
             objects.remove_folder(staging, self.options, first=[COMPLETE])
         self._barrier()
         opts = objects.fsspec_kwargs(staging, self.options)
         dcp.save(state, storage_writer=FsspecWriter(staging, **opts))
-        mine = {name: [size, crc32_file(_join(staging, name), options=self.options)]
-                for name, size in sorted(_files(staging, self.options, self.rank).items())}
+        mine = {
+            name: [size, crc32_file(_join(staging, name), options=self.options)]
+            for name, size in sorted(_files(staging, self.options, self.rank).items())
+        }
         files: dict[str, list[int]] = {}
         for part in self._gather(mine):
             files.update(part)
@@ -190,16 +201,16 @@ class CheckpointManager:
                 if name not in files and name != COMPLETE:
                     files[name] = [size, crc32_file(_join(staging, name), options=self.options)]
             marker = json.dumps({"step": step, "time": time.time(), "files": files}).encode()
-            objects.write_durable(_join(staging, COMPLETE), marker, self.options)   # last: publishes on S3
-            objects.publish_folder(staging, final, self.options)                    # local: rename into place
+            objects.write_durable(_join(staging, COMPLETE), marker, self.options)  # last: publishes on S3
+            objects.publish_folder(staging, final, self.options)  # local: rename into place
             self._prune(keep_step=step)
         self._barrier()
         return final
 
     def _prune(self, keep_step: int) -> None:
-        for old in complete_checkpoints(self.root, self.options)[self.keep:]:
+        for old in complete_checkpoints(self.root, self.options)[self.keep :]:
             objects.remove_folder(old, self.options, first=[COMPLETE])
-        for stale in partial_checkpoints(self.root, self.options):   # no save is in flight now
+        for stale in partial_checkpoints(self.root, self.options):  # no save is in flight now
             if _name(stale) != step_dir_name(keep_step):
                 objects.remove_folder(stale, self.options)
 
@@ -215,8 +226,11 @@ class CheckpointManager:
                 names = sorted(read_marker(path, self.options)["files"])
             except (OSError, ValueError, KeyError, TypeError):
                 names = []
-            problem = checkpoint_problem(path, names[self.rank::self.world_size], self.verify, self.options) \
-                if names else f"unreadable {COMPLETE} marker"
+            problem = (
+                checkpoint_problem(path, names[self.rank :: self.world_size], self.verify, self.options)
+                if names
+                else f"unreadable {COMPLETE} marker"
+            )
             problems = [p for p in self._gather(problem) if p]
             if not problems:
                 return path
@@ -246,9 +260,12 @@ def load_full_tensors(path: str | Path, prefix: str = "model.", options: Options
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
     md = _reader(path, options).read_metadata().state_dict_metadata
-    out = {k: torch.empty(m.size, dtype=m.properties.dtype) for k, m in md.items()
-           if k.startswith(prefix) and isinstance(m, TensorStorageMetadata)}
+    out = {
+        k: torch.empty(m.size, dtype=m.properties.dtype)
+        for k, m in md.items()
+        if k.startswith(prefix) and isinstance(m, TensorStorageMetadata)
+    }
     if not out:
         raise RobodataError(f"checkpoint {path} holds no tensors under {prefix!r}")
     dcp.load(out, storage_reader=_reader(path, options), no_dist=True)
-    return {k[len(prefix):]: v for k, v in out.items()}
+    return {k[len(prefix) :]: v for k, v in out.items()}

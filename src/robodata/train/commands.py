@@ -50,9 +50,10 @@ def load_with_overrides(path: str, overrides: list[str] | None):
     return config_from_dict(apply_overrides(data, overrides))
 
 
-def train(config: str = typer.Argument(..., help="training config YAML"),
-          set_: list[str] = typer.Option(None, "--set", help="override, e.g. --set topology.nodes=1 (repeatable)")
-          ) -> None:
+def train(
+    config: str = typer.Argument(..., help="training config YAML"),
+    set_: list[str] = typer.Option(None, "--set", help="override, e.g. --set topology.nodes=1 (repeatable)"),
+) -> None:
     """Train (or resume, from the newest complete checkpoint in run_dir) and print the result."""
     from robodata.train.launch import train as run
 
@@ -69,8 +70,10 @@ def train(config: str = typer.Argument(..., help="training config YAML"),
         raise typer.Exit(3)
 
 
-def lineage(checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
-            as_json: bool = typer.Option(False, "--json", help="print the whole meta.json")) -> None:
+def lineage(
+    checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
+    as_json: bool = typer.Option(False, "--json", help="print the whole meta.json"),
+) -> None:
     """Print the data and code a checkpoint was trained on."""
     from robodata.train.lineage import LINEAGE_KEYS, read_checkpoint_meta
 
@@ -91,5 +94,7 @@ def lineage(checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run
         print(f"{key}: {json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value}")
     gp = meta.get("goodput", {})
     if gp:
-        print("goodput: " + " ".join(f"{k}={gp[k]}" for k in ("goodput", "data_wait_fraction", "restarts",
-                                                                 "lost_steps") if k in gp))
+        print(
+            "goodput: "
+            + " ".join(f"{k}={gp[k]}" for k in ("goodput", "data_wait_fraction", "restarts", "lost_steps") if k in gp)
+        )

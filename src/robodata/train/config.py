@@ -1,11 +1,11 @@
 """Typed training config (YAML), validated before any process starts.
 
-    run_dir: .train/run-a          # checkpoints, heartbeat, result.json; a rerun resumes here
-    steps: 200
-    global_batch_size: 32          # constant across world sizes: resuming on fewer ranks
-    topology: {nodes: 2, gpus_per_node: 2}   # sees the same global batches
-    data: {kind: synthetic}
-    checkpoint: {every_steps: 50}
+run_dir: .train/run-a          # checkpoints, heartbeat, result.json; a rerun resumes here
+steps: 200
+global_batch_size: 32          # constant across world sizes: resuming on fewer ranks
+topology: {nodes: 2, gpus_per_node: 2}   # sees the same global batches
+data: {kind: synthetic}
+checkpoint: {every_steps: 50}
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ def check_numbers(obj: object) -> None:
 
 @dataclass
 class TopologyConfig:
-    nodes: int = 1                 # replicate dim of the mesh (inter-node)
-    gpus_per_node: int = 1         # shard dim of the mesh (intra-node); processes per node
-    device: str = "auto"           # auto: cuda when available, else cpu
-    backend: str = "auto"          # auto: nccl on cuda, gloo on cpu
-    start_method: str = "auto"     # local launcher: fork on cpu, spawn on cuda
-    timeout_s: float = 300.0       # collective timeout (a dead peer fails the run, not hangs it)
+    nodes: int = 1  # replicate dim of the mesh (inter-node)
+    gpus_per_node: int = 1  # shard dim of the mesh (intra-node); processes per node
+    device: str = "auto"  # auto: cuda when available, else cpu
+    backend: str = "auto"  # auto: nccl on cuda, gloo on cpu
+    start_method: str = "auto"  # local launcher: fork on cpu, spawn on cuda
+    timeout_s: float = 300.0  # collective timeout (a dead peer fails the run, not hangs it)
 
     def __post_init__(self) -> None:
         check_numbers(self)
@@ -53,8 +53,10 @@ class TopologyConfig:
         require(self.gpus_per_node >= 1, f"topology.gpus_per_node must be >= 1, got {self.gpus_per_node}")
         require(self.device in DEVICES, f"topology.device must be one of {DEVICES}, got {self.device!r}")
         require(self.backend in BACKENDS, f"topology.backend must be one of {BACKENDS}, got {self.backend!r}")
-        require(self.start_method in START_METHODS,
-                f"topology.start_method must be one of {START_METHODS}, got {self.start_method!r}")
+        require(
+            self.start_method in START_METHODS,
+            f"topology.start_method must be one of {START_METHODS}, got {self.start_method!r}",
+        )
         require(self.timeout_s > 0, "topology.timeout_s must be > 0")
         require(not (self.device == "cpu" and self.backend == "nccl"), "topology: nccl needs device cuda")
 
@@ -66,21 +68,23 @@ class TopologyConfig:
 @dataclass
 class ModelConfig:
     cameras: list[str] = field(default_factory=lambda: ["cam_left", "wrist"])
-    state_key: str = "joint_pos"   # batch key of the proprio state, (B, S) or (B, T, S): last step used
-    action_key: str = "cmd"        # batch key of the actions, (B, K', A) with K' >= action_chunk
+    state_key: str = "joint_pos"  # batch key of the proprio state, (B, S) or (B, T, S): last step used
+    action_key: str = "cmd"  # batch key of the actions, (B, K', A) with K' >= action_chunk
     channels: list[int] = field(default_factory=lambda: [16, 32, 32])  # conv encoder, stride 2 each
     latent_dim: int = 64
     hidden_dim: int = 128
     state_dim: int = 7
     action_dim: int = 7
-    action_chunk: int = 4          # actions predicted per sample
-    dropout: float = 0.1           # masks keyed by (seed, step, global sample): world-size independent
+    action_chunk: int = 4  # actions predicted per sample
+    dropout: float = 0.1  # masks keyed by (seed, step, global sample): world-size independent
     latent_loss_weight: float = 0.5
 
     def __post_init__(self) -> None:
         check_numbers(self)
-        require(len(self.cameras) >= 1 and len(set(self.cameras)) == len(self.cameras),
-                f"model.cameras must be distinct and non-empty, got {self.cameras}")
+        require(
+            len(self.cameras) >= 1 and len(set(self.cameras)) == len(self.cameras),
+            f"model.cameras must be distinct and non-empty, got {self.cameras}",
+        )
         require(len(self.channels) >= 1 and all(c >= 1 for c in self.channels), "model.channels must be >= 1")
         for name in ("latent_dim", "hidden_dim", "state_dim", "action_dim", "action_chunk"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
@@ -90,20 +94,20 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    kind: str = "synthetic"        # synthetic | manifest
-    manifest: str | None = None    # manifest parquet (kind=manifest)
-    episodes: int = 256            # synthetic: number of samples
-    image_size: int = 32           # synthetic: frame height = width
-    frames: int = 2                # frames per camera per sample: context + the next frame
-    num_workers: int = 0           # DataLoader worker processes per rank
+    kind: str = "synthetic"  # synthetic | manifest
+    manifest: str | None = None  # manifest parquet (kind=manifest)
+    episodes: int = 256  # synthetic: number of samples
+    image_size: int = 32  # synthetic: frame height = width
+    frames: int = 2  # frames per camera per sample: context + the next frame
+    num_workers: int = 0  # DataLoader worker processes per rank
     prefetch_factor: int = 2
     # kind=manifest (robodata.dataset.PatternDataset / PatternSampler):
     split: str | None = "train"
-    shuffle: str = "global"        # global keeps resumes on another world size exact; block is cache-friendlier
+    shuffle: str = "global"  # global keeps resumes on another world size exact; block is cache-friendlier
     block_size: int = 8
-    stride_s: float = 0.5          # anchor spacing of the default read pattern
-    pattern: dict | None = None    # a full ReadPattern (robodata.dataset) instead of the default
-    cache_dir: str | None = None   # node page cache for remote containers
+    stride_s: float = 0.5  # anchor spacing of the default read pattern
+    pattern: dict | None = None  # a full ReadPattern (robodata.dataset) instead of the default
+    cache_dir: str | None = None  # node page cache for remote containers
     cache_budget_gb: float = 8.0
     storage_options: dict = field(default_factory=dict)  # fsspec options for s3:// manifests and caches
 
@@ -115,10 +119,13 @@ class DataConfig:
         require(self.image_size >= 8 and self.image_size % 2 == 0, "data.image_size must be even and >= 8")
         require(self.frames >= 2, "data.frames must be >= 2 (context frames + the next frame)")
         require(self.num_workers >= 0 and self.prefetch_factor >= 1, "data.num_workers >= 0, prefetch_factor >= 1")
-        require(self.shuffle in ("global", "block", "none"),
-                f"data.shuffle must be global|block|none, got {self.shuffle!r}")
-        require(self.block_size >= 1 and self.stride_s > 0 and self.cache_budget_gb > 0,
-                "data.block_size >= 1, stride_s > 0, cache_budget_gb > 0")
+        require(
+            self.shuffle in ("global", "block", "none"), f"data.shuffle must be global|block|none, got {self.shuffle!r}"
+        )
+        require(
+            self.block_size >= 1 and self.stride_s > 0 and self.cache_budget_gb > 0,
+            "data.block_size >= 1, stride_s > 0, cache_budget_gb > 0",
+        )
         if self.pattern is not None:
             from robodata.dataset import ReadPattern
 
@@ -131,7 +138,7 @@ class OptimConfig:
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.95)
     warmup_steps: int = 10
-    grad_clip: float = 1.0         # 0 disables clipping
+    grad_clip: float = 1.0  # 0 disables clipping
 
     def __post_init__(self) -> None:
         check_numbers(self)
@@ -143,17 +150,19 @@ class OptimConfig:
 
 @dataclass
 class CheckpointConfig:
-    every_steps: int = 50          # also one at exit (end of training or SIGTERM)
-    keep: int = 3                  # complete checkpoints kept; older ones are deleted
-    verify: bool = True            # check per-file CRC32 before resuming from a checkpoint
-    root: str | None = None        # folder or s3://bucket/prefix for this run's checkpoints; None: run_dir/checkpoints
-                                   # (S3 endpoint/credentials from the AWS_* variables, never from this file)
+    every_steps: int = 50  # also one at exit (end of training or SIGTERM)
+    keep: int = 3  # complete checkpoints kept; older ones are deleted
+    verify: bool = True  # check per-file CRC32 before resuming from a checkpoint
+    root: str | None = None  # folder or s3://bucket/prefix for this run's checkpoints; None: run_dir/checkpoints
+    # (S3 endpoint/credentials from the AWS_* variables, never from this file)
 
     def __post_init__(self) -> None:
         check_numbers(self)
         if self.root is not None:
-            require(bool(self.root) and (("://" not in self.root) or self.root.startswith(("s3://", "file://"))),
-                    f"checkpoint.root must be a folder or s3://..., got {self.root!r}")
+            require(
+                bool(self.root) and (("://" not in self.root) or self.root.startswith(("s3://", "file://"))),
+                f"checkpoint.root must be a folder or s3://..., got {self.root!r}",
+            )
         require(self.every_steps >= 1, f"checkpoint.every_steps must be >= 1, got {self.every_steps}")
         require(self.keep >= 1, f"checkpoint.keep must be >= 1, got {self.keep}")
 
@@ -177,12 +186,16 @@ class TrainConfig:
         require(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
         require(self.log_every >= 1, "log_every must be >= 1")
         ws = self.topology.world_size
-        require(self.global_batch_size >= ws and self.global_batch_size % ws == 0,
-                f"global_batch_size {self.global_batch_size} must be a positive multiple of the world size {ws} "
-                f"(nodes {self.topology.nodes} x gpus_per_node {self.topology.gpus_per_node})")
+        require(
+            self.global_batch_size >= ws and self.global_batch_size % ws == 0,
+            f"global_batch_size {self.global_batch_size} must be a positive multiple of the world size {ws} "
+            f"(nodes {self.topology.nodes} x gpus_per_node {self.topology.gpus_per_node})",
+        )
         if self.data.kind == "synthetic":
-            require(self.data.episodes >= self.global_batch_size,
-                    f"data.episodes ({self.data.episodes}) must be >= global_batch_size ({self.global_batch_size})")
+            require(
+                self.data.episodes >= self.global_batch_size,
+                f"data.episodes ({self.data.episodes}) must be >= global_batch_size ({self.global_batch_size})",
+            )
 
     @property
     def local_batch_size(self) -> int:

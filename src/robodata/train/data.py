@@ -13,8 +13,9 @@ benches; `manifest` is the real dataset over a curated manifest (robodata.datase
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,7 +29,7 @@ from robodata.train.config import TrainConfig
 @dataclass
 class DataSource:
     dataset: Dataset
-    sampler: Any                                          # Stateful distributed sampler
+    sampler: Any  # Stateful distributed sampler
     lineage: dict[str, Any] = field(default_factory=dict)  # manifest hash, catalog version, ...
 
 
@@ -39,8 +40,19 @@ class SyntheticEpisodes(Dataset):
     goal, so predicting it needs vision), and the arm moves with the first action over the
     frames. Deterministic in (seed, i)."""
 
-    def __init__(self, n: int, cameras: list[str], frames: int, size: int, state_dim: int, action_dim: int,
-                 chunk: int, seed: int = 0, state_key: str = "joint_pos", action_key: str = "cmd"):
+    def __init__(
+        self,
+        n: int,
+        cameras: list[str],
+        frames: int,
+        size: int,
+        state_dim: int,
+        action_dim: int,
+        chunk: int,
+        seed: int = 0,
+        state_key: str = "joint_pos",
+        action_key: str = "cmd",
+    ):
         self.state_key, self.action_key = state_key, action_key
         self.n, self.cameras, self.frames, self.size = n, list(cameras), frames, size
         self.state_dim, self.action_dim, self.chunk, self.seed = state_dim, action_dim, chunk, seed
@@ -70,7 +82,7 @@ class SyntheticEpisodes(Dataset):
         arm0 = 0.5 + 0.3 * np.array([state[0], state[1 % self.state_dim]])
         vel = 0.1 * np.array([action[0, 0], action[0, 1 % self.action_dim]])
         for c, cam in enumerate(self.cameras):
-            shift = 0.04 * c                                  # each camera sees the scene a bit offset
+            shift = 0.04 * c  # each camera sees the scene a bit offset
             goal_blob = self._blob(*((0.5 + 0.35 * goal + shift) * self.size)) * np.array([40, 60, 220])
             noise = rng.integers(0, 24, (self.frames, self.size, self.size, 1)).astype(np.float32)
             out = np.empty((self.frames, self.size, self.size, 3), np.uint8)
@@ -109,20 +121,38 @@ class RoundRobinSampler(Sampler[int]):
         return self.state_at(self.position)
 
     def state_at(self, consumed: int) -> dict[str, Any]:
-        return {"seed": self.seed, "epoch": self.epoch, "position": int(consumed), "rank": self.rank,
-                "world_size": self.world_size, "num_samples": self.num_samples}
+        return {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "position": int(consumed),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "num_samples": self.num_samples,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in ("seed", "world_size", "num_samples"):
-            require(state[k] == getattr(self, k),
-                    f"sampler state was saved with {k}={state[k]!r}, this sampler has {getattr(self, k)!r}")
+            require(
+                state[k] == getattr(self, k),
+                f"sampler state was saved with {k}={state[k]!r}, this sampler has {getattr(self, k)!r}",
+            )
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
 def build_synthetic(cfg: TrainConfig, rank: int, world_size: int) -> DataSource:
     m, d = cfg.model, cfg.data
-    ds = SyntheticEpisodes(d.episodes, m.cameras, d.frames, d.image_size, m.state_dim, m.action_dim,
-                           m.action_chunk, seed=cfg.seed, state_key=m.state_key, action_key=m.action_key)
+    ds = SyntheticEpisodes(
+        d.episodes,
+        m.cameras,
+        d.frames,
+        d.image_size,
+        m.state_dim,
+        m.action_dim,
+        m.action_chunk,
+        seed=cfg.seed,
+        state_key=m.state_key,
+        action_key=m.action_key,
+    )
     lineage = {"source": "synthetic", "manifest_hash": f"synthetic-{d.episodes}x{d.image_size}-seed{cfg.seed}"}
     return DataSource(ds, RoundRobinSampler(d.episodes, cfg.seed, rank, world_size), lineage)
 
@@ -145,16 +175,29 @@ class StatefulLoader:
     loop has *taken* (prefetched ones are re-read after a resume), and is portable across world
     sizes: the global position (per-rank position x world size) is what is kept."""
 
-    def __init__(self, source: DataSource, batch_size: int, world_size: int, num_workers: int = 0,
-                 prefetch_factor: int = 2, seed: int = 0):
+    def __init__(
+        self,
+        source: DataSource,
+        batch_size: int,
+        world_size: int,
+        num_workers: int = 0,
+        prefetch_factor: int = 2,
+        seed: int = 0,
+    ):
         self.sampler, self.batch_size, self.world_size = source.sampler, batch_size, world_size
         kw: dict[str, Any] = {"num_workers": num_workers, "persistent_workers": num_workers > 0}
         if num_workers > 0:
             kw["prefetch_factor"] = prefetch_factor
-        self.loader = DataLoader(source.dataset, batch_size=batch_size, sampler=self.sampler, drop_last=True,
-                                 generator=torch.Generator().manual_seed(seed), **kw)
+        self.loader = DataLoader(
+            source.dataset,
+            batch_size=batch_size,
+            sampler=self.sampler,
+            drop_last=True,
+            generator=torch.Generator().manual_seed(seed),
+            **kw,
+        )
         self.epoch = self.sampler.epoch
-        self.consumed = 0                       # samples of this rank taken in the current epoch
+        self.consumed = 0  # samples of this rank taken in the current epoch
 
     def __iter__(self) -> Iterator[Any]:
         while True:
@@ -166,23 +209,31 @@ class StatefulLoader:
                 self.consumed += self.batch_size
                 yield batch
             if not got:
-                raise RobodataError(f"epoch {self.epoch} gave no full batch of {self.batch_size} on this rank "
-                                    f"(sampler length {len(self.sampler)}): the dataset is too small")
+                raise RobodataError(
+                    f"epoch {self.epoch} gave no full batch of {self.batch_size} on this rank "
+                    f"(sampler length {len(self.sampler)}): the dataset is too small"
+                )
             self.epoch, self.consumed = self.epoch + 1, 0
 
     def state_dict(self) -> dict[str, Any]:
         st = dict(self.sampler.state_at(self.consumed))
         st.pop("rank", None)  # the position is global; any rank's copy resumes every rank
-        st.update(epoch=self.epoch, position=self.consumed, world_size=self.world_size,
-                  global_position=self.consumed * self.world_size)
+        st.update(
+            epoch=self.epoch,
+            position=self.consumed,
+            world_size=self.world_size,
+            global_position=self.consumed * self.world_size,
+        )
         return st
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume; a state saved on another world size resumes at the same global position."""
         global_pos = int(state.get("global_position", int(state["position"]) * int(state["world_size"])))
         if global_pos % self.world_size:
-            raise RobodataError(f"cannot resume sampler at global position {global_pos} on world size "
-                                f"{self.world_size}: not a multiple (keep global_batch_size constant)")
+            raise RobodataError(
+                f"cannot resume sampler at global position {global_pos} on world size "
+                f"{self.world_size}: not a multiple (keep global_batch_size constant)"
+            )
         self.epoch, self.consumed = int(state["epoch"]), global_pos // self.world_size
         mine = dict(state, position=self.consumed, world_size=self.world_size, epoch=self.epoch)
         mine.pop("global_position", None)

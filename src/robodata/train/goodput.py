@@ -27,7 +27,7 @@ FIELDS = ("productive_s", "data_wait_s", "checkpoint_s", "startup_s", "lost_s", 
 class GoodputTracker:
     def __init__(self, started_at: float | None = None):
         self.totals: dict[str, float] = {k: 0.0 for k in FIELDS}
-        self.wall_base = 0.0                       # wall time accounted before this attempt
+        self.wall_base = 0.0  # wall time accounted before this attempt
         self.attempt_start = started_at if started_at is not None else time.time()
         self.lost_steps_last = 0
 

@@ -10,6 +10,7 @@ a step, checkpoint and exit), and if this launcher dies the ranks die with it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -32,17 +33,21 @@ def _free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    try:  # Linux: SIGKILL this rank when the launcher goes away
+    with contextlib.suppress(OSError):  # Linux: SIGKILL this rank when the launcher goes away
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _local_rank_main(index: int, cfg: TrainConfig, port: int, started_at: float) -> None:
     _die_with_parent()
     ws = cfg.topology.world_size
-    os.environ.update(RANK=str(index), WORLD_SIZE=str(ws), LOCAL_RANK=str(index % cfg.topology.gpus_per_node),
-                      LOCAL_WORLD_SIZE=str(ws), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(index),
+        WORLD_SIZE=str(ws),
+        LOCAL_RANK=str(index % cfg.topology.gpus_per_node),
+        LOCAL_WORLD_SIZE=str(ws),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     from robodata.train.loop import run_worker
 
     run_worker(cfg, started_at)
@@ -78,8 +83,13 @@ def train(cfg: TrainConfig, fresh_process: bool = False) -> dict[str, Any]:
     Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
     result_path = Path(cfg.run_dir) / "result.json"
     result_path.unlink(missing_ok=True)
-    ctx = mp.start_processes(_local_rank_main, args=(cfg, _free_port(), started_at), nprocs=cfg.topology.world_size,
-                             join=False, start_method=_start_method(cfg, fresh_process))
+    ctx = mp.start_processes(
+        _local_rank_main,
+        args=(cfg, _free_port(), started_at),
+        nprocs=cfg.topology.world_size,
+        join=False,
+        start_method=_start_method(cfg, fresh_process),
+    )
 
     def forward(signum, _frame):  # preemption: every rank checkpoints at the next step and exits
         for p in ctx.processes:
@@ -93,8 +103,10 @@ def train(cfg: TrainConfig, fresh_process: bool = False) -> dict[str, Any]:
     except mp.ProcessRaisedException as exc:
         raise RobodataError(f"training rank {exc.error_index} failed:\n{exc}") from None
     except mp.ProcessExitedException as exc:
-        raise RobodataError(f"training rank {exc.error_index} died ({exc}); rerun to resume from the newest "
-                            f"complete checkpoint in {cfg.checkpoint_dir}") from None
+        raise RobodataError(
+            f"training rank {exc.error_index} died ({exc}); rerun to resume from the newest "
+            f"complete checkpoint in {cfg.checkpoint_dir}"
+        ) from None
     finally:
         if prev is not None:
             signal.signal(signal.SIGTERM, prev)
@@ -121,8 +133,9 @@ def train_in_subprocess(cfg: TrainConfig, timeout_s: float | None = None) -> dic
     cfg_path.write_text(yaml.safe_dump(json.loads(json.dumps(dataclasses.asdict(cfg)))))
     log_path = run_dir / "launch.log"
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "robodata.train.launch", str(cfg_path)], stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "robodata.train.launch", str(cfg_path)], stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except BaseException:

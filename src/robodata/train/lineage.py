@@ -16,12 +16,18 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from robodata.catalog.schema import (MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH,
-                                     MANIFEST_META_SPEC_HASH)
+from robodata.catalog.schema import MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH, MANIFEST_META_SPEC_HASH
 from robodata.errors import RobodataError
 
-LINEAGE_KEYS = ("manifest_hash", "catalog_version", "spec_hash", "layout_version", "code_version",
-                "config_hash", "sampler_position")
+LINEAGE_KEYS = (
+    "manifest_hash",
+    "catalog_version",
+    "spec_hash",
+    "layout_version",
+    "code_version",
+    "config_hash",
+    "sampler_position",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,10 +35,16 @@ def code_version() -> str:
     """`git:<sha>[-dirty]` of the checkout this code runs from, else `robodata==<version>`."""
     here = Path(__file__).resolve().parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return f"git:{sha}" + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         try:

@@ -64,46 +64,66 @@ class Trainer:
         model = build_model(cfg.model, cfg.data.frames).to(topo.device)
         self.model = shard_model(model, shard_units(model), topo.mesh)
         o = cfg.optim
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=tuple(o.betas),
-                                           weight_decay=o.weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay
+        )
         self.source = DATA_BUILDERS[cfg.data.kind](cfg, topo.rank, topo.world_size)
-        self.loader = StatefulLoader(self.source, cfg.local_batch_size, topo.world_size, cfg.data.num_workers,
-                                     cfg.data.prefetch_factor, cfg.seed)
-        self.ckpt = CheckpointManager(cfg.checkpoint_dir, cfg.checkpoint.keep, cfg.checkpoint.verify,
-                                      topo.rank, topo.world_size, topo.device,
-                                      StorageLocation.from_env(cfg.checkpoint_dir).fsspec_options())
+        self.loader = StatefulLoader(
+            self.source, cfg.local_batch_size, topo.world_size, cfg.data.num_workers, cfg.data.prefetch_factor, cfg.seed
+        )
+        self.ckpt = CheckpointManager(
+            cfg.checkpoint_dir,
+            cfg.checkpoint.keep,
+            cfg.checkpoint.verify,
+            topo.rank,
+            topo.world_size,
+            topo.device,
+            StorageLocation.from_env(cfg.checkpoint_dir).fsspec_options(),
+        )
         self.step = 0
         self.last_saved = -1
         self.resumed_from: str | None = None
         self.stop_requested = False
-        self.first_loss: tuple[int, float] | None = None   # (step, loss) of this attempt's first step
+        self.first_loss: tuple[int, float] | None = None  # (step, loss) of this attempt's first step
         self.config_dict = dataclasses.asdict(cfg)
 
     # ---------------------------------------------------------------- state
     def _state(self) -> dict[str, Any]:
         msd, osd = get_state_dict(self.model, self.optimizer)
-        train = {"step": self.step, "loader": self.loader.state_dict(), "goodput": self.goodput.state_dict(),
-                 "world_size": self.topo.world_size, "global_batch_size": self.cfg.global_batch_size}
+        train = {
+            "step": self.step,
+            "loader": self.loader.state_dict(),
+            "goodput": self.goodput.state_dict(),
+            "world_size": self.topo.world_size,
+            "global_batch_size": self.cfg.global_batch_size,
+        }
         box = [json.dumps(train)]
         dist.broadcast_object_list(box, src=0)  # rank 0's ledger is the run's (one copy is saved)
-        return {"model": msd, "optim": osd, "train": box[0],
-                f"rng_rank{self.topo.rank}": _rng_state(self.topo.device)}
+        return {"model": msd, "optim": osd, "train": box[0], f"rng_rank{self.topo.rank}": _rng_state(self.topo.device)}
 
     def lineage(self) -> dict[str, Any]:
         lin = {"manifest_hash": None, "catalog_version": None, "spec_hash": None, "layout_version": None}
         lin.update(self.source.lineage)
         hashed = {k: v for k, v in self.config_dict.items() if k != "run_dir"}
-        lin.update(code_version=code_version(), config_hash=config_hash(hashed),
-                   sampler_position=self.loader.state_dict())
+        lin.update(
+            code_version=code_version(), config_hash=config_hash(hashed), sampler_position=self.loader.state_dict()
+        )
         return lin
 
     def save(self) -> str:
         t = time.perf_counter()
         state = self._state()
-        meta = {"step": self.step, "lineage": self.lineage(), "goodput": self.goodput.report(),
-                "topology": {"nodes": self.cfg.topology.nodes, "gpus_per_node": self.cfg.topology.gpus_per_node,
-                             "backend": self.topo.backend},
-                "config": self.config_dict}
+        meta = {
+            "step": self.step,
+            "lineage": self.lineage(),
+            "goodput": self.goodput.report(),
+            "topology": {
+                "nodes": self.cfg.topology.nodes,
+                "gpus_per_node": self.cfg.topology.gpus_per_node,
+                "backend": self.topo.backend,
+            },
+            "config": self.config_dict,
+        }
         path = self.ckpt.save(self.step, state, meta)
         self.last_saved = self.step
         self.goodput.checkpointed(time.perf_counter() - t)
@@ -136,8 +156,13 @@ class Trainer:
         self.goodput.resumed(train["goodput"], self.step, beat)
         self.resumed_from = str(path)
         if self.topo.is_main:
-            log.warning("resumed from %s at step %d (saved on world size %d; %d steps lost)", path, self.step,
-                        train["world_size"], self.goodput.lost_steps_last)
+            log.warning(
+                "resumed from %s at step %d (saved on world size %d; %d steps lost)",
+                path,
+                self.step,
+                train["world_size"],
+                self.goodput.lost_steps_last,
+            )
 
     # ---------------------------------------------------------------- loop
     def _stop_agreed(self) -> bool:
@@ -191,20 +216,31 @@ class Trainer:
 
     def _finish(self, loss_val: float, parts: dict[str, float]) -> dict[str, Any]:
         fp = optimizer_footprint(self.optimizer)
-        rank_info = {"rank": self.topo.rank, "coordinate": list(self.topo.coordinate), "optimizer": fp,
-                     "param_digest": _param_digest(self.model)}
+        rank_info = {
+            "rank": self.topo.rank,
+            "coordinate": list(self.topo.coordinate),
+            "optimizer": fp,
+            "param_digest": _param_digest(self.model),
+        }
         ranks_dir = self.run_dir / "ranks"
         ranks_dir.mkdir(parents=True, exist_ok=True)
         (ranks_dir / f"rank{self.topo.rank}.json").write_text(json.dumps(rank_info))
         infos: list[Any] = [None] * self.topo.world_size
         dist.all_gather_object(infos, rank_info)
         result = {
-            "step": self.step, "steps": self.cfg.steps, "complete": self.step >= self.cfg.steps,
-            "checkpoint": self.ckpt.path(self.last_saved), "resumed_from": self.resumed_from,
-            "loss": loss_val, **parts, "first_loss": self.first_loss,
-            "lineage": self.lineage(), "goodput": self.goodput.report(),
+            "step": self.step,
+            "steps": self.cfg.steps,
+            "complete": self.step >= self.cfg.steps,
+            "checkpoint": self.ckpt.path(self.last_saved),
+            "resumed_from": self.resumed_from,
+            "loss": loss_val,
+            **parts,
+            "first_loss": self.first_loss,
+            "lineage": self.lineage(),
+            "goodput": self.goodput.report(),
             "checkpoint_interval": self.cfg.checkpoint.every_steps,
-            "world_size": self.topo.world_size, "mesh": [self.cfg.topology.nodes, self.cfg.topology.gpus_per_node],
+            "world_size": self.topo.world_size,
+            "mesh": [self.cfg.topology.nodes, self.cfg.topology.gpus_per_node],
             "optimizer_local_bytes_max": max(i["optimizer"]["local_bytes"] for i in infos),
             "optimizer_full_bytes": fp["full_bytes"],
             "ranks": infos,

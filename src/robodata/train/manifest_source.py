@@ -17,11 +17,15 @@ def default_pattern(cfg: TrainConfig):
     m, d = cfg.model, cfg.data
     if d.pattern is not None:
         return ReadPattern.from_dict(d.pattern)
-    return ReadPattern("train", (
-        StreamWindow("cameras", tuple(m.cameras), "video", length=d.frames, resize=(d.image_size, d.image_size)),
-        StreamWindow("state", (m.state_key,), "array", length=1),
-        StreamWindow("action", (m.action_key,), "array", length=m.action_chunk),
-    ), anchor_stride_s=d.stride_s)
+    return ReadPattern(
+        "train",
+        (
+            StreamWindow("cameras", tuple(m.cameras), "video", length=d.frames, resize=(d.image_size, d.image_size)),
+            StreamWindow("state", (m.state_key,), "array", length=1),
+            StreamWindow("action", (m.action_key,), "array", length=m.action_chunk),
+        ),
+        anchor_stride_s=d.stride_s,
+    )
 
 
 def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataSource:
@@ -47,12 +51,22 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
     if d.cache_dir:
         from robodata.cache import PageCache, PageCacheConfig
 
-        cache = PageCache(PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30)),
-                                          storage_options=opts))
+        cache = PageCache(
+            PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30)), storage_options=opts)
+        )
     ds = PatternDataset(table, default_pattern(cfg), cache, DatasetConfig(split=d.split, seed=cfg.seed))
     if len(ds) < cfg.global_batch_size:
-        raise RobodataError(f"manifest {d.manifest} gives {len(ds)} samples (split {d.split!r}), fewer than one "
-                            f"global batch ({cfg.global_batch_size})")
-    sampler = PatternSampler(ds.index, seed=cfg.seed, rank=rank, world_size=world_size, shuffle=d.shuffle,
-                             block_size=d.block_size, drop_last=True)
+        raise RobodataError(
+            f"manifest {d.manifest} gives {len(ds)} samples (split {d.split!r}), fewer than one "
+            f"global batch ({cfg.global_batch_size})"
+        )
+    sampler = PatternSampler(
+        ds.index,
+        seed=cfg.seed,
+        rank=rank,
+        world_size=world_size,
+        shuffle=d.shuffle,
+        block_size=d.block_size,
+        drop_last=True,
+    )
     return DataSource(ds, sampler, manifest_lineage(d.manifest, opts))

@@ -65,8 +65,10 @@ def init_topology(cfg: TopologyConfig) -> Topology:
     except KeyError as exc:
         raise ConfigError(f"distributed env lacks {exc}: launch with `robodata train` or torchrun") from None
     if world != cfg.world_size:
-        raise ConfigError(f"WORLD_SIZE={world} but topology is {cfg.nodes} nodes x {cfg.gpus_per_node} "
-                          f"gpus_per_node = {cfg.world_size}")
+        raise ConfigError(
+            f"WORLD_SIZE={world} but topology is {cfg.nodes} nodes x {cfg.gpus_per_node} "
+            f"gpus_per_node = {cfg.world_size}"
+        )
     local_rank = int(os.environ.get("LOCAL_RANK", rank % cfg.gpus_per_node))
     device_type, backend = resolve_device(cfg)
     if device_type == "cuda":

@@ -26,15 +26,16 @@ from robodata.train.config import ModelConfig
 
 @dataclass
 class Inputs:
-    frames: torch.Tensor   # (B, C, T, 3, H, W) float in [0, 1]
-    state: torch.Tensor    # (B, S)
-    action: torch.Tensor   # (B, K, A)
+    frames: torch.Tensor  # (B, C, T, 3, H, W) float in [0, 1]
+    state: torch.Tensor  # (B, S)
+    action: torch.Tensor  # (B, K, A)
 
 
 @dataclass(frozen=True)
 class NoiseKey:
     """Keys the dropout masks: the global batch of `step` is dealt round robin, so this rank's
     row j is row j * world_size + rank of the global batch (the sampler's layout)."""
+
     seed: int
     step: int
     rank: int
@@ -51,7 +52,7 @@ class FrameEncoder(nn.Module):
             layers += [nn.Conv2d(c_in, c, 3, stride=2, padding=1), nn.GroupNorm(1, c), nn.GELU()]
             c_in = c
         self.conv = nn.Sequential(*layers)
-        self.pool = nn.AdaptiveAvgPool2d(4)          # a coarse 4x4 map keeps where things are
+        self.pool = nn.AdaptiveAvgPool2d(4)  # a coarse 4x4 map keeps where things are
         self.proj = nn.Linear(c_in * 16, latent_dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:  # (N, 3, H, W) -> (N, D)
@@ -74,7 +75,7 @@ class Trunk(nn.Module):
 def keyed_dropout_mask(shape: torch.Size, p: float, key: NoiseKey, device: torch.device) -> torch.Tensor:
     g = torch.Generator(device=device).manual_seed((key.seed * 1_000_003 + key.step) % (2**63))
     keep = torch.rand((key.global_rows, *shape[1:]), generator=g, device=device) >= p
-    return keep[key.rank::key.world_size][:shape[0]].to(torch.float32) / (1.0 - p)
+    return keep[key.rank :: key.world_size][: shape[0]].to(torch.float32) / (1.0 - p)
 
 
 class WorldActionModel(nn.Module):
@@ -99,8 +100,9 @@ class WorldActionModel(nn.Module):
         next_latent = self.latent_head(h).view(b, c, -1)
         return actions, next_latent, target.detach()
 
-    def forward(self, frames: torch.Tensor, state: torch.Tensor, action: torch.Tensor,
-                key: NoiseKey | None = None) -> torch.Tensor:
+    def forward(
+        self, frames: torch.Tensor, state: torch.Tensor, action: torch.Tensor, key: NoiseKey | None = None
+    ) -> torch.Tensor:
         """Training loss, stacked: [total, action MSE, next-latent MSE] (the root's forward, so
         FSDP's hooks see one fresh tensor rather than views)."""
         actions, next_latent, target = self.predict(frames, state, key)
@@ -139,10 +141,17 @@ def to_inputs(batch: dict[str, Any], cfg: ModelConfig, frames: int, device: torc
         raise RobodataError(f"frames must be uint8 (B, T={frames}, H, W, 3) per camera, got {x.dtype} {tuple(x.shape)}")
     if state.ndim == 3:
         state = state[:, -1]
-    if state.ndim != 2 or state.shape[-1] != cfg.state_dim or action.ndim != 3 \
-            or action.shape[1] < cfg.action_chunk or action.shape[2] != cfg.action_dim:
-        raise RobodataError(f"{cfg.state_key} {tuple(state.shape)} / {cfg.action_key} {tuple(action.shape)} do not "
-                            f"match the model: state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, "
-                            f"{cfg.action_dim})")
+    if (
+        state.ndim != 2
+        or state.shape[-1] != cfg.state_dim
+        or action.ndim != 3
+        or action.shape[1] < cfg.action_chunk
+        or action.shape[2] != cfg.action_dim
+    ):
+        raise RobodataError(
+            f"{cfg.state_key} {tuple(state.shape)} / {cfg.action_key} {tuple(action.shape)} do not "
+            f"match the model: state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, "
+            f"{cfg.action_dim})"
+        )
     frames_f = x.to(device, non_blocking=True).permute(0, 1, 2, 5, 3, 4).float().div_(255.0)
-    return Inputs(frames_f, state.to(device, torch.float32), action[:, :cfg.action_chunk].to(device, torch.float32))
+    return Inputs(frames_f, state.to(device, torch.float32), action[:, : cfg.action_chunk].to(device, torch.float32))

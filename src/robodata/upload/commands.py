@@ -5,21 +5,24 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from robodata.errors import ConfigError, RobodataError
 
-upload_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                         help="Upload finished episodes from a local spool to S3; delete only after verification.")
+upload_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Upload finished episodes from a local spool to S3; delete only after verification.",
+)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(upload_app, name="upload")
 
 
-def _config(config: Optional[Path], **overrides: Any):
+def _config(config: Path | None, **overrides: Any):
     import yaml
 
     from robodata.config import from_dict
@@ -50,20 +53,34 @@ COMPLETION = typer.Option(None, help="rename (<name>.partial -> <name>) or marke
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 @upload_app.command("run")
-def run_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
-            site_prefix: Optional[str] = PREFIX, endpoint_url: Optional[str] = ENDPOINT,
-            bandwidth: Optional[float] = BANDWIDTH, completion: Optional[str] = COMPLETION,
-            verbose: bool = typer.Option(True, "--verbose/--quiet")) -> None:
+def run_cmd(
+    config: Path | None = CONFIG,
+    spool: str | None = SPOOL,
+    bucket: str | None = BUCKET,
+    site_prefix: str | None = PREFIX,
+    endpoint_url: str | None = ENDPOINT,
+    bandwidth: float | None = BANDWIDTH,
+    completion: str | None = COMPLETION,
+    verbose: bool = typer.Option(True, "--verbose/--quiet"),
+) -> None:
     """Daemon: upload whatever becomes ready, forever; status.json + metrics.prom in the state dir."""
     from robodata.upload.daemon import run_daemon
 
-    cfg = _config(config, spool=spool, bucket=bucket, site_prefix=site_prefix, endpoint_url=endpoint_url,
-                  bandwidth_bytes_per_s=bandwidth, completion=completion)
+    cfg = _config(
+        config,
+        spool=spool,
+        bucket=bucket,
+        site_prefix=site_prefix,
+        endpoint_url=endpoint_url,
+        bandwidth_bytes_per_s=bandwidth,
+        completion=completion,
+    )
     _logging(verbose)
     try:
         raise typer.Exit(run_daemon(cfg))
@@ -73,25 +90,44 @@ def run_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucke
 
 
 @upload_app.command("once")
-def once_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
-             site_prefix: Optional[str] = PREFIX, endpoint_url: Optional[str] = ENDPOINT,
-             bandwidth: Optional[float] = BANDWIDTH, completion: Optional[str] = COMPLETION,
-             progress: bool = typer.Option(True, "--progress/--no-progress")) -> None:
+def once_cmd(
+    config: Path | None = CONFIG,
+    spool: str | None = SPOOL,
+    bucket: str | None = BUCKET,
+    site_prefix: str | None = PREFIX,
+    endpoint_url: str | None = ENDPOINT,
+    bandwidth: float | None = BANDWIDTH,
+    completion: str | None = COMPLETION,
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
     """One pass with a progress bar; exit 0 only if every ready episode was uploaded, verified, deleted."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     from robodata.upload.daemon import run_once
 
-    cfg = _config(config, spool=spool, bucket=bucket, site_prefix=site_prefix, endpoint_url=endpoint_url,
-                  bandwidth_bytes_per_s=bandwidth, completion=completion)
+    cfg = _config(
+        config,
+        spool=spool,
+        bucket=bucket,
+        site_prefix=site_prefix,
+        endpoint_url=endpoint_url,
+        bandwidth_bytes_per_s=bandwidth,
+        completion=completion,
+    )
     _logging(False)
-    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                   TransferSpeedColumn(), disable=not progress)
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        disable=not progress,
+    )
     task = bar.add_task("upload", total=None)
     try:
         with bar:
-            outcomes = run_once(cfg, on_total=lambda n: bar.update(task, total=n),
-                                on_bytes=lambda n: bar.advance(task, n))
+            outcomes = run_once(
+                cfg, on_total=lambda n: bar.update(task, total=n), on_bytes=lambda n: bar.advance(task, n)
+            )
     except RobodataError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -101,9 +137,13 @@ def once_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, buck
 
 
 @upload_app.command("status")
-def status_cmd(config: Optional[Path] = CONFIG, spool: Optional[str] = SPOOL, bucket: Optional[str] = BUCKET,
-               site_prefix: Optional[str] = PREFIX,
-               fmt: str = typer.Option("json", "--format", help="json or prometheus")) -> None:
+def status_cmd(
+    config: Path | None = CONFIG,
+    spool: str | None = SPOOL,
+    bucket: str | None = BUCKET,
+    site_prefix: str | None = PREFIX,
+    fmt: str = typer.Option("json", "--format", help="json or prometheus"),
+) -> None:
     """Counters, ready/open/rejected episodes, read from the journal (safe while the daemon runs)."""
     from robodata.upload.journal import Journal
     from robodata.upload.spool import ready_names

@@ -24,8 +24,10 @@ class RetryConfig:
     def __post_init__(self) -> None:
         require(self.max_attempts >= 1, f"retry.max_attempts must be >= 1, got {self.max_attempts}")
         require(self.base_delay_s >= 0, f"retry.base_delay_s must be >= 0, got {self.base_delay_s}")
-        require(self.max_delay_s >= self.base_delay_s,
-                f"retry.max_delay_s ({self.max_delay_s}) must be >= base_delay_s ({self.base_delay_s})")
+        require(
+            self.max_delay_s >= self.base_delay_s,
+            f"retry.max_delay_s ({self.max_delay_s}) must be >= base_delay_s ({self.base_delay_s})",
+        )
 
 
 @dataclass(frozen=True)
@@ -57,21 +59,28 @@ class UploadConfig:
         require(bool(self.spool), "spool must be set")
         require(bool(self.bucket) and "/" not in self.bucket, f"bucket must be a bare bucket name, got {self.bucket!r}")
         check_prefix(self.site_prefix)
-        require(self.completion in ("rename", "marker"),
-                f"completion must be 'rename' or 'marker', got {self.completion!r}")
+        require(
+            self.completion in ("rename", "marker"), f"completion must be 'rename' or 'marker', got {self.completion!r}"
+        )
         require(self.verify in ("etag", "download"), f"verify must be 'etag' or 'download', got {self.verify!r}")
         require(self.min_part_size >= 1, f"min_part_size must be >= 1, got {self.min_part_size}")
-        require(self.part_size >= self.min_part_size,
-                f"part_size ({self.part_size}) must be >= the server's min_part_size ({self.min_part_size})")
+        require(
+            self.part_size >= self.min_part_size,
+            f"part_size ({self.part_size}) must be >= the server's min_part_size ({self.min_part_size})",
+        )
         require(self.part_size <= 5 * 1024 * MIB, f"part_size must be <= 5 GiB, got {self.part_size}")
-        require(self.bandwidth_bytes_per_s is None or self.bandwidth_bytes_per_s > 0,
-                f"bandwidth_bytes_per_s must be > 0 or unset, got {self.bandwidth_bytes_per_s}")
+        require(
+            self.bandwidth_bytes_per_s is None or self.bandwidth_bytes_per_s > 0,
+            f"bandwidth_bytes_per_s must be > 0 or unset, got {self.bandwidth_bytes_per_s}",
+        )
         require(self.poll_interval_s > 0, f"poll_interval_s must be > 0, got {self.poll_interval_s}")
         require(self.min_age_s >= 0, f"min_age_s must be >= 0, got {self.min_age_s}")
         require(self.connect_timeout_s > 0 and self.read_timeout_s > 0, "timeouts must be > 0")
         if self.endpoint_url is not None:
-            require(self.endpoint_url.startswith(("http://", "https://")),
-                    f"endpoint_url must start with http:// or https://, got {self.endpoint_url!r}")
+            require(
+                self.endpoint_url.startswith(("http://", "https://")),
+                f"endpoint_url must start with http:// or https://, got {self.endpoint_url!r}",
+            )
 
     @property
     def state_path(self) -> Path:

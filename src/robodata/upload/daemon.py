@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from robodata.upload.config import UploadConfig
 from robodata.upload.status import collect, write_status
@@ -37,8 +38,9 @@ def run_daemon(cfg: UploadConfig, stop: threading.Event | None = None, max_passe
     return 0
 
 
-def run_once(cfg: UploadConfig, on_total: Callable[[int], None] | None = None,
-             on_bytes: Callable[[int], None] | None = None) -> dict[str, int]:
+def run_once(
+    cfg: UploadConfig, on_total: Callable[[int], None] | None = None, on_bytes: Callable[[int], None] | None = None
+) -> dict[str, int]:
     """One pass over what is ready now; returns outcome -> count (exit 0 only if all uploaded)."""
     up = Uploader(cfg, on_bytes=on_bytes)
     try:
@@ -48,10 +50,8 @@ def run_once(cfg: UploadConfig, on_total: Callable[[int], None] | None = None,
 
             total = 0
             for n in names:
-                try:
+                with contextlib.suppress(Exception):  # process() reports it properly
                     total += describe(up.spool, n).bytes
-                except Exception:  # noqa: BLE001 - process() reports it properly
-                    pass
             on_total(total)
         outcomes = up.run_pass(names)
         write_status(cfg.state_path, collect(up.journal, up.ready()))

@@ -80,17 +80,34 @@ class Journal:
 
     # files -------------------------------------------------------------------------------
     def file(self, key: str) -> FileRecord | None:
-        row = self.db.execute("SELECT key, episode, size, mtime_ns, part_size, sha256, etag, upload_id, state "
-                              "FROM files WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute(
+            "SELECT key, episode, size, mtime_ns, part_size, sha256, etag, upload_id, state FROM files WHERE key = ?",
+            (key,),
+        ).fetchone()
         return FileRecord(*row) if row else None
 
     def put_file(self, rec: FileRecord, part_md5s: list[str]) -> None:
         """Record a freshly hashed object (replacing any older record of the key)."""
-        self._tx([("DELETE FROM parts WHERE key = ?", (rec.key,)),
-                  ("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-                   (rec.key, rec.episode, rec.size, rec.mtime_ns, rec.part_size, rec.sha256, rec.etag,
-                    rec.upload_id, rec.state)),
-                  *[("INSERT INTO parts VALUES (?,?,?)", (rec.key, i + 1, m)) for i, m in enumerate(part_md5s)]])
+        self._tx(
+            [
+                ("DELETE FROM parts WHERE key = ?", (rec.key,)),
+                (
+                    "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        rec.key,
+                        rec.episode,
+                        rec.size,
+                        rec.mtime_ns,
+                        rec.part_size,
+                        rec.sha256,
+                        rec.etag,
+                        rec.upload_id,
+                        rec.state,
+                    ),
+                ),
+                *[("INSERT INTO parts VALUES (?,?,?)", (rec.key, i + 1, m)) for i, m in enumerate(part_md5s)],
+            ]
+        )
 
     def part_md5s(self, key: str) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT md5 FROM parts WHERE key = ? ORDER BY part", (key,))]
@@ -115,24 +132,35 @@ class Journal:
         return (row[0], row[1]) if row else None
 
     def set_episode(self, name: str, state: str, detail: str = "", counters: dict[str, float] | None = None) -> None:
-        self._tx([("INSERT OR REPLACE INTO episodes VALUES (?,?,?)", (name, state, detail)),
-                  *self._bump_sql(counters or {})])
+        self._tx(
+            [("INSERT OR REPLACE INTO episodes VALUES (?,?,?)", (name, state, detail)), *self._bump_sql(counters or {})]
+        )
 
     def episodes(self, state: str) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT name, detail FROM episodes WHERE state = ? ORDER BY name", (state,)))
 
     def drop_episode(self, name: str, counters: dict[str, float] | None = None) -> None:
         """Forget an episode whose local copy is gone (after verification)."""
-        self._tx([("DELETE FROM parts WHERE key IN (SELECT key FROM files WHERE episode = ?)", (name,)),
-                  ("DELETE FROM files WHERE episode = ?", (name,)),
-                  ("DELETE FROM episodes WHERE name = ?", (name,)),
-                  *self._bump_sql(counters or {})])
+        self._tx(
+            [
+                ("DELETE FROM parts WHERE key IN (SELECT key FROM files WHERE episode = ?)", (name,)),
+                ("DELETE FROM files WHERE episode = ?", (name,)),
+                ("DELETE FROM episodes WHERE name = ?", (name,)),
+                *self._bump_sql(counters or {}),
+            ]
+        )
 
     # counters ----------------------------------------------------------------------------
     @staticmethod
     def _bump_sql(counters: dict[str, float]) -> list[tuple[str, tuple]]:
-        return [("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-                 (k, float(v))) for k, v in counters.items() if v]
+        return [
+            (
+                "INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+                (k, float(v)),
+            )
+            for k, v in counters.items()
+            if v
+        ]
 
     def bump(self, **counters: float) -> None:
         """Count in memory; written with the next state change or flush() (one fsync, not one per part)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from botocore.exceptions import ClientError, HTTPClientError, IncompleteReadError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -14,8 +15,17 @@ from robodata.upload.config import RetryConfig
 
 T = TypeVar("T")
 
-RETRYABLE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "Throttling",
-                   "ThrottlingException", "RequestTimeTooSkewed", "BadDigest", "IncompleteBody"}
+RETRYABLE_CODES = {
+    "InternalError",
+    "ServiceUnavailable",
+    "SlowDown",
+    "RequestTimeout",
+    "Throttling",
+    "ThrottlingException",
+    "RequestTimeTooSkewed",
+    "BadDigest",
+    "IncompleteBody",
+}
 
 
 class IntegrityError(RobodataError):
@@ -40,14 +50,18 @@ def retryable(exc: BaseException) -> bool:
 class Retrier:
     """Runs a call until it succeeds, a non-retryable error occurs, or attempts run out."""
 
-    def __init__(self, cfg: RetryConfig, on_retry: Callable[[str, BaseException], None] | None = None,
-                 rng: random.Random | None = None):
+    def __init__(
+        self,
+        cfg: RetryConfig,
+        on_retry: Callable[[str, BaseException], None] | None = None,
+        rng: random.Random | None = None,
+    ):
         self.cfg = cfg
         self.on_retry = on_retry
         self.rng = rng or random.Random()
 
     def delay(self, attempt: int) -> float:
-        return self.rng.uniform(0, min(self.cfg.max_delay_s, self.cfg.base_delay_s * 2 ** attempt))
+        return self.rng.uniform(0, min(self.cfg.max_delay_s, self.cfg.base_delay_s * 2**attempt))
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         for attempt in range(self.cfg.max_attempts):

@@ -63,9 +63,8 @@ def ready_names(spool: Path, completion: str, min_age_s: float = 0.0) -> list[st
     for name, mtime in entries.items():
         if name.endswith(PARTIAL_SUFFIX):
             continue
-        if completion == "marker":
-            if name.endswith(DONE_SUFFIX) or name + DONE_SUFFIX not in names:
-                continue
+        if completion == "marker" and (name.endswith(DONE_SUFFIX) or name + DONE_SUFFIX not in names):
+            continue
         if min_age_s and time.time() - mtime < min_age_s:
             continue
         out.append((mtime, name))

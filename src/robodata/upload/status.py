@@ -45,9 +45,12 @@ def prometheus(status: dict[str, Any]) -> str:
     for name, value in status["counters"].items():
         metric = f"robodata_upload_{name}_total"
         lines += [f"# HELP {metric} {COUNTER_HELP[name]}", f"# TYPE {metric} counter", f"{metric} {value:g}"]
-    gauges = {"episodes_ready": status["ready"], "open_multipart_uploads": status["open_multipart_uploads"],
-              "episodes_rejected_present": len(status["rejected"]) + len(status["conflict"]),
-              "last_status_timestamp_seconds": status["time"]}
+    gauges = {
+        "episodes_ready": status["ready"],
+        "open_multipart_uploads": status["open_multipart_uploads"],
+        "episodes_rejected_present": len(status["rejected"]) + len(status["conflict"]),
+        "last_status_timestamp_seconds": status["time"],
+    }
     for name, value in gauges.items():
         metric = f"robodata_upload_{name}"
         lines += [f"# TYPE {metric} gauge", f"{metric} {value:.17g}"]

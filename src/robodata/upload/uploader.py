@@ -12,14 +12,16 @@ finished on the next start; never a deleted-but-unverified one.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -31,8 +33,16 @@ from robodata.upload.digest import Digest, clean_etag, digest_file, expected_eta
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import UnsafeKeyError, episode_key
 from robodata.upload.retry import IntegrityError, Retrier, TransientError
-from robodata.upload.spool import (DONE_SUFFIX, MANIFEST_NAME, Episode, LocalFile, SpoolError, describe,
-                                   ready_names, unchanged)
+from robodata.upload.spool import (
+    DONE_SUFFIX,
+    MANIFEST_NAME,
+    Episode,
+    LocalFile,
+    SpoolError,
+    describe,
+    ready_names,
+    unchanged,
+)
 from robodata.upload.throttle import ThrottledBody, TokenBucket
 from robodata.upload.verify import Verifier, matches, no_such
 
@@ -133,14 +143,15 @@ class Uploader:
             if prev is None or prev[0] != "verified":
                 if prev is None:  # a conflict/rejection stays recorded (and counted once) until it clears
                     self.journal.set_episode(name, "uploading")
-                for key, lf in zip(keys, ep.files):
+                for key, lf in zip(keys, ep.files, strict=True):
                     self._object(name, key, lf)
                 if ep.is_dir:
                     self._manifest(ep, keys)
                 if describe(self.spool, name) != ep:
                     raise LocalChangedError(f"episode {name!r} changed while uploading")
-                self.journal.set_episode(name, "verified", counters={"episodes_verified": 1,
-                                                                     "bytes_verified": ep.bytes})
+                self.journal.set_episode(
+                    name, "verified", counters={"episodes_verified": 1, "bytes_verified": ep.bytes}
+                )
             self._delete(name)
             return "uploaded"
         except ConflictError as exc:
@@ -204,8 +215,10 @@ class Uploader:
             if matches(head, d.size, d.etag, d.sha256):
                 state = "completed"  # already upstream (e.g. the journal was lost); verify again below
             else:
-                raise ConflictError(f"s3://{self.cfg.bucket}/{key} already exists with other content; "
-                                    "refusing to overwrite an object this uploader did not write")
+                raise ConflictError(
+                    f"s3://{self.cfg.bucket}/{key} already exists with other content; "
+                    "refusing to overwrite an object this uploader did not write"
+                )
         rec = FileRecord(key, episode, d.size, lf.mtime_ns, d.part_size, d.sha256, d.etag, None, state)
         self.journal.put_file(rec, list(d.part_md5s))
         return rec
@@ -220,8 +233,13 @@ class Uploader:
 
     def _put_bytes(self, key: str, data: bytes, sha256: str, md5: str, b64: str) -> None:
         def go() -> None:
-            r = self.client.put_object(Bucket=self.cfg.bucket, Key=key, Body=ThrottledBody(data, self.bucket),
-                                       ContentMD5=b64, Metadata={"sha256": sha256})
+            r = self.client.put_object(
+                Bucket=self.cfg.bucket,
+                Key=key,
+                Body=ThrottledBody(data, self.bucket),
+                ContentMD5=b64,
+                Metadata={"sha256": sha256},
+            )
             if clean_etag(r.get("ETag")) != md5:
                 raise IntegrityError(f"PUT {key}: server ETag {r.get('ETag')!r} != local MD5 {md5}")
 
@@ -244,8 +262,12 @@ class Uploader:
                     raise
                 upload_id = None
         if upload_id is None:
-            upload_id = self.retrier.call(f"create {rec.key}", lambda: self.client.create_multipart_upload(
-                Bucket=self.cfg.bucket, Key=rec.key, Metadata={"sha256": rec.sha256})["UploadId"])
+            upload_id = self.retrier.call(
+                f"create {rec.key}",
+                lambda: self.client.create_multipart_upload(
+                    Bucket=self.cfg.bucket, Key=rec.key, Metadata={"sha256": rec.sha256}
+                )["UploadId"],
+            )
             self.journal.set_upload_id(rec.key, upload_id)
         for n, md5 in enumerate(md5s, start=1):
             if done.get(n) == md5:
@@ -256,8 +278,12 @@ class Uploader:
             self._part(rec, lf, upload_id, n, md5)
         parts = [{"PartNumber": n, "ETag": f'"{m}"'} for n, m in enumerate(md5s, start=1)]
         try:
-            self.retrier.call(f"complete {rec.key}", lambda: self.client.complete_multipart_upload(
-                Bucket=self.cfg.bucket, Key=rec.key, UploadId=upload_id, MultipartUpload={"Parts": parts}))
+            self.retrier.call(
+                f"complete {rec.key}",
+                lambda: self.client.complete_multipart_upload(
+                    Bucket=self.cfg.bucket, Key=rec.key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+                ),
+            )
         except ClientError as exc:
             if not no_such(exc, "NoSuchUpload"):
                 raise
@@ -274,8 +300,14 @@ class Uploader:
             raise LocalChangedError(f"{lf.path} part {n} changed after it was hashed")
 
         def go() -> None:
-            r = self.client.upload_part(Bucket=self.cfg.bucket, Key=rec.key, UploadId=upload_id, PartNumber=n,
-                                        Body=ThrottledBody(data, self.bucket), ContentMD5=b64)
+            r = self.client.upload_part(
+                Bucket=self.cfg.bucket,
+                Key=rec.key,
+                UploadId=upload_id,
+                PartNumber=n,
+                Body=ThrottledBody(data, self.bucket),
+                ContentMD5=b64,
+            )
             if clean_etag(r.get("ETag")) != md5:
                 raise IntegrityError(f"part {n} of {rec.key}: server ETag {r.get('ETag')!r} != local MD5 {md5}")
 
@@ -286,8 +318,12 @@ class Uploader:
         out: dict[int, str] = {}
         marker = 0
         while True:
-            r = self.retrier.call(f"list parts {key}", lambda: self.client.list_parts(
-                Bucket=self.cfg.bucket, Key=key, UploadId=upload_id, PartNumberMarker=marker))
+            r = self.retrier.call(
+                f"list parts {key}",
+                lambda marker=marker: self.client.list_parts(
+                    Bucket=self.cfg.bucket, Key=key, UploadId=upload_id, PartNumberMarker=marker
+                ),
+            )
             for p in r.get("Parts", []):
                 out[p["PartNumber"]] = clean_etag(p["ETag"])
             if not r.get("IsTruncated"):
@@ -304,10 +340,20 @@ class Uploader:
     def _manifest(self, ep: Episode, keys: list[str]) -> None:
         key = episode_key(self.cfg.site_prefix, ep.name, MANIFEST_NAME)
         recs = [self.journal.file(k) for k in keys]
-        body = json.dumps({"episode": ep.name, "site_prefix": self.cfg.site_prefix, "uploaded_at": time.time(),
-                           "files": [{"path": f.relpath, "key": r.key, "size": r.size, "sha256": r.sha256}
-                                     for f, r in zip(ep.files, recs) if r is not None]},
-                          indent=1, sort_keys=True).encode()
+        body = json.dumps(
+            {
+                "episode": ep.name,
+                "site_prefix": self.cfg.site_prefix,
+                "uploaded_at": time.time(),
+                "files": [
+                    {"path": f.relpath, "key": r.key, "size": r.size, "sha256": r.sha256}
+                    for f, r in zip(ep.files, recs, strict=True)
+                    if r is not None
+                ],
+            },
+            indent=1,
+            sort_keys=True,
+        ).encode()
         md5, b64 = _b64md5(body)
         sha = hashlib.sha256(body).hexdigest()
         self._put_bytes(key, body, sha, md5, b64)
@@ -315,10 +361,8 @@ class Uploader:
 
     # deletion ---------------------------------------------------------------------------
     def _remove_marker(self, name: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.spool / (name + DONE_SUFFIX))
-        except FileNotFoundError:
-            pass
 
     def _delete(self, name: str) -> None:
         """Only called once the journal says the episode is verified."""

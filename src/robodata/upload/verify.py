@@ -24,8 +24,11 @@ def no_such(exc: ClientError, *codes: str) -> bool:
 
 
 def matches(head: dict, size: int, etag: str, sha256: str) -> bool:
-    return (head.get("ContentLength") == size and clean_etag(head.get("ETag")) == etag
-            and head.get("Metadata", {}).get("sha256") == sha256)
+    return (
+        head.get("ContentLength") == size
+        and clean_etag(head.get("ETag")) == etag
+        and head.get("Metadata", {}).get("sha256") == sha256
+    )
 
 
 class Verifier:
@@ -34,6 +37,7 @@ class Verifier:
 
     def head(self, key: str) -> dict | None:
         """HEAD with retries; None when the object does not exist."""
+
         def go() -> dict | None:
             try:
                 return self.client.head_object(Bucket=self.bucket, Key=key)
@@ -46,12 +50,15 @@ class Verifier:
 
     def verify(self, key: str, size: int, etag: str, sha256: str) -> None:
         """Raise unless upstream matches; a persistent mismatch sends the object back to 'hashed'."""
+
         def go() -> None:
             head = self.client.head_object(Bucket=self.bucket, Key=key)
             if not matches(head, size, etag, sha256):
-                raise IntegrityError(f"verify {key}: server has size={head.get('ContentLength')} "
-                                     f"etag={head.get('ETag')} sha256={head.get('Metadata', {}).get('sha256')}, "
-                                     f"expected size={size} etag={etag} sha256={sha256}")
+                raise IntegrityError(
+                    f"verify {key}: server has size={head.get('ContentLength')} "
+                    f"etag={head.get('ETag')} sha256={head.get('Metadata', {}).get('sha256')}, "
+                    f"expected size={size} etag={etag} sha256={sha256}"
+                )
             if self.mode == "download":
                 self._download(key, sha256)
 

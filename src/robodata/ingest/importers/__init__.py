@@ -67,4 +67,5 @@ def staged_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_th
         raw.uri = uri
         yield raw
 
+
 __all__ = ["open_raw", "staged_raw", "RawEpisode", "RawEpisodeError"]

@@ -21,8 +21,12 @@ from robodata.ingest.prefetch import prefetch
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
 
-JOINT_FIELDS = (("position", "joint_pos", "rad"), ("velocity", "joint_vel", "rad/s"),
-                ("effort", "joint_cur", "A"), ("command", "cmd", "rad"))
+JOINT_FIELDS = (
+    ("position", "joint_pos", "rad"),
+    ("velocity", "joint_vel", "rad/s"),
+    ("effort", "joint_cur", "A"),
+    ("command", "cmd", "rad"),
+)
 
 
 def _rate(t: np.ndarray) -> float:
@@ -46,7 +50,7 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
     path = Path(uri)
     if not path.exists():
         raise RawEpisodeError(f"{path}: missing")
-    video: dict[str, dict] = {}                 # stream -> {topic, t_dev, t_host, shape}
+    video: dict[str, dict] = {}  # stream -> {topic, t_dev, t_host, shape}
     arrays: dict[str, dict] = defaultdict(lambda: {"t_dev": [], "t_host": [], "v": []})
     events: list[tuple[int, int, str]] = []
     unknown: dict[str, list] = {}
@@ -66,7 +70,13 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
             v = video.get(stream)
             if v is None:
                 img = decode_image(schema, msg, f"{path}: {topic}")
-                v = video[stream] = {"topic": topic, "t_dev": [], "t_host": [], "shape": image_shape(img), "rate": rule.rate_hz}
+                v = video[stream] = {
+                    "topic": topic,
+                    "t_dev": [],
+                    "t_host": [],
+                    "shape": image_shape(img),
+                    "rate": rule.rate_hz,
+                }
             v["t_dev"].append(t_dev)
             v["t_host"].append(log_t)
         elif rule.kind == "joint_state":
@@ -90,8 +100,7 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
             ev_topic = topic
             events.append((t_dev, log_t, str(field(msg, rule.field or "data", ""))))
     if not video and not arrays:
-        raise RawEpisodeError(f"{path}: no camera or proprio topic matched the topic map "
-                              f"(topics: {sorted(unknown)})")
+        raise RawEpisodeError(f"{path}: no camera or proprio topic matched the topic map (topics: {sorted(unknown)})")
     md = _meta(path)
     all_host = [t for v in video.values() for t in v["t_host"][:1]] + [a["t_host"][0] for a in arrays.values()]
     epoch = int(min(all_host)) // 1_000_000_000 * 1_000_000_000
@@ -113,9 +122,14 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
     ev_t = np.array([e[0] for e in events], np.int64) - epoch if events else np.empty(0, np.int64)
     if events:
         clocks[f"clock:{ev_topic}"] = fit_offset(ev_t, np.array([e[1] for e in events], np.int64) - epoch)
-    issues = [] if topic_map.unknown == "ignore" else [
-        f"unknown_topic: {t} ({schema or 'no schema'}, {n} messages) is not in the topic map"
-        for t, (schema, n) in sorted(unknown.items())]
+    issues = (
+        []
+        if topic_map.unknown == "ignore"
+        else [
+            f"unknown_topic: {t} ({schema or 'no schema'}, {n} messages) is not in the topic map"
+            for t, (schema, n) in sorted(unknown.items())
+        ]
+    )
     topic_of = {v["topic"]: s for s, v in video.items()}
     shapes = {s: v["shape"] for s, v in video.items()}
 
@@ -125,7 +139,10 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
         def job(stream, i, schema, msg):
             img = decode_image(schema, msg, f"{path}: {video[stream]['topic']} frame {i}")
             if image_shape(img) != shapes[stream]:
-                raise RawEpisodeError(f"{path}: {video[stream]['topic']} frame {i} is {image_shape(img)}, first frame was {shapes[stream]}")
+                raise RawEpisodeError(
+                    f"{path}: {video[stream]['topic']} frame {i} is {image_shape(img)}, "
+                    f"first frame was {shapes[stream]}"
+                )
             return stream, i, img
 
         def jobs():
@@ -139,7 +156,22 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
 
     src = "ros2-bag" if path.is_dir() else "mcap"
     success = md.get("success")
-    return RawEpisode(str(md.get("episode_id") or path.stem), src, str(path), str(md.get("robot", "")),
-                      str(md.get("site", "")), str(md.get("task", "")), str(md.get("vendor", "")), epoch,
-                      bool(success) if success is not None else None, cams, arrs, ev_t, [e[2] for e in events],
-                      f"clock:{ev_topic}", clocks, issues, frames)
+    return RawEpisode(
+        str(md.get("episode_id") or path.stem),
+        src,
+        str(path),
+        str(md.get("robot", "")),
+        str(md.get("site", "")),
+        str(md.get("task", "")),
+        str(md.get("vendor", "")),
+        epoch,
+        bool(success) if success is not None else None,
+        cams,
+        arrs,
+        ev_t,
+        [e[2] for e in events],
+        f"clock:{ev_topic}",
+        clocks,
+        issues,
+        frames,
+    )

@@ -82,8 +82,9 @@ def open_legacy(uri: str, decode_threads: int = 2) -> RawEpisode:
         arrays = {}
         for s in ("joint_pos", "joint_cur", "cmd"):
             vals = np.asarray(state.column(s).to_pylist(), dtype=np.float32)
-            arrays[s] = ArrayTrack(t_state, vals.reshape(len(t_state), -1), float(st["rate_hz"]),
-                                   st.get("units", {}).get(s, ""), names)
+            arrays[s] = ArrayTrack(
+                t_state, vals.reshape(len(t_state), -1), float(st["rate_hz"]), st.get("units", {}).get(s, ""), names
+            )
     except Exception as exc:  # pyarrow raises ArrowInvalid/OSError/KeyError for broken files
         raise RawEpisodeError(f"{d}/state.parquet: unreadable ({type(exc).__name__}: {exc})") from None
     try:
@@ -110,6 +111,22 @@ def open_legacy(uri: str, decode_threads: int = 2) -> RawEpisode:
         jobs = [(lambda c=c, i=i: (c, i, decode_jpeg(files[c][i], (cams[c].height, cams[c].width)))) for c, i in order]
         yield from prefetch(jobs, workers=decode_threads, depth=4 * max(1, decode_threads))
 
-    return RawEpisode(str(meta.get("episode_id") or d.name), "legacy-jpeg", str(d), str(meta.get("robot", "")),
-                      str(meta.get("site", "")), str(meta.get("task", "")), str(meta.get("vendor", "")), start_ns,
-                      meta.get("success"), cams, arrays, ev_t, labels, "state", clocks, issues, frames)
+    return RawEpisode(
+        str(meta.get("episode_id") or d.name),
+        "legacy-jpeg",
+        str(d),
+        str(meta.get("robot", "")),
+        str(meta.get("site", "")),
+        str(meta.get("task", "")),
+        str(meta.get("vendor", "")),
+        start_ns,
+        meta.get("success"),
+        cams,
+        arrays,
+        ev_t,
+        labels,
+        "state",
+        clocks,
+        issues,
+        frames,
+    )

@@ -22,8 +22,12 @@ from robodata.ingest.clock import ClockFit, fit_offset
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 
 INDEX_COLUMNS = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
-ARRAY_NAMES = {"observation.state": "joint_pos", "action": "cmd", "observation.effort": "joint_cur",
-               "observation.velocity": "joint_vel"}
+ARRAY_NAMES = {
+    "observation.state": "joint_pos",
+    "action": "cmd",
+    "observation.effort": "joint_cur",
+    "observation.velocity": "joint_vel",
+}
 
 
 @dataclass
@@ -32,7 +36,7 @@ class LeRobotEpisode:
     length: int
     version: str
     tasks: list[str]
-    row: dict            # v3.0: the episodes-parquet row (file indices, ranges)
+    row: dict  # v3.0: the episodes-parquet row (file indices, ranges)
 
 
 def _info(root: Path) -> dict:
@@ -54,7 +58,9 @@ def dataset_episodes(uri: str) -> list[LeRobotEpisode]:
     ver = "v3.0" if info["codebase_version"] == "v3.0" else "v2.1"
     if ver == "v2.1":
         rows = [json.loads(x) for x in (root / "meta" / "episodes.jsonl").read_text().splitlines() if x.strip()]
-        return [LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, list(r.get("tasks", [])), r) for r in rows]
+        return [
+            LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, list(r.get("tasks", [])), r) for r in rows
+        ]
     out = []
     for f in sorted((root / "meta" / "episodes").glob("*/*.parquet")):
         for r in pq.read_table(f).to_pylist():
@@ -68,8 +74,9 @@ def _video_path(root: Path, info: dict, ep: LeRobotEpisode, key: str) -> tuple[P
         p = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=ep.index)
         return root / p, 0.0, float("inf")
     r = ep.row
-    p = info["video_path"].format(video_key=key, chunk_index=int(r[f"videos/{key}/chunk_index"]),
-                                  file_index=int(r[f"videos/{key}/file_index"]))
+    p = info["video_path"].format(
+        video_key=key, chunk_index=int(r[f"videos/{key}/chunk_index"]), file_index=int(r[f"videos/{key}/file_index"])
+    )
     return root / p, float(r[f"videos/{key}/from_timestamp"]), float(r[f"videos/{key}/to_timestamp"])
 
 
@@ -77,8 +84,9 @@ def _data_path(root: Path, info: dict, ep: LeRobotEpisode) -> Path:
     if ep.version == "v2.1":
         chunk = ep.index // int(info.get("chunks_size", 1000))
         return root / info["data_path"].format(episode_chunk=chunk, episode_index=ep.index)
-    return root / info["data_path"].format(chunk_index=int(ep.row["data/chunk_index"]),
-                                           file_index=int(ep.row["data/file_index"]))
+    return root / info["data_path"].format(
+        chunk_index=int(ep.row["data/chunk_index"]), file_index=int(ep.row["data/file_index"])
+    )
 
 
 def episode_files(root: str | Path, index: int) -> list[str]:
@@ -90,8 +98,11 @@ def episode_files(root: str | Path, index: int) -> list[str]:
     if ep is None:
         return []
     try:
-        paths = [_data_path(root, info, ep)] + [_video_path(root, info, ep, k)[0] for k, ft in
-                                                info.get("features", {}).items() if ft.get("dtype") == "video"]
+        paths = [_data_path(root, info, ep)] + [
+            _video_path(root, info, ep, k)[0]
+            for k, ft in info.get("features", {}).items()
+            if ft.get("dtype") == "video"
+        ]
     except (KeyError, ValueError, TypeError) as exc:
         raise RawEpisodeError(f"{root}/meta: bad path template or episode row ({type(exc).__name__}: {exc})") from None
     return sorted({str(p.relative_to(root)) for p in paths})
@@ -190,12 +201,26 @@ def open_lerobot(uri: str) -> RawEpisode:
                     del gens[c]
                     continue
                 except av.error.FFmpegError as exc:
-                    raise RawEpisodeError(f"{sources[c][0]}: video decode failed at frame {counts[c]} ({exc})") from None
+                    raise RawEpisodeError(
+                        f"{sources[c][0]}: video decode failed at frame {counts[c]} ({exc})"
+                    ) from None
                 yield c, counts[c], img
                 counts[c] += 1
 
     robot = str(info.get("robot_type") or "")
     epoch = int((root / "meta" / "info.json").stat().st_mtime * 1e9)  # LeRobot stores no wall clock
-    return RawEpisode(f"{root.name}-{ep.index:06d}", f"lerobot-{ep.version}", uri, robot, str(info.get("site", "")),
-                      task_names[0], str(info.get("vendor", "lerobot")), epoch, None, cams, arrays,
-                      clocks=clocks, frames=frames)
+    return RawEpisode(
+        f"{root.name}-{ep.index:06d}",
+        f"lerobot-{ep.version}",
+        uri,
+        robot,
+        str(info.get("site", "")),
+        task_names[0],
+        str(info.get("vendor", "lerobot")),
+        epoch,
+        None,
+        cams,
+        arrays,
+        clocks=clocks,
+        frames=frames,
+    )

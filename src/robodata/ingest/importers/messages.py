@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
-
 from robodata.ingest.raw import RawEpisodeError
 
 Message = tuple[str, str, int, Any]
