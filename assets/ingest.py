@@ -9,12 +9,12 @@ QC runs as asset checks (assets/ingest_checks.py). Per-episode facts go to Delta
 import dagster as dg
 
 from resources.ingest import IngestResource
-from robodata.ingest.batch import observe
-from robodata.ingest.stage_align import align_batch
-from robodata.ingest.stage_catalog import metadata_batch
-from robodata.ingest.stage_convert import convert_batch
-from robodata.ingest.stage_derived import features_batch, segments_batch
-from robodata.ingest.stage_qc import qc_rollup
+from robodata.ingest.steps.aligned_tracks import align_batch
+from robodata.ingest.steps.derived import features_batch, segments_batch
+from robodata.ingest.steps.episode_metadata import metadata_batch
+from robodata.ingest.steps.episodes import convert_batch
+from robodata.ingest.steps.qc_results import qc_rollup
+from robodata.ingest.steps.raw_episodes import observe
 
 INGEST_BATCH = dg.DynamicPartitionsDefinition(name="ingest_batch")
 GROUP = "ingest"

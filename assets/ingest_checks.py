@@ -12,7 +12,7 @@ import dagster as dg
 from assets.ingest import aligned_tracks, batch_key, episodes
 from resources.ingest import IngestResource
 from robodata.ingest.qc import POST_CHECKS, PRE_CHECKS
-from robodata.ingest.stage_qc import post_qc, pre_qc
+from robodata.ingest.steps.qc_results import post_qc, pre_qc
 
 BROKEN_MIN = 10
 

@@ -21,7 +21,7 @@ from bench.common import BENCH_DIR, emit, parse
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
 from robodata.container.meta import Layout, VideoSettings, default_layout
 from robodata.dataset.pattern import preset
-from robodata.ingest.scene import SceneRenderer
+from robodata.ingest.synth.scene import SceneRenderer
 from robodata.layout.advisor import advise, predict_layout
 from robodata.layout.calibration import Calibration
 from robodata.layout.config import AdvisorConfig

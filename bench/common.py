@@ -31,10 +31,19 @@ def timer() -> Iterator[list[float]]:
         box[0] = time.perf_counter() - t
 
 
-def parse(description: str) -> argparse.Namespace:
+def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """--quick: CI-sized run that still measures what the issue asks; --smoke: tiny sizes, seconds,
+    the same code path and the same JSON keys (checked in CI by tests/core/test_bench_smoke.py)."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--quick", action="store_true", help="small sizes (CI-friendly)")
-    return ap.parse_args()
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes (CI-friendly)")
+    size.add_argument("--smoke", action="store_true", help="tiny sizes: seconds, same code path and JSON keys")
+    return ap.parse_args(argv)
+
+
+def size_of(args: argparse.Namespace) -> str:
+    """'smoke' | 'quick' | 'full'."""
+    return "smoke" if getattr(args, "smoke", False) else "quick" if args.quick else "full"
 
 
 def emit(result: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ from robodata.codecs.video import VideoEncoder
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.container.source import LocalFileSource
-from robodata.ingest.scene import SceneRenderer
-from robodata.ingest.synth import jpeg_bytes
+from robodata.ingest.synth.episode import jpeg_bytes
+from robodata.ingest.synth.scene import SceneRenderer
 
 CAMS = ("cam_left", "cam_right", "wrist")
 H, W, FPS, STATE_HZ = 480, 640, 30.0, 100.0

@@ -164,16 +164,16 @@ def _measure(tmp: Path, eps: list[Path], settings, rgb: bool) -> dict:
 
 
 def pool(tmp: Path, jobs: int, rounds: int) -> dict:
-    """Throughput where it is earned: the conversion stage's worker pool (robodata.ingest.dispatch,
+    """Throughput where it is earned: the conversion stage's worker pool (robodata.ingest.workers.dispatch,
     one process per core) fed `jobs` copies of the throughput episode, wall clock, for the bulk
     settings against the threaded defaults, alternating per round (median of each)."""
     import os
 
     from robodata.ingest.align import aligned_tracks
-    from robodata.ingest.dispatch import run_pool
     from robodata.ingest.importers.legacy import open_legacy
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.stage_convert import settings_dict
+    from robodata.ingest.steps.episodes import settings_dict
+    from robodata.ingest.workers.dispatch import run_pool
 
     ep = sorted(p for p in (tmp / "landing").iterdir() if p.is_dir())[0]
     al = aligned_tracks(open_legacy(str(ep), decode_threads=0)).to_json()
@@ -215,12 +215,12 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
 
 def makespan(tmp: Path, n: int, workers: int) -> dict:
     from robodata.ingest.align import aligned_tracks
-    from robodata.ingest.binpack import balance, list_schedule, lpt_order, work_estimate
     from robodata.ingest.convert import convert
     from robodata.ingest.importers.legacy import open_legacy
-    from robodata.ingest.landing import scan
-    from robodata.ingest.stage_align import decoded_bytes
+    from robodata.ingest.landing.scan import scan
+    from robodata.ingest.steps.aligned_tracks import decoded_bytes
     from robodata.ingest.synth import SynthConfig, synthesize
+    from robodata.ingest.workers.binpack import balance, list_schedule, lpt_order, work_estimate
 
     rng = np.random.default_rng(3)
     durs = np.clip(rng.lognormal(0.0, 0.8, n), 0.3, 8.0)  # heavy-tailed episode lengths, seconds
@@ -267,8 +267,8 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     import dagster as dg
 
     from definitions import defs
-    from robodata.ingest.batch import write_manifest
-    from robodata.ingest.landing import LandingCursor, new_items
+    from robodata.ingest.landing.batch import write_manifest
+    from robodata.ingest.landing.scan import LandingCursor, new_items
     from robodata.ingest.synth import SynthConfig, synthesize
     from robodata.ingest.tables import IngestPaths
 

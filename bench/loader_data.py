@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec, TopicGroup, VideoSettings
-from robodata.ingest.scene import SceneRenderer
-from robodata.ingest.synth import jpeg_bytes
+from robodata.ingest.synth.episode import jpeg_bytes
+from robodata.ingest.synth.scene import SceneRenderer
 
 CAMS = ("cam_left", "cam_right", "wrist")
 H, W, FPS, STATE_HZ = 480, 640, 30.0, 100.0

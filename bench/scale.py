@@ -9,7 +9,7 @@ through RUN_STARTING, RUN_START, a step's engine events and one asset materializ
 for --run-s seconds and ends with RUN_SUCCESS — a handful of events per batch, as in production.
 
 unstaggered: the sensor submits all N in one tick (16 submitting threads).
-staggered:   submissions follow robodata.ingest.stagger.launch_offsets (slot = run_s / max_concurrent).
+staggered:   submissions follow robodata.ingest.landing.stagger.launch_offsets (slot = run_s / max_concurrent).
 
 Writes per second are counted in the database (rows in `runs` + `event_logs` per second of their
 timestamps). Last stdout line: JSON with peak_writes_per_s_ratio (staggered / unstaggered),
@@ -37,7 +37,7 @@ from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteJobO
 from bench.common import emit, peak_rss_mb
 from deploy.services import PrivatePostgres
 from resources.deployment import BATCH_RUN_TAGS
-from robodata.ingest.stagger import StaggerPolicy, launch_offsets
+from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 
 JOB = "ingest_batch"
 # Queued runs carry the origin of the code location that defines their job (as submitted by a sensor).

@@ -34,7 +34,7 @@ DEMO_TRAIN = [
 def prepare_landing(landing: Path, episodes: int, duration_s: float) -> None:
     """Legacy JPEG folders (most), one MCAP recording, one small LeRobot v3.0 dataset."""
     from robodata.ingest.synth import SynthConfig, synthesize
-    from robodata.ingest.synth_lerobot import write_lerobot
+    from robodata.ingest.synth.lerobot import write_lerobot
 
     n_mcap = 1 if episodes > 1 else 0
     synthesize(SynthConfig(episodes=episodes - n_mcap, duration_s=duration_s), landing)
@@ -51,8 +51,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from definitions import defs
     from jobs.ingest_profiles import profile_config
-    from robodata.ingest.launches import BatchPolicy, LaunchState, tick
-    from robodata.ingest.stagger import StaggerPolicy
+    from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.tables import IngestPaths
 
     root = Path(args.root).resolve()

@@ -1,6 +1,6 @@
 """landing_zone_sensor: new complete recordings -> batch partitions -> staggered `bulk` runs.
 
-Listing, batching and the stagger policy are Dagster-free (robodata.ingest.launches); this file
+Listing, batching and the stagger policy are Dagster-free (robodata.ingest.landing.launches); this file
 only turns a tick into dynamic-partition requests and run requests. Configure with env vars:
 ROBODATA_LANDING (local dir or s3://bucket/prefix), ROBODATA_ROOT (ingest state root: local dir or
 s3://...; default ROBODATA_STORAGE_ROOT, else .demo), ROBODATA_BATCH_ITEMS, ROBODATA_SETTLE_S,
@@ -15,8 +15,8 @@ import dagster as dg
 from assets.ingest import INGEST_BATCH
 from jobs.ingest_profiles import profile_config
 from resources.ingest import default_root
-from robodata.ingest.launches import BatchPolicy, LaunchState, tick
-from robodata.ingest.stagger import StaggerPolicy
+from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.tables import IngestPaths
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, TopicGroup, VideoSettings
-from robodata.ingest.scene import SceneRenderer
+from robodata.ingest.synth.scene import SceneRenderer
 
 CAMS = ("cam_left", "cam_right", "wrist")
 

@@ -11,8 +11,8 @@ import numpy as np
 from mcap.writer import Writer
 from PIL import Image
 
-from robodata.ingest.scene import SceneRenderer
 from robodata.ingest.synth import SynthConfig, synthesize
+from robodata.ingest.synth.scene import SceneRenderer
 
 SMALL = dict(duration_s=2.0, height=48, width=64, fps=10.0, state_hz=50.0)
 

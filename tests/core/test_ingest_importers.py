@@ -5,14 +5,14 @@ import pytest
 
 from robodata.container import EpisodeReader
 from robodata.ingest.align import aligned_tracks
-from robodata.ingest.binpack import balance, first_fit_decreasing, makespan
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
-from robodata.ingest.landing import scan
+from robodata.ingest.landing.scan import scan
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata.ingest.synth_lerobot import write_lerobot
+from robodata.ingest.synth.lerobot import write_lerobot
 from robodata.ingest.topics import TopicMap, TopicRule
+from robodata.ingest.workers.binpack import balance, first_fit_decreasing, makespan
 from tests.core.helpers_ingest import SMALL, write_ros2_mcap
 
 

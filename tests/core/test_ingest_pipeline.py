@@ -5,12 +5,12 @@ import pytest
 from deltalake import DeltaTable
 
 from robodata.catalog.schema import CATALOG_SCHEMA
-from robodata.ingest.batch import write_manifest
-from robodata.ingest.landing import LandingCursor, new_items
-from robodata.ingest.launches import BatchPolicy, LaunchState, cut_batches, tick
+from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.launches import BatchPolicy, LaunchState, cut_batches, tick
+from robodata.ingest.landing.scan import LandingCursor, new_items
+from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.pipeline import run_batch
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.stagger import StaggerPolicy
 from robodata.ingest.tables import IngestPaths
 from robodata.ingest.topics import TopicRule
 from tests.core.helpers_ingest import malformed_landing
@@ -142,8 +142,8 @@ def test_landing_zone_on_s3(tmp_path):
 
 
 def test_parallel_alignment_matches_serial(tmp_path):
-    from robodata.ingest.batch import observe
-    from robodata.ingest.stage_align import align_batch
+    from robodata.ingest.steps.aligned_tracks import align_batch
+    from robodata.ingest.steps.raw_episodes import observe
     from robodata.ingest.synth import SynthConfig, synthesize
     from robodata.ingest.tables import read_batch
 

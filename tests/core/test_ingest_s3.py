@@ -13,9 +13,9 @@ import pytest
 from deltalake import DeltaTable
 
 from robodata.ingest.importers.lerobot import episode_files
-from robodata.ingest.landing import scan
+from robodata.ingest.landing.scan import scan
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata.ingest.synth_lerobot import write_lerobot
+from robodata.ingest.synth.lerobot import write_lerobot
 from robodata.storage import objects
 
 TINY = dict(duration_s=1.0, height=32, width=32, fps=10.0, state_hz=20.0)
@@ -107,7 +107,7 @@ def test_item_too_big_for_scratch_fails_that_episode_with_the_reason(s3, tmp_pat
     import shutil
 
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.stage_align import align_one
+    from robodata.ingest.steps.aligned_tracks import align_one
 
     (ep,) = synthesize(SynthConfig(episodes=1, **TINY), tmp_path / "src")
     _fs(s3).put(str(ep), f"s3://{s3.bucket}/landing/{ep.name}", recursive=True)

@@ -47,8 +47,8 @@ def test_ingestion_graph_end_to_end_on_postgres(prod_instance, tmp_path, monkeyp
     QC checks, on the prod instance yaml (Postgres); asset and check events land in Postgres."""
     from deltalake import DeltaTable
 
-    from robodata.ingest.launches import BatchPolicy, LaunchState, tick
-    from robodata.ingest.stagger import StaggerPolicy
+    from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.synth import SynthConfig, synthesize
     from robodata.ingest.tables import IngestPaths
 

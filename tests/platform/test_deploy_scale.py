@@ -3,7 +3,7 @@
 import argparse
 
 from bench.scale import run_mode, writes_per_second
-from robodata.ingest.stagger import StaggerPolicy, launch_offsets
+from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 from tests.platform.deploy_support import postgres
 
 

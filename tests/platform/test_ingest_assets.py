@@ -8,8 +8,8 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.ingest_profiles import resolved_full_job as full_job
-from robodata.ingest.batch import write_manifest
-from robodata.ingest.landing import LandingCursor, new_items
+from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.tables import IngestPaths
 

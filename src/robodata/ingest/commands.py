@@ -76,8 +76,8 @@ def ingest_cmd(
     import json
     import time
 
-    from robodata.ingest.batch import write_manifest
-    from robodata.ingest.landing import LandingCursor, new_items
+    from robodata.ingest.landing.batch import write_manifest
+    from robodata.ingest.landing.scan import LandingCursor, new_items
     from robodata.ingest.pipeline import run_batch
     from robodata.ingest.settings import IngestSettings
     from robodata.ingest.tables import IngestPaths

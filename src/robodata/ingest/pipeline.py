@@ -5,13 +5,13 @@ The Dagster assets in assets/ingest.py call the same stage functions, one per st
 
 from __future__ import annotations
 
-from robodata.ingest.batch import observe
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.stage_align import align_batch
-from robodata.ingest.stage_catalog import metadata_batch
-from robodata.ingest.stage_convert import convert_batch
-from robodata.ingest.stage_derived import features_batch, segments_batch
-from robodata.ingest.stage_qc import post_qc, pre_qc, qc_rollup
+from robodata.ingest.steps.aligned_tracks import align_batch
+from robodata.ingest.steps.derived import features_batch, segments_batch
+from robodata.ingest.steps.episode_metadata import metadata_batch
+from robodata.ingest.steps.episodes import convert_batch
+from robodata.ingest.steps.qc_results import post_qc, pre_qc, qc_rollup
+from robodata.ingest.steps.raw_episodes import observe
 from robodata.ingest.tables import IngestPaths
 
 

@@ -11,7 +11,7 @@ from robodata.storage import StorageLocation, objects
 
 
 def open_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_threads: int = 2) -> RawEpisode:
-    """Open one landing item of the given kind (see robodata.ingest.landing.detect_kind)."""
+    """Open one landing item of the given kind (see robodata.ingest.landing.scan.detect_kind)."""
     if kind == "legacy-jpeg":
         from robodata.ingest.importers.legacy import open_legacy
 

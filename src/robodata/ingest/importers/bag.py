@@ -17,9 +17,9 @@ import numpy as np
 from robodata.codecs.image import image_shape
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
-from robodata.ingest.prefetch import prefetch
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
+from robodata.ingest.workers.prefetch import prefetch
 
 JOINT_FIELDS = (
     ("position", "joint_pos", "rad"),

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
 from robodata.ingest.clock import fit_clock
-from robodata.ingest.prefetch import prefetch
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
+from robodata.ingest.workers.prefetch import prefetch
 
 
 def _json(path: Path):

@@ -5,7 +5,7 @@ search that moves / swaps items between the heaviest and lightest bins while tha
 the heaviest one (LPT is within 4/3 of optimal; the moves usually close most of the rest).
 `first_fit_decreasing` (capacity): bins of at most `capacity` bytes, for cutting batches.
 `lpt_order` + `list_schedule`: the conversion stage does not fix bins up front; workers pull
-jobs largest-first as they finish (robodata.ingest.dispatch), which `list_schedule` replays.
+jobs largest-first as they finish (robodata.ingest.workers.dispatch), which `list_schedule` replays.
 """
 
 from __future__ import annotations

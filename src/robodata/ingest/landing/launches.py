@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from robodata.config import require
-from robodata.ingest.batch import write_manifest
-from robodata.ingest.landing import LandingCursor, LandingItem, new_items
-from robodata.ingest.stagger import StaggerPolicy, launch_offsets
+from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.scan import LandingCursor, LandingItem, new_items
+from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 from robodata.ingest.tables import IngestPaths
 
 

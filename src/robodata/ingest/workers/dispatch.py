@@ -6,7 +6,7 @@ so an episode that costs more than its estimate delays only its own worker and t
 the queue flows around it. Compared with fixed bins cut from estimates up front, the slowest
 worker then ends within about one small job of the others.
 
-A worker is `python -m robodata.ingest.worker` (a fresh interpreter: safe inside any host
+A worker is `python -m robodata.ingest.workers.worker` (a fresh interpreter: safe inside any host
 process). It reads a header line ({"worker", "stage", "settings"}) then one job per line
 and writes one JSON row per job. A worker that dies mid-job (a codec crash, OOM kill) costs
 only that job, recorded as failed with its stderr; a replacement takes its slot while jobs
@@ -82,7 +82,7 @@ def run_pool(jobs: list[dict], workers: int, settings: dict[str, Any], stage: st
     def spawn(slot: int) -> None:
         err = tempfile.TemporaryFile("w+b")  # noqa: SIM115 - the worker's stderr, closed when it ends
         p = subprocess.Popen(
-            [sys.executable, "-m", "robodata.ingest.worker"],
+            [sys.executable, "-m", "robodata.ingest.workers.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mcap.writer import Writer
 
-from robodata.ingest.synth import SynthEpisode, jpeg_bytes
+from robodata.ingest.synth.episode import SynthEpisode, jpeg_bytes
 
 COMPRESSED_IMAGE_SCHEMA = {
     "title": "foxglove.CompressedImage",

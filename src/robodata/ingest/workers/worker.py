@@ -1,6 +1,6 @@
-"""Worker process: `python -m robodata.ingest.worker` reads a header line ({"worker", "stage":
+"""Worker process: `python -m robodata.ingest.workers.worker` reads a header line ({"worker", "stage":
 "convert" | "align", "settings"}) and then one job per line on stdin, and writes one JSON row
-per finished job to stdout (robodata.ingest.dispatch hands out the jobs).
+per finished job to stdout (robodata.ingest.workers.dispatch hands out the jobs).
 
 A fresh interpreter (not fork, not multiprocessing's spawn of __main__): safe inside any host
 process (Dagster step, script, test) and its crash loses no finished rows.
@@ -14,8 +14,8 @@ import sys
 
 def main() -> int:
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.stage_align import align_one
-    from robodata.ingest.stage_convert import convert_one
+    from robodata.ingest.steps.aligned_tracks import align_one
+    from robodata.ingest.steps.episodes import convert_one
 
     head = json.loads(sys.stdin.readline())
     settings = IngestSettings.from_dict(head["settings"])

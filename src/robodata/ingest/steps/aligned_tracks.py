@@ -70,9 +70,9 @@ def decoded_bytes(raw) -> int:
 def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dict:
     """Serial for small batches; otherwise the same worker processes as conversion (MCAP scans
     parse every message, so alignment is real work for big recordings)."""
-    from robodata.ingest.binpack import lpt_order
-    from robodata.ingest.dispatch import run_pool
-    from robodata.ingest.stage_convert import settings_dict
+    from robodata.ingest.steps.episodes import settings_dict
+    from robodata.ingest.workers.binpack import lpt_order
+    from robodata.ingest.workers.dispatch import run_pool
 
     raw = paths.read("raw_episodes", batch, ["uri", "kind", "size_bytes"]).to_pylist()
     if settings.workers > 1 and len(raw) >= 4 * settings.workers:

@@ -1,7 +1,7 @@
 import pytest
 
 from robodata.errors import ConfigError
-from robodata.ingest.stagger import StaggerPolicy, due_count, launch_offsets, max_in_window
+from robodata.ingest.landing.stagger import StaggerPolicy, due_count, launch_offsets, max_in_window
 
 
 def test_offsets_sorted_and_spread_over_slots():
@@ -45,7 +45,7 @@ def test_negative_count_rejected():
 
 
 def test_staggered_launch_resumes_from_its_state():
-    from robodata.ingest.stagger import StaggeredLaunch
+    from robodata.ingest.landing.stagger import StaggeredLaunch
     from robodata.stateful import Stateful
 
     p = StaggerPolicy(max_concurrent=4, run_s=2.0, jitter=0.0)  # one launch per 0.5 s

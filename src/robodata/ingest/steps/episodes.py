@@ -1,8 +1,8 @@
 """episodes stage: convert a batch's accepted episodes into containers, in parallel.
 
 Episodes quarantined by a blocking pre-conversion check are skipped. The rest are ordered
-largest estimated work first (robodata.ingest.binpack) and pulled by `workers` processes
-as each finishes its previous one (robodata.ingest.dispatch), so the work bins come out of
+largest estimated work first (robodata.ingest.workers.binpack) and pulled by `workers` processes
+as each finishes its previous one (robodata.ingest.workers.dispatch), so the work bins come out of
 near-equal real time; a failing episode is recorded (ok = false, error) and the rest go on.
 """
 
@@ -16,12 +16,12 @@ import pyarrow.compute as pc
 
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.binpack import lpt_order, work_estimate
 from robodata.ingest.convert import convert
-from robodata.ingest.dispatch import run_pool
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
+from robodata.ingest.workers.binpack import lpt_order, work_estimate
+from robodata.ingest.workers.dispatch import run_pool
 from robodata.storage import StorageLocation, objects
 
 CONVERSION_SCHEMA = pa.schema(

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from robodata.ingest.scene import SceneRenderer
+from robodata.ingest.synth.scene import SceneRenderer
 
 ENCODERS = {"h264": "libx264", "av1": "libsvtav1"}
 

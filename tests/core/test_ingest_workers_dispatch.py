@@ -3,12 +3,12 @@ worker that dies mid-job costs that job only (a replacement finishes the queue).
 
 from __future__ import annotations
 
-from robodata.ingest.binpack import list_schedule, lpt_order
-from robodata.ingest.dispatch import run_pool
-from robodata.ingest.landing import LandingCursor, new_items
+from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.stage_convert import settings_dict
+from robodata.ingest.steps.episodes import settings_dict
 from robodata.ingest.synth import SynthConfig, synthesize
+from robodata.ingest.workers.binpack import list_schedule, lpt_order
+from robodata.ingest.workers.dispatch import run_pool
 
 
 def _jobs(tmp_path, n=6):

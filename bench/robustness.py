@@ -1,0 +1,35 @@
+"""bench.robustness: irregular and hostile input at every layer (issue 16).
+
+Each section lives in its own module, bench/robustness_<section>.py, with
+`run(size: str) -> dict` (size: "smoke" | "quick" | "full"); this runner calls them in order and
+prints one JSON object. "raw" errors are exceptions outside RobodataError; "silent wrong" is data
+returned without an error that differs from what was written.
+
+Must hold at --quick (issue 16): container cases >= 10,000 with raw_errors 0 and silent_wrong 0,
+peak RSS per case <= 1 GB; importer cases >= 40 with 0 batches failed by one item; escaped
+writes and reads 0; manifest cases >= 500 with 0 round-trip failures; >= 3 concurrent catalog
+writers with 0 duplicate ids; uploader kills including >= 3 after "verified", 0 lost, 0 deleted
+unverified; spec raw errors 0.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from bench.common import emit, parse, size_of
+
+SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec")
+
+
+def main() -> None:
+    args = parse(__doc__.splitlines()[0])
+    size = size_of(args)
+    out: dict[str, dict] = {}
+    for name in SECTIONS:
+        module = importlib.import_module(f"bench.robustness_{name}")
+        out[name] = module.run(size)
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()

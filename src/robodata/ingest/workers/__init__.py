@@ -1,0 +1,1 @@
+"""Parallel execution inside a step: worker processes pulling jobs, bin-packing, decode read-ahead threads."""
