@@ -88,8 +88,16 @@ def test_writer_rejects_bad_input_and_leaves_no_valid_file(tmp_path):
 
 
 def test_unknown_stream_in_window(episode):
-    with pytest.raises(KeyError, match="no stream"):
-        EpisodeReader.open(episode).read_window(0, 1, ["lidar"])
+    r = EpisodeReader.open(episode)
+    with pytest.raises(ContainerError, match="no stream 'lidar'") as ei:
+        r.read_window(0, 1, ["lidar"])
+    assert ei.value.episode == "ep-test" and ei.value.path == str(episode)
+    for bad in ({"every": 0}, {"every": 1.5}):
+        with pytest.raises(ContainerError, match="every"):
+            r.read_window(0, 1, ["joint_pos"], **bad)
+    with pytest.raises(ContainerError, match="NaN"):
+        r.read_window(float("nan"), 1, ["joint_pos"])
+    assert len(r.read_window(-float("inf"), float("inf"), ["joint_pos"])["joint_pos"].t) == 200
 
 
 def test_inspect_cli(episode):

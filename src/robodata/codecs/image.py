@@ -14,13 +14,16 @@ import threading
 import av
 import numpy as np
 
+from robodata.errors import CodecError
+
 Image = np.ndarray | av.VideoFrame
 
 _tls = threading.local()
 
 
-class ImageError(ValueError):
-    """The bytes are not a decodable image (the message says why)."""
+class ImageError(CodecError):
+    """The bytes are not a decodable image (the message says why). A RobodataError (and a
+    ValueError, as before)."""
 
 
 def image_shape(img: Image) -> tuple[int, ...]:
