@@ -13,6 +13,7 @@ import threading
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 
 from robodata.errors import CodecError
 
@@ -33,9 +34,9 @@ def image_shape(img: Image) -> tuple[int, ...]:
     return tuple(img.shape)
 
 
-def _mjpeg() -> av.CodecContext:
+def _mjpeg() -> VideoCodecContext:
     """Per-thread libavcodec JPEG decoder; err_detect=explode turns truncation into an error."""
-    ctx = getattr(_tls, "mjpeg", None)
+    ctx: VideoCodecContext | None = getattr(_tls, "mjpeg", None)
     if ctx is None:
         ctx = _tls.mjpeg = av.CodecContext.create("mjpeg", "r")
         ctx.options = {"err_detect": "explode"}

@@ -7,9 +7,11 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
@@ -104,7 +106,7 @@ class VideoEncoder:
         spec = video_codec(codec)
         self.gop = gop
         self.codec = codec
-        ctx = av.CodecContext.create(spec.encoder, "w")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(spec.encoder, "w"))
         ctx.width, ctx.height = width, height
         ctx.pix_fmt = pix_fmt
         self.pix_fmt = pix_fmt
@@ -164,6 +166,8 @@ class VideoEncoder:
         out = []
         for p in pkts:
             data = bytes(p)
+            if p.pts is None:
+                raise CodecError(f"{self.codec} encoder returned a packet without a pts")
             out.append(
                 Packet(
                     int(p.pts),
@@ -205,8 +209,8 @@ class VideoDecoder:
             )
         return to_rgb(frame)
 
-    def _context(self) -> av.CodecContext:
-        ctx = av.CodecContext.create(self._codec, "r")
+    def _context(self) -> VideoCodecContext:
+        ctx = cast(VideoCodecContext, av.CodecContext.create(self._codec, "r"))
         if self._extradata:
             ctx.extradata = self._extradata
         ctx.thread_count = self._threads

@@ -24,7 +24,7 @@ TRAILER = struct.Struct("<QQI4s")
 FORMAT_NAME = "robodata.episode"
 
 
-def checksum(data: bytes | memoryview) -> int:
+def checksum(data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 

@@ -68,14 +68,14 @@ class PartDecoder:
         """(t_ns, values) of an array or events part with lo <= t <= hi."""
         with self.decoding(spec.name, chunk.index):
             if spec.kind == "events":
-                table = events_table(blob, budgets.decode)
+                table = events_table(blob, budgets.decode, spec.name)
                 t = table.column("t_ns").to_numpy()
                 self._check_times(spec.name, chunk, part, t, strict=False)
                 keep = np.nonzero((t >= lo) & (t <= hi))[0]
                 budgets.decode.take(len(keep) * PY_OBJECT_BYTES, f"{spec.name!r} labels")
                 labels = table.column("label").take(pa.array(keep)).to_pylist()
                 return t[keep], np.array(labels, dtype=object)
-            t, values = decode_array(blob, spec.shape, spec.dtype, budgets.decode)
+            t, values = decode_array(blob, spec.shape, spec.dtype, budgets.decode, spec.name)
         self._check_times(spec.name, chunk, part, t, strict=False)
         m = (t >= lo) & (t <= hi)
         return t[m], values[m]
@@ -86,7 +86,7 @@ class PartDecoder:
         """A video part's packet table, verified: one row per declared packet, distinct pts whose
         times increase with pts, the first packet a keyframe."""
         with self.decoding(stream, chunk.index):
-            table = decode_packets(blob, budget)
+            table = decode_packets(blob, budget, stream)
         pts = table.column("pts").to_numpy()
         order = np.argsort(pts, kind="stable")
         if len(pts) and np.any(np.diff(pts[order]) == 0):

@@ -11,7 +11,6 @@ propagate unchanged, so callers can tell them from a bad file and retry them.
 from __future__ import annotations
 
 import math
-import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,20 +22,17 @@ from robodata.codecs.video import VideoDecoder
 from robodata.container.footer import Footer, parse_footer
 from robodata.container.format import (
     HEADER,
-    TRAILER,
     ChunkInfo,
     PartInfo,
     checksum,
-    decode_footer,
     unpack_header,
-    unpack_trailer,
 )
 from robodata.container.limits import ReaderConfig
+from robodata.container.opening import locate_footer
 from robodata.container.parts import PartDecoder, ReadBudgets
 from robodata.container.source import RangeSource, open_source
 from robodata.errors import ConfigError, ContainerError, ContainerLimitError
 
-_TAIL_GUESS = 64 * 1024  # first read at open: trailer plus, usually, the whole footer
 _I64 = (1 << 63) - 1
 
 
@@ -124,26 +120,9 @@ class EpisodeReader:
             raise ConfigError(f"config must be a ReaderConfig, got {type(config).__name__}")
         cfg = config or ReaderConfig()
         source = open_source(target, **storage_options)
-        name = source.name
-        size = source.size()
-        hints = footer_offset is not None and footer_length is not None
-        if hints:
-            fo, fl = _hint(name, footer_offset, footer_length, size, cfg)
-            start = 0 if size <= _TAIL_GUESS else fo
-        else:
-            start = max(0, size - _TAIL_GUESS)
-        tail = _read_exact(source, name, start, size - start)
-        if start == 0:
-            unpack_header(name, tail)
-        off, length, crc = unpack_trailer(name, tail[-TRAILER.size :], size, cfg.max_footer_bytes)
-        if hints and (off, length) != (fo, fl):
-            raise ContainerError(
-                name, f"footer hint {fo}+{fl} does not match the trailer {off}+{length} (stale manifest?)"
-            )
-        inside = off >= start  # the footer usually lies in the tail already read
-        footer = tail[off - start : off - start + length] if inside else _read_exact(source, name, off, length)
-        doc = decode_footer(name, footer, crc)
-        return cls(source, parse_footer(name, doc, off, cfg), off, length, decode_threads, cfg, start == 0)
+        located = locate_footer(source, footer_offset, footer_length, cfg)
+        footer = parse_footer(source.name, located.doc, located.offset, cfg)
+        return cls(source, footer, located.offset, located.length, decode_threads, cfg, located.header_checked)
 
     # ----------------------------------------------------------------- reading
     def read_window(self, t0: float, t1: float, streams: list[str] | None = None, every: int = 1) -> dict[str, Window]:
@@ -370,28 +349,6 @@ class EpisodeReader:
         if not frames:
             return Window(np.empty((0, *spec.shape), np.uint8), np.empty(0))
         return Window(np.stack(frames), np.asarray(times, dtype=np.int64) / 1e9)
-
-
-def _hint(name: str, footer_offset: Any, footer_length: Any, size: int, cfg: ReaderConfig) -> tuple[int, int]:
-    """Footer hints from a caller, checked against the file before anything is read with them."""
-    try:
-        fo, fl = operator.index(footer_offset), operator.index(footer_length)
-    except TypeError:
-        raise ContainerError(
-            name, f"footer hint {footer_offset!r}+{footer_length!r} is not a pair of integers"
-        ) from None
-    if fo < HEADER.size or fl < 0 or fo + fl + TRAILER.size != size:
-        raise ContainerError(name, f"footer hint {fo}+{fl} does not fit a file of {size} bytes (stale manifest?)")
-    if fl > cfg.max_footer_bytes:
-        raise ContainerLimitError(name, f"footer hint {fl:,} bytes is over ReaderConfig.max_footer_bytes")
-    return fo, fl
-
-
-def _read_exact(source: RangeSource, name: str, offset: int, length: int) -> bytes:
-    data = source.read(offset, length) if length > 0 else b""
-    if len(data) != length:
-        raise ContainerError(name, f"short read ({len(data)} of {length} bytes at {offset}): truncated file")
-    return data
 
 
 def read_window(

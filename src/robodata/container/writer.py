@@ -9,9 +9,6 @@ by their group's span at close.
 from __future__ import annotations
 
 import base64
-import json
-import math
-import operator
 import os
 import zlib
 from collections import deque
@@ -19,18 +16,16 @@ from typing import IO, Any
 
 import av
 import numpy as np
+import numpy.typing as npt
 
-from robodata.codecs.arrays import PY_OBJECT_BYTES, array_decoded_bytes, encode_array, encode_events, encode_packets
+from robodata.codecs.arrays import PY_OBJECT_BYTES, encode_array, encode_events, encode_packets
 from robodata.codecs.image import Image, image_shape
 from robodata.codecs.ipc import ipc_info
 from robodata.codecs.video import Packet, VideoEncoder, encoder_pix_fmt
+from robodata.container import inputs
 from robodata.container.format import ChunkInfo, PartInfo, checksum, encode_footer, pack_header, pack_trailer
-from robodata.container.limits import ReaderConfig
 from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup
 from robodata.errors import ContainerError
-from robodata.names import is_safe_name
-
-_READABLE = ReaderConfig()  # never write what a reader with the default caps refuses
 
 
 class _Camera:
@@ -97,7 +92,7 @@ class EpisodeWriter:
             )
         self.meta = meta
         for name, spec in meta.streams.items():
-            self._check_stream(name, spec, layout)
+            inputs.check_stream(meta.episode_id, name, spec, layout)
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
         # closed by close()/__exit__, which also seal the footer
@@ -133,7 +128,7 @@ class EpisodeWriter:
         if shape != spec.shape or (isinstance(image, np.ndarray) and image.dtype != np.uint8):
             dtype = f" {image.dtype}" if isinstance(image, np.ndarray) else ""
             raise self._err(f"frame for {stream!r} has shape {shape}{dtype}, expected {spec.shape} uint8")
-        t_ns = self._time(stream, t_ns)
+        t_ns = inputs.time(self.meta.episode_id, stream, t_ns)
         cam = self._cams.get(stream)
         if cam is not None and cam.last_t is not None and t_ns <= cam.last_t:
             raise self._err(f"{stream!r} timestamps must increase ({t_ns} after {cam.last_t})")
@@ -150,7 +145,7 @@ class EpisodeWriter:
         cam.take(packets)
         self._flush_video(self.layout.group_of(stream), final=False)
 
-    def write_array(self, stream: str, t_ns: np.ndarray, values: np.ndarray) -> None:
+    def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Samples of an array stream; may be called several times, in time order.
 
         Args:
@@ -163,7 +158,7 @@ class EpisodeWriter:
                 do not convert, unsorted or backward times, or a closed writer.
         """
         spec = self._spec(stream, "array")
-        t_ns = self._times(stream, t_ns)
+        t_ns = inputs.times(self.meta.episode_id, stream, t_ns)
         try:
             values = np.asarray(values, dtype=spec.dtype)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -175,7 +170,7 @@ class EpisodeWriter:
         self._append(stream, t_ns, values)
 
     def write_events(
-        self, stream: str, t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None
+        self, stream: str, t_ns: npt.ArrayLike, labels: list[str], payloads: list[dict] | None = None
     ) -> None:
         """Events (a label and an optional JSON payload each); may be called several times, in time order.
 
@@ -184,21 +179,8 @@ class EpisodeWriter:
                 that are not JSON objects, counts that do not match, unsorted times, a closed writer.
         """
         self._spec(stream, "events")
-        t_ns = self._times(stream, t_ns)
-        labels = list(labels)
-        payloads = list(payloads) if payloads else [{}] * len(labels)
-        if len(labels) != len(t_ns) or len(payloads) != len(t_ns):
-            raise self._err(f"{stream!r}: {len(labels)} labels, {len(payloads)} payloads for {len(t_ns)} timestamps")
-        if not all(isinstance(x, str) for x in labels):
-            raise self._err(f"{stream!r}: event labels must be strings")
-        try:
-            if not all(isinstance(p, dict) for p in payloads):
-                raise TypeError("payloads must be dicts")
-            for p in payloads:
-                json.dumps(p, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise self._err(f"{stream!r}: event payloads must be JSON objects: {exc}") from None
-        self._append(stream, t_ns, (labels, payloads))
+        t = inputs.times(self.meta.episode_id, stream, t_ns)
+        self._append(stream, t, inputs.events(self.meta.episode_id, stream, len(t), labels, payloads))
 
     def close(self) -> None:
         """Write the last chunks, the footer and the trailer; closes (and fsyncs) a path target.
@@ -228,7 +210,7 @@ class EpisodeWriter:
         footer = encode_footer(
             self.meta.to_dict(), {**self.layout.to_dict(), "version": self.layout.version}, codec_data, self._chunks
         )
-        if len(footer) > _READABLE.max_footer_bytes:
+        if len(footer) > inputs.READABLE.max_footer_bytes:
             raise self._err(f"footer of {len(footer):,} bytes is over ReaderConfig.max_footer_bytes (too many chunks)")
         footer_offset = self._pos
         self._emit(footer)
@@ -258,26 +240,6 @@ class EpisodeWriter:
     def _err(self, message: str) -> ContainerError:
         return ContainerError(self.meta.episode_id, message)
 
-    def _check_stream(self, name: str, spec: StreamSpec, layout: Layout) -> None:
-        if not is_safe_name(name):
-            raise self._err(f"stream name {name!r} may hold only letters, digits, '.', '_' and '-' (at most 128)")
-        try:
-            g = layout.group_of(name)
-        except KeyError:
-            raise self._err(f"stream {name!r} is in no topic group of the layout") from None
-        if (spec.kind == "video") != (g.video is not None):
-            raise self._err(
-                f"stream {name!r} ({spec.kind}) is in group {g.name!r} which "
-                f"{'has' if g.video else 'has no'} video settings; never mix cameras and other streams"
-            )
-        if spec.kind == "video" and math.prod(spec.shape) > _READABLE.max_frame_bytes:
-            raise self._err(f"stream {name!r}: frames of {spec.shape} are over ReaderConfig.max_frame_bytes")
-        if spec.kind == "array":
-            if np.dtype(spec.dtype).kind not in "biuf" or any(d < 1 for d in spec.shape):
-                raise self._err(f"array stream {name!r}: needs a numeric dtype and dimensions >= 1")
-            if array_decoded_bytes(1, spec.shape, spec.dtype) > _READABLE.max_decode_bytes:
-                raise self._err(f"stream {name!r}: one sample of {spec.shape} is over ReaderConfig.max_decode_bytes")
-
     def _spec(self, stream: str, kind: str) -> StreamSpec:
         if self._closed:
             raise self._err(f"write to {stream!r} after the writer was closed")
@@ -287,30 +249,6 @@ class EpisodeWriter:
         if spec.kind != kind:
             raise self._err(f"stream {stream!r} is {spec.kind}, not {kind}")
         return spec
-
-    def _time(self, stream: str, t: Any) -> int:
-        try:
-            v = operator.index(t) if not isinstance(t, float) else int(t)
-        except (TypeError, ValueError, OverflowError):
-            raise self._err(f"{stream!r}: timestamp {t!r} is not an integer (ns)") from None
-        if not -(1 << 63) <= v < (1 << 63):
-            raise self._err(f"{stream!r}: timestamp {v} is outside int64")
-        return v
-
-    def _times(self, stream: str, t: Any) -> np.ndarray:
-        try:
-            arr = np.asarray(t)
-            if arr.ndim != 1:
-                raise ValueError(f"shape {arr.shape}, expected (N,)")
-            if arr.dtype.kind not in "iuf" and arr.size:
-                raise TypeError(f"dtype {arr.dtype}")
-            if arr.size and arr.dtype.kind in "uf" and not (np.all(np.isfinite(arr)) and arr.max() < 2.0**63):
-                raise OverflowError("a timestamp is not finite or outside int64")
-            if arr.size and arr.dtype.kind == "f" and arr.min() < -(2.0**63):
-                raise OverflowError("a timestamp is outside int64")
-            return arr.astype(np.int64)  # float ns are truncated, as they always were
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise self._err(f"{stream!r}: timestamps must be integer ns: {exc}") from None
 
     def _touch(self, t: int) -> None:
         self._t_min = t if self._t_min is None else min(self._t_min, t)
@@ -382,6 +320,7 @@ class EpisodeWriter:
                     ts,
                     [p.data for p in pkts],
                     [p.ref for p in pkts],
+                    stream=s,
                 )
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
@@ -407,12 +346,12 @@ class EpisodeWriter:
                 if hi <= lo:
                     continue
                 if self.meta.streams[s].kind == "events":
-                    blob = encode_events(t[lo:hi], vals[0][lo:hi], vals[1][lo:hi])
+                    blob = encode_events(t[lo:hi], vals[0][lo:hi], vals[1][lo:hi], stream=s)
                     extra = int(hi - lo) * PY_OBJECT_BYTES
                 else:
-                    blob = encode_array(t[lo:hi], vals[lo:hi])
+                    blob = encode_array(t[lo:hi], vals[lo:hi], stream=s)
                     extra = 0
-                if ipc_info(blob).decoded_bytes + extra > _READABLE.max_decode_bytes:
+                if ipc_info(blob).decoded_bytes + extra > inputs.READABLE.max_decode_bytes:
                     raise self._err(
                         f"{s!r}: a {group.chunk_span_s} s chunk of {hi - lo} samples decodes to more than "
                         "ReaderConfig.max_decode_bytes; use a shorter chunk_span_s for its group"
