@@ -217,46 +217,67 @@ def _codec_data(ck: _Checker, raw: Any, meta: EpisodeMeta) -> dict[str, bytes]:
 
 def _chunks(ck: _Checker, raw: list[Any], meta: EpisodeMeta, layout: Layout, footer_offset: int) -> list[ChunkInfo]:
     groups = {g.name: g for g in layout.groups}
+    kinds = {name: spec.kind for name, spec in meta.streams.items()}
     max_rows = ck.config.max_decode_bytes // 8  # every sample decodes at least its int64 timestamp
     expected_off = HEADER.size
     last_end: dict[str, int] = {}
     out = []
     for k, c in enumerate(raw):
-        d = ck.obj(c, f"chunks[{k}]", set(_CHUNK_KEYS))
-        i, group, t0, t1, off, length, crc = (d[key] for key in _CHUNK_KEYS[:7])
-        ck.int_(i, f"chunks[{k}].i", k, k, k)
-        g = groups.get(group) if isinstance(group, str) else None
-        if g is None:
-            ck.fail(f"chunks[{k}].group", f"{_show(group)} is not a topic group of the layout", k)
-        ck.int_(t0, f"chunks[{k}].t0", *I64, k)
-        ck.int_(t1, f"chunks[{k}].t1", t0, I64[1], k)
-        ck.int_(off, f"chunks[{k}].off", expected_off, expected_off, k)
-        ck.int_(length, f"chunks[{k}].len", 1, footer_offset - off, k)
-        ck.int_(crc, f"chunks[{k}].crc", *U32, k)
+        # Fast path: one boolean test per entry; the checks that name the field run only on failure.
+        keys_ok = type(c) is dict and all(key in c for key in _CHUNK_KEYS)
+        vals: tuple[Any, ...] = tuple(c[key] for key in _CHUNK_KEYS[:7]) if keys_ok else (None,) * 7
+        i, group, t0, t1, off, length, crc = vals
+        g = groups.get(group) if type(group) is str else None
+        if not (
+            keys_ok
+            and g is not None
+            and type(i) is int
+            and i == k
+            and type(t0) is int
+            and type(t1) is int
+            and I64[0] <= t0 <= t1 <= I64[1]
+            and type(off) is int
+            and off == expected_off
+            and type(length) is int
+            and 1 <= length <= footer_offset - off
+            and type(crc) is int
+            and 0 <= crc <= U32[1]
+        ):
+            _chunk_fail(ck, k, c, groups, expected_off, footer_offset)
+        assert g is not None
         expected_off = off + length
-        parts = ck.list_(d["parts"], f"chunks[{k}].parts")
-        if not parts:
-            ck.fail(f"chunks[{k}].parts", "is empty", k)
+        parts = c["parts"]
+        if type(parts) is not list or not parts:
+            ck.fail(f"chunks[{k}].parts", f"must be a non-empty list, got {_show(parts)}", k)
         infos: list[PartInfo] = []
+        seen: set[str] = set()
         rel = 0
         for j, p in enumerate(parts):
-            f = f"chunks[{k}].parts[{j}]"
-            if not isinstance(p, list) or len(p) != 7:
-                ck.fail(f, f"must be a list of 7 fields, got {_show(p)}", k)
-            stream, p_off, p_len, p_crc, ts, te, count = p
-            if not isinstance(stream, str) or stream not in g.streams or stream not in meta.streams:
-                ck.fail(f, f"stream {_show(stream)} is not a declared stream of group {g.name!r}", k)
-            if any(q.stream == stream for q in infos):
-                ck.fail(f, f"stream {stream!r} appears twice in the chunk", k)
-            ck.int_(p_off, f"{f} offset", rel, rel, k)
-            ck.int_(p_len, f"{f} length", 1, length - rel, k)
-            ck.int_(p_crc, f"{f} crc", *U32, k)
-            ck.int_(ts, f"{f} t_start", t0, t1, k)
-            ck.int_(te, f"{f} t_end", ts, t1, k)
-            video = meta.streams[stream].kind == "video"
-            ck.int_(count, f"{f} count", 1, min(max_rows, p_len) if video else max_rows, k)
-            if stream in last_end and ts <= last_end[stream]:
-                ck.fail(f, f"stream {stream!r} goes back in time ({ts} after {last_end[stream]})", k)
+            ok = type(p) is list and len(p) == 7
+            fields: list[Any] = p if ok else [None] * 7
+            stream, p_off, p_len, p_crc, ts, te, count = fields
+            ok = (
+                ok
+                and type(stream) is str
+                and stream in g.streams
+                and stream in kinds
+                and stream not in seen
+                and type(p_off) is int
+                and p_off == rel
+                and type(p_len) is int
+                and 1 <= p_len <= length - rel
+                and type(p_crc) is int
+                and 0 <= p_crc <= U32[1]
+                and type(ts) is int
+                and type(te) is int
+                and t0 <= ts <= te <= t1
+                and type(count) is int
+                and 1 <= count <= (min(max_rows, p_len) if kinds[stream] == "video" else max_rows)
+                and (stream not in last_end or ts > last_end[stream])
+            )
+            if not ok:
+                _part_fail(ck, k, j, p, g, kinds, seen, rel, length, t0, t1, max_rows, last_end)
+            seen.add(stream)
             last_end[stream] = te
             infos.append(PartInfo(stream, p_off, p_len, p_crc, ts, te, count))
             rel += p_len
@@ -268,6 +289,57 @@ def _chunks(ck: _Checker, raw: list[Any], meta: EpisodeMeta, layout: Layout, foo
     if expected_off != footer_offset:
         ck.fail("chunks", f"cover bytes {HEADER.size}..{expected_off}, the data region ends at {footer_offset}")
     return out
+
+
+def _chunk_fail(
+    ck: _Checker, k: int, c: Any, groups: dict[str, TopicGroup], expected_off: int, footer_offset: int
+) -> NoReturn:
+    """Raises the ContainerError naming the first bad field of chunk entry k."""
+    d = ck.obj(c, f"chunks[{k}]", set(_CHUNK_KEYS))
+    ck.int_(d["i"], f"chunks[{k}].i", k, k, k)
+    if not isinstance(d["group"], str) or d["group"] not in groups:
+        ck.fail(f"chunks[{k}].group", f"{_show(d['group'])} is not a topic group of the layout", k)
+    ck.int_(d["t0"], f"chunks[{k}].t0", *I64, k)
+    ck.int_(d["t1"], f"chunks[{k}].t1", d["t0"], I64[1], k)
+    ck.int_(d["off"], f"chunks[{k}].off", expected_off, expected_off, k)
+    ck.int_(d["len"], f"chunks[{k}].len", 1, footer_offset - d["off"], k)
+    ck.int_(d["crc"], f"chunks[{k}].crc", *U32, k)
+    ck.fail(f"chunks[{k}]", "is inconsistent", k)  # not reached: one of the checks above fails
+
+
+def _part_fail(
+    ck: _Checker,
+    k: int,
+    j: int,
+    p: Any,
+    g: TopicGroup,
+    kinds: dict[str, str],
+    seen: set[str],
+    rel: int,
+    length: int,
+    t0: int,
+    t1: int,
+    max_rows: int,
+    last_end: dict[str, int],
+) -> NoReturn:
+    """Raises the ContainerError naming the first bad field of part j of chunk k."""
+    f = f"chunks[{k}].parts[{j}]"
+    if not isinstance(p, list) or len(p) != 7:
+        ck.fail(f, f"must be a list of 7 fields, got {_show(p)}", k)
+    stream, p_off, p_len, p_crc, ts, te, count = p
+    if not isinstance(stream, str) or stream not in g.streams or stream not in kinds:
+        ck.fail(f, f"stream {_show(stream)} is not a declared stream of group {g.name!r}", k)
+    if stream in seen:
+        ck.fail(f, f"stream {stream!r} appears twice in the chunk", k)
+    ck.int_(p_off, f"{f} offset", rel, rel, k)
+    ck.int_(p_len, f"{f} length", 1, length - rel, k)
+    ck.int_(p_crc, f"{f} crc", *U32, k)
+    ck.int_(ts, f"{f} t_start", t0, t1, k)
+    ck.int_(te, f"{f} t_end", ts, t1, k)
+    ck.int_(count, f"{f} count", 1, min(max_rows, p_len) if kinds[stream] == "video" else max_rows, k)
+    if stream in last_end and ts <= last_end[stream]:
+        ck.fail(f, f"stream {stream!r} goes back in time ({ts} after {last_end[stream]})", k)
+    ck.fail(f, "is inconsistent", k)  # not reached
 
 
 def _show(v: Any) -> str:
