@@ -195,3 +195,14 @@ def test_part_times_edited_inside_the_chunk_span_fail_on_read(original):
 def test_errors_are_in_the_robodata_tree():
     assert issubclass(ImageError, RobodataError) and issubclass(ImageError, ValueError)
     assert issubclass(ContainerLimitError, ContainerError)
+
+
+def test_packet_table_verifies_fetched_video_parts_and_bad_targets_are_container_errors(original):
+    r = _open(original["raw"])
+    (chunk, part, blob), *_ = r.fetch_parts({"wrist": (0, 10**9)})
+    assert r.packet_table(chunk, part, blob).num_rows == part.count
+    other = next(p for p in chunk.parts if p.stream == "cam_left")
+    with pytest.raises(ContainerError, match="holds stream 'wrist'"):
+        r.packet_table(chunk, other, blob)
+    with pytest.raises(ContainerError, match="cannot read a container"):
+        EpisodeReader.open(12345)

@@ -34,6 +34,8 @@ def pack_header() -> bytes:
 
 @dataclass(frozen=True)
 class PartInfo:
+    """Index entry of one stream's part of a chunk."""
+
     stream: str
     offset: int  # relative to the chunk start
     length: int
@@ -52,6 +54,8 @@ class PartInfo:
 
 @dataclass(frozen=True)
 class ChunkInfo:
+    """Index entry of one chunk: one topic group over one time span, and its parts."""
+
     index: int
     group: str
     t_start: int

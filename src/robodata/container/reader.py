@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from robodata.codecs.video import VideoDecoder
 from robodata.container.footer import Footer, parse_footer
@@ -38,12 +39,16 @@ _I64 = (1 << 63) - 1
 
 @dataclass
 class Window:
+    """The samples of one stream in a window."""
+
     data: np.ndarray  # video: uint8 (T, H, W, 3); array: (N, *shape); events: object (N,)
     t: np.ndarray  # float64 seconds since episode start
 
 
 @dataclass
 class ReaderStats:
+    """What this reader has read and decoded so far (benchmarks and tests read it)."""
+
     range_reads: int = 0
     bytes_read: int = 0
     chunks_read: int = 0
@@ -199,6 +204,13 @@ class EpisodeReader:
         read per touched chunk (covering only the wanted parts of it); the chunk CRC is checked
         when the whole chunk is read, else each part's CRC.
 
+        Args:
+            ranges: {stream: (lo_ns, hi_ns)}, ns since meta.start_time_ns.
+
+        Returns:
+            (chunk, part, bytes) triples; the bytes are CRC-checked but not decoded (decode them
+            with robodata.codecs.arrays, passing the stream name, to have them checked too).
+
         Raises:
             ContainerError: a short read or a checksum mismatch.
         """
@@ -213,6 +225,15 @@ class EpisodeReader:
                 plan.append(_Wanted(c, parts))
         blobs = self._fetch(plan)
         return [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in plan for p in w.parts]
+
+    def packet_table(self, chunk: ChunkInfo, part: PartInfo, blob: bytes) -> pa.Table:
+        """The packet table of a video part from fetch_parts, verified against its index entry
+        (stream tag, packet count, times, keyframe first).
+
+        Raises:
+            ContainerError: the part does not hold what its entry declares.
+        """
+        return self._parts.packets(part.stream, chunk, part, blob, None)
 
     def codec_extradata(self, stream: str) -> bytes:
         """Codec parameter sets of a video stream (what a decoder needs before the first packet)."""

@@ -174,6 +174,12 @@ class EpisodeWriter:
     ) -> None:
         """Events (a label and an optional JSON payload each); may be called several times, in time order.
 
+        Args:
+            stream: an events stream of the episode.
+            t_ns: (N,) sorted times in ns since meta.start_time_ns, not before earlier calls.
+            labels: N strings.
+            payloads: N JSON-serialisable dicts, or None for empty ones.
+
         Raises:
             ContainerError: unknown or non-events stream, labels that are not strings, payloads
                 that are not JSON objects, counts that do not match, unsorted times, a closed writer.
