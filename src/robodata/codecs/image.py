@@ -13,14 +13,18 @@ import threading
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
+
+from robodata.errors import CodecError
 
 Image = np.ndarray | av.VideoFrame
 
 _tls = threading.local()
 
 
-class ImageError(ValueError):
-    """The bytes are not a decodable image (the message says why)."""
+class ImageError(CodecError):
+    """The bytes are not a decodable image (the message says why). A RobodataError (and a
+    ValueError, as before)."""
 
 
 def image_shape(img: Image) -> tuple[int, ...]:
@@ -30,9 +34,9 @@ def image_shape(img: Image) -> tuple[int, ...]:
     return tuple(img.shape)
 
 
-def _mjpeg() -> av.CodecContext:
+def _mjpeg() -> VideoCodecContext:
     """Per-thread libavcodec JPEG decoder; err_detect=explode turns truncation into an error."""
-    ctx = getattr(_tls, "mjpeg", None)
+    ctx: VideoCodecContext | None = getattr(_tls, "mjpeg", None)
     if ctx is None:
         ctx = _tls.mjpeg = av.CodecContext.create("mjpeg", "r")
         ctx.options = {"err_detect": "explode"}

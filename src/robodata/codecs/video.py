@@ -7,12 +7,15 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
+from robodata.errors import CodecError
 
 _tls = threading.local()
 
@@ -103,7 +106,7 @@ class VideoEncoder:
         spec = video_codec(codec)
         self.gop = gop
         self.codec = codec
-        ctx = av.CodecContext.create(spec.encoder, "w")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(spec.encoder, "w"))
         ctx.width, ctx.height = width, height
         ctx.pix_fmt = pix_fmt
         self.pix_fmt = pix_fmt
@@ -163,6 +166,8 @@ class VideoEncoder:
         out = []
         for p in pkts:
             data = bytes(p)
+            if p.pts is None:
+                raise CodecError(f"{self.codec} encoder returned a packet without a pts")
             out.append(
                 Packet(
                     int(p.pts),
@@ -176,18 +181,36 @@ class VideoEncoder:
 
 
 class VideoDecoder:
-    """Decodes packets of one camera from a keyframe on; returns RGB uint8 frames by pts."""
+    """Decodes packets of one camera from a keyframe on; returns RGB uint8 frames by pts.
 
-    def __init__(self, codec: str, extradata: bytes, threads: int = 1, skip_nonref: bool = False):
+    With `size` = (H, W), a frame of any other size raises CodecError before it is converted
+    (a bitstream may declare dimensions its container does not)."""
+
+    def __init__(
+        self,
+        codec: str,
+        extradata: bytes,
+        threads: int = 1,
+        skip_nonref: bool = False,
+        size: tuple[int, int] | None = None,
+    ):
         spec = video_codec(codec)
         self._codec = spec.decoder
         self._extradata = extradata
         self._threads = threads
         self._skip_nonref = skip_nonref
+        self._size = size
         self.decoded = 0  # frames that came out of the decoder (work done), wanted or not
 
-    def _context(self) -> av.CodecContext:
-        ctx = av.CodecContext.create(self._codec, "r")
+    def _rgb(self, frame: av.VideoFrame) -> np.ndarray:
+        if self._size is not None and (frame.height, frame.width) != self._size:
+            raise CodecError(
+                f"decoded a {frame.height}x{frame.width} frame, the stream declares {self._size[0]}x{self._size[1]}"
+            )
+        return to_rgb(frame)
+
+    def _context(self) -> VideoCodecContext:
+        ctx = cast(VideoCodecContext, av.CodecContext.create(self._codec, "r"))
         if self._extradata:
             ctx.extradata = self._extradata
         ctx.thread_count = self._threads
@@ -209,11 +232,11 @@ class VideoDecoder:
             for frame in ctx.decode(pkt):
                 self.decoded += 1
                 if frame.pts in wanted:
-                    out[frame.pts] = to_rgb(frame)
+                    out[frame.pts] = self._rgb(frame)
             if len(out) == len(wanted):
                 return out
         for frame in ctx.decode(None):
             self.decoded += 1
             if frame.pts in wanted:
-                out[frame.pts] = to_rgb(frame)
+                out[frame.pts] = self._rgb(frame)
         return out

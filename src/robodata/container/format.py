@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from robodata.errors import ContainerError
+from robodata.errors import ContainerError, ContainerLimitError
 
 MAGIC = b"RDEP"
 FORMAT_VERSION = 1
@@ -24,7 +24,7 @@ TRAILER = struct.Struct("<QQI4s")
 FORMAT_NAME = "robodata.episode"
 
 
-def checksum(data: bytes | memoryview) -> int:
+def checksum(data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
@@ -34,6 +34,8 @@ def pack_header() -> bytes:
 
 @dataclass(frozen=True)
 class PartInfo:
+    """Index entry of one stream's part of a chunk."""
+
     stream: str
     offset: int  # relative to the chunk start
     length: int
@@ -52,6 +54,8 @@ class PartInfo:
 
 @dataclass(frozen=True)
 class ChunkInfo:
+    """Index entry of one chunk: one topic group over one time span, and its parts."""
+
     index: int
     group: str
     t_start: int
@@ -109,33 +113,58 @@ def pack_trailer(footer_offset: int, footer: bytes) -> bytes:
     return TRAILER.pack(footer_offset, len(footer), checksum(footer), MAGIC)
 
 
-def unpack_trailer(episode: str, raw: bytes, size: int) -> tuple[int, int, int]:
-    if len(raw) != TRAILER.size:
+def unpack_header(episode: str, raw: bytes) -> None:
+    """Check the 16-byte file header: magic, a version this reader knows, no unknown flags."""
+    if len(raw) < HEADER.size:
+        raise ContainerError(episode, f"file too short ({len(raw)} bytes) for a container header")
+    magic, version, flags = HEADER.unpack(raw[: HEADER.size])
+    if magic != MAGIC:
+        raise ContainerError(episode, f"header magic is {magic!r}, not {MAGIC!r} (not a robodata container)")
+    if version != FORMAT_VERSION:
+        raise ContainerError(episode, f"header says container version {version}, this reader knows {FORMAT_VERSION}")
+    if flags != 0:
+        raise ContainerError(episode, f"header flags {flags:#06x} are not defined in version {FORMAT_VERSION}")
+
+
+def unpack_trailer(episode: str, raw: bytes, size: int, max_footer: int) -> tuple[int, int, int]:
+    """(footer_offset, footer_length, crc) from the last 24 bytes of a file of `size` bytes.
+
+    The footer must lie between the header and the trailer and be at most `max_footer` bytes."""
+    if len(raw) != TRAILER.size or size < HEADER.size + TRAILER.size:
         raise ContainerError(episode, f"file too short ({size} bytes) to be a robodata container")
     off, length, crc, magic = TRAILER.unpack(raw)
     if magic != MAGIC:
         raise ContainerError(
             episode, "no container trailer at end of file (truncated, still being written, or not a robodata container)"
         )
-    if off + length + TRAILER.size != size:
+    if off + length + TRAILER.size != size or off < HEADER.size:
         raise ContainerError(
             episode,
             f"trailer points to footer at {off}+{length}, inconsistent with size {size} (truncated or appended to)",
+        )
+    if length > max_footer:
+        raise ContainerLimitError(
+            episode, f"footer is {length:,} bytes, over ReaderConfig.max_footer_bytes = {max_footer:,}"
         )
     return off, length, crc
 
 
 def decode_footer(episode: str, raw: bytes, crc: int | None) -> dict[str, Any]:
+    """The footer's JSON document after its CRC, format name and version are checked."""
     if crc is not None and checksum(raw) != crc:
         raise ContainerError(episode, "footer checksum mismatch (corrupted index)")
     try:
         doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
         raise ContainerError(episode, f"footer is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ContainerError(episode, "footer JSON is nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ContainerError(episode, f"footer is a JSON {type(doc).__name__}, not an object")
     if doc.get("format") != FORMAT_NAME:
-        raise ContainerError(episode, f"footer format {doc.get('format')!r} is not {FORMAT_NAME!r}")
-    if doc.get("version") != FORMAT_VERSION:
+        raise ContainerError(episode, f"footer format {str(doc.get('format'))[:60]!r} is not {FORMAT_NAME!r}")
+    if doc.get("version") != FORMAT_VERSION or isinstance(doc.get("version"), bool):
         raise ContainerError(
-            episode, f"container version {doc.get('version')} not supported (this reader: {FORMAT_VERSION})"
+            episode, f"container version {str(doc.get('version'))[:20]} not supported (this reader: {FORMAT_VERSION})"
         )
     return doc

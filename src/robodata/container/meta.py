@@ -52,6 +52,10 @@ class TopicGroup:
 
 @dataclass(frozen=True)
 class Layout:
+    """How an episode's streams are grouped into chunks; validated on construction (ConfigError).
+
+    Every stream of an episode is in exactly one group; `version` identifies the layout."""
+
     groups: tuple[TopicGroup, ...]
 
     def __post_init__(self) -> None:
@@ -67,6 +71,7 @@ class Layout:
                 seen[s] = g.name
 
     def group_of(self, stream: str) -> TopicGroup:
+        """The group holding `stream`. Raises KeyError when none does."""
         for g in self.groups:
             if stream in g.streams:
                 return g
@@ -101,6 +106,8 @@ class Layout:
 
 @dataclass(frozen=True)
 class StreamSpec:
+    """One stream of an episode; validated on construction (ConfigError)."""
+
     name: str
     kind: str  # video | array | events
     rate_hz: float = 0.0  # nominal rate (0 for irregular event streams)
@@ -126,6 +133,8 @@ class StreamSpec:
 
 @dataclass
 class EpisodeMeta:
+    """An episode's identity, origin, start time and streams (the footer's `meta`)."""
+
     episode_id: str
     robot: str
     site: str

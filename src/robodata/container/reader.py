@@ -1,34 +1,54 @@
-"""EpisodeReader: open a container by its footer, read time windows touching only needed chunks."""
+"""EpisodeReader: open a container by its footer, read time windows touching only needed chunks.
+
+For any bytes and any footer hints, a read returns exactly what was written or raises
+`ContainerError` (see docs/container-format.md, "Guarantees"): the footer is checked once per
+open (robodata.container.footer), every byte read is CRC-checked, every part is verified against
+its index entry as it is decoded (robodata.container.parts), and what a read may allocate is
+capped by `ReaderConfig`. I/O errors of the source itself (a missing object, a network error)
+propagate unchanged, so callers can tell them from a bad file and retry them.
+"""
 
 from __future__ import annotations
 
-import base64
+import math
 import os
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from robodata.codecs.arrays import decode_array, decode_events, decode_packets
 from robodata.codecs.video import VideoDecoder
-from robodata.container.format import TRAILER, ChunkInfo, PartInfo, checksum, decode_footer, unpack_trailer
-from robodata.container.meta import EpisodeMeta, Layout
+from robodata.container.footer import Footer, parse_footer
+from robodata.container.format import (
+    HEADER,
+    ChunkInfo,
+    PartInfo,
+    checksum,
+    unpack_header,
+)
+from robodata.container.limits import ReaderConfig
+from robodata.container.opening import locate_footer
+from robodata.container.parts import PartDecoder, ReadBudgets
 from robodata.container.source import RangeSource, open_source
-from robodata.errors import ContainerError
+from robodata.errors import ConfigError, ContainerError, ContainerLimitError
 
-_TAIL_GUESS = 64 * 1024  # first read at open: trailer plus, usually, the whole footer
+_I64 = (1 << 63) - 1
 
 
 @dataclass
 class Window:
+    """The samples of one stream in a window."""
+
     data: np.ndarray  # video: uint8 (T, H, W, 3); array: (N, *shape); events: object (N,)
     t: np.ndarray  # float64 seconds since episode start
 
 
 @dataclass
 class ReaderStats:
+    """What this reader has read and decoded so far (benchmarks and tests read it)."""
+
     range_reads: int = 0
     bytes_read: int = 0
     chunks_read: int = 0
@@ -42,29 +62,33 @@ class _Wanted:
 
 
 class EpisodeReader:
+    """An open container: its checked footer (`meta`, `layout`, `chunks`) and a byte-range source."""
+
     def __init__(
-        self, source: RangeSource, doc: dict[str, Any], footer_offset: int, footer_length: int, decode_threads: int = 1
+        self,
+        source: RangeSource,
+        footer: Footer,
+        footer_offset: int,
+        footer_length: int,
+        decode_threads: int = 1,
+        config: ReaderConfig | None = None,
+        header_checked: bool = False,
     ):
         self.source = source
-        self.meta = EpisodeMeta.from_dict(doc["meta"])
-        self.layout = Layout.from_dict({"groups": doc["layout"]["groups"]})
-        self.layout_version: str = doc["layout"]["version"]
-        self.chunks = [ChunkInfo.from_json(c) for c in doc["chunks"]]
+        self.config = config or ReaderConfig()
+        self.meta = footer.meta
+        self.layout = footer.layout
+        self.layout_version = footer.layout_version
+        self.chunks = footer.chunks
         self.footer_offset = footer_offset
         self.footer_length = footer_length
         self.stats = ReaderStats()
-        self._extradata = {k: base64.b64decode(v) for k, v in doc.get("codec_data", {}).items()}
+        self._extradata = footer.extradata
         self._decode_threads = decode_threads
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
-        size = source.size()
-        for c in self.chunks:
-            if c.offset + c.length > footer_offset or c.offset < 0:
-                raise ContainerError(
-                    self.meta.episode_id,
-                    f"index points past the data region ({c.offset}+{c.length} > {footer_offset}, size {size})",
-                    c.index,
-                )
+        self._header_checked = header_checked
+        self._parts = PartDecoder(self.meta.episode_id, source.name)
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -74,27 +98,36 @@ class EpisodeReader:
         footer_offset: int | None = None,
         footer_length: int | None = None,
         decode_threads: int = 1,
+        config: ReaderConfig | None = None,
         **storage_options: Any,
     ) -> EpisodeReader:
+        """Open a container and check its footer.
+
+        Args:
+            target: a local path, an fsspec URL (s3://...), a seekable file-like or a RangeSource.
+            footer_offset, footer_length: the footer's place from a catalog or manifest, which
+                saves the trailer read; they must match the file's own trailer.
+            decode_threads: threads per video decoder.
+            config: memory caps (ReaderConfig() by default).
+            storage_options: passed to fsspec for URLs.
+
+        Returns:
+            The open reader; nothing but the footer (and trailer) has been read.
+
+        Raises:
+            ContainerError: the file is not a container, is truncated or corrupt, its footer is
+                inconsistent, or the hints do not match it (ContainerLimitError when the footer is
+                over `config.max_footer_bytes`).
+            ConfigError: `config` is not a ReaderConfig.
+            OSError: the source itself cannot be read (missing object, network).
+        """
+        if config is not None and not isinstance(config, ReaderConfig):
+            raise ConfigError(f"config must be a ReaderConfig, got {type(config).__name__}")
+        cfg = config or ReaderConfig()
         source = open_source(target, **storage_options)
-        name = source.name
-        size = source.size()
-        if footer_offset is not None and footer_length is not None:
-            raw = source.read(footer_offset, footer_length + TRAILER.size)
-            off, length, crc = unpack_trailer(name, raw[-TRAILER.size :], size)
-            if (off, length) != (footer_offset, footer_length):
-                raise ContainerError(name, "footer hint does not match the trailer (stale manifest?)")
-            footer = raw[:footer_length]
-        else:
-            tail_len = min(size, _TAIL_GUESS)
-            tail = source.read(size - tail_len, tail_len) if size else b""
-            off, length, crc = unpack_trailer(name, tail[-TRAILER.size :], size)
-            if length + TRAILER.size <= len(tail):
-                footer = tail[len(tail) - TRAILER.size - length : len(tail) - TRAILER.size]
-            else:
-                footer = source.read(off, length)
-        doc = decode_footer(name, footer, crc)
-        return cls(source, doc, off, length, decode_threads)
+        located = locate_footer(source, footer_offset, footer_length, cfg)
+        footer = parse_footer(source.name, located.doc, located.offset, cfg)
+        return cls(source, footer, located.offset, located.length, decode_threads, cfg, located.header_checked)
 
     # ----------------------------------------------------------------- reading
     def read_window(self, t0: float, t1: float, streams: list[str] | None = None, every: int = 1) -> dict[str, Window]:
@@ -102,21 +135,49 @@ class EpisodeReader:
 
         Video frames are decoded from the nearest keyframe at or before t0; `every` keeps
         every k-th frame (and lets the decoder skip non-reference frames).
+
+        Args:
+            t0, t1: the window in seconds since the episode's start (inf allowed, not NaN).
+            streams: stream names (default: all).
+            every: keep every k-th video frame (k >= 1).
+
+        Returns:
+            {stream: Window} in the order of `streams`.
+
+        Raises:
+            ContainerError: an unknown stream or bad argument, or any corrupt or inconsistent
+                byte the read touches (ContainerLimitError: the read would decode more than
+                `config.max_decode_bytes` / return more frames than `config.max_frame_bytes`).
         """
         streams = list(self.meta.streams) if streams is None else list(streams)
         for s in streams:
-            if s not in self.meta.streams:
-                raise KeyError(f"episode {self.meta.episode_id!r} has no stream {s!r}; has {sorted(self.meta.streams)}")
-        lo, hi = int(round(t0 * 1e9)), int(round(t1 * 1e9))  # stream timestamps: ns since meta.start_time_ns
+            if not isinstance(s, str) or s not in self.meta.streams:
+                raise self._error(f"has no stream {s!r}; has {sorted(self.meta.streams)}")
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise self._error(f"every must be an integer >= 1, got {every!r}")
+        lo, hi = self._ns(t0), self._ns(t1)
         fetched = self.fetch_parts({s: (lo, hi) for s in streams})
+        budgets = ReadBudgets(self.config)
 
         def decode(s: str) -> Window:
-            return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every)
+            return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every, budgets)
 
         cams = [s for s in streams if self.meta.streams[s].kind == "video"]
         # one decode thread per camera (PyAV releases the GIL while decoding)
         decoded = dict(zip(cams, self._decode_pool().map(decode, cams), strict=True)) if len(cams) > 1 else {}
         return {s: decoded[s] if s in decoded else decode(s) for s in streams}
+
+    def _ns(self, t: Any) -> int:
+        try:
+            x = float(t) * 1e9
+        except (TypeError, ValueError):
+            raise self._error(f"window bound {t!r} is not a number") from None
+        if math.isnan(x):
+            raise self._error("window bound is NaN")
+        return int(round(min(max(x, -_I64), _I64))) if math.isfinite(x) else (_I64 if x > 0 else -_I64)
+
+    def _error(self, message: str, chunk: int | None = None) -> ContainerError:
+        return ContainerError(self.meta.episode_id, message, chunk, path=self.source.name)
 
     def _decode_pool(self) -> ThreadPoolExecutor:
         # A pool inherited through fork has no threads behind it: make a fresh one per process.
@@ -127,6 +188,7 @@ class EpisodeReader:
         return self._pool
 
     def close(self) -> None:
+        """Stop the decode threads and close the source."""
         if self._pool is not None and self._pool_pid == os.getpid():
             self._pool.shutdown(wait=False)
         self._pool = None
@@ -135,22 +197,43 @@ class EpisodeReader:
             close()
 
     def fetch_parts(self, ranges: dict[str, tuple[int, int]]) -> list[tuple[ChunkInfo, PartInfo, bytes]]:
-        """Verified bytes of every part of `stream` overlapping its [lo_ns, hi_ns], in file order.
+        """Verified bytes of every part of each stream in a chunk overlapping its [lo_ns, hi_ns], in file order.
 
-        One range read per touched chunk (covering only the wanted parts of it); the chunk CRC is
-        checked when the whole chunk is read, else each part's CRC.
+        Parts are selected by their chunk's span (checked at open to be the span of its parts), so
+        a part whose own entry was altered is still read, and then fails its checks. One range
+        read per touched chunk (covering only the wanted parts of it); the chunk CRC is checked
+        when the whole chunk is read, else each part's CRC.
+
+        Args:
+            ranges: {stream: (lo_ns, hi_ns)}, ns since meta.start_time_ns.
+
+        Returns:
+            (chunk, part, bytes) triples; the bytes are CRC-checked but not decoded (decode them
+            with robodata.codecs.arrays, passing the stream name, to have them checked too).
+
+        Raises:
+            ContainerError: a short read or a checksum mismatch.
         """
         plan = []
         for c in self.chunks:
             parts = [
                 p
                 for p in c.parts
-                if p.stream in ranges and p.t_end >= ranges[p.stream][0] and p.t_start <= ranges[p.stream][1]
+                if p.stream in ranges and c.t_end >= ranges[p.stream][0] and c.t_start <= ranges[p.stream][1]
             ]
             if parts:
                 plan.append(_Wanted(c, parts))
         blobs = self._fetch(plan)
         return [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in plan for p in w.parts]
+
+    def packet_table(self, chunk: ChunkInfo, part: PartInfo, blob: bytes) -> pa.Table:
+        """The packet table of a video part from fetch_parts, verified against its index entry
+        (stream tag, packet count, times, keyframe first).
+
+        Raises:
+            ContainerError: the part does not hold what its entry declares.
+        """
+        return self._parts.packets(part.stream, chunk, part, blob, None)
 
     def codec_extradata(self, stream: str) -> bytes:
         """Codec parameter sets of a video stream (what a decoder needs before the first packet)."""
@@ -163,54 +246,59 @@ class EpisodeReader:
             whole = len(w.parts) == len(c.parts)
             start = c.offset + (0 if whole else min(p.offset for p in w.parts))
             end = c.offset + (c.length if whole else max(p.offset + p.length for p in w.parts))
-            data = self.source.read(start, end - start)
+            # The header is checked with the first read that starts next to it (no extra request).
+            head = 0 if not self._header_checked and start == HEADER.size else start
+            data = self.source.read(head, end - head)
             self.stats.range_reads += 1
             self.stats.bytes_read += len(data)
             self.stats.chunks_read += 1
-            if len(data) != end - start:
-                raise ContainerError(
-                    self.meta.episode_id, f"short read ({len(data)} of {end - start} bytes): truncated file", c.index
-                )
-            if whole and (zlib.crc32(data) & 0xFFFFFFFF) != c.checksum:
-                raise ContainerError(self.meta.episode_id, "chunk checksum mismatch (corrupted data)", c.index)
+            if len(data) != end - head:
+                raise self._error(f"short read ({len(data)} of {end - head} bytes): truncated file", c.index)
+            if head != start:
+                unpack_header(self.source.name, data)
+                self._header_checked = True
+                data = data[start - head :]
+            if whole and checksum(data) != c.checksum:
+                raise self._error("chunk checksum mismatch (corrupted data)", c.index)
             for p in w.parts:
                 rel = c.offset + p.offset - start
                 blob = data[rel : rel + p.length]
                 if not whole and checksum(blob) != p.checksum:
-                    raise ContainerError(
-                        self.meta.episode_id, f"part {p.stream!r} checksum mismatch (corrupted data)", c.index
-                    )
+                    raise self._error(f"part {p.stream!r} checksum mismatch (corrupted data)", c.index)
                 out[(c.index, p.stream)] = blob
         return out
 
     def _decode_stream(
-        self, stream: str, pieces: list[tuple[ChunkInfo, PartInfo, bytes]], lo: int, hi: int, every: int
+        self,
+        stream: str,
+        pieces: list[tuple[ChunkInfo, PartInfo, bytes]],
+        lo: int,
+        hi: int,
+        every: int,
+        budgets: ReadBudgets,
     ) -> Window:
         spec = self.meta.streams[stream]
-        try:
-            if spec.kind == "video":
-                return self._decode_video(stream, pieces, lo, hi, every)
-            ts, vals = [], []
-            for _, _, blob in pieces:
-                if spec.kind == "events":
-                    t, v = decode_events(blob)
-                else:
-                    t, v = decode_array(blob, spec.shape, spec.dtype)
-                m = (t >= lo) & (t <= hi)
-                ts.append(t[m])
-                vals.append(v[m])
-        except ContainerError:
-            raise
-        except Exception as exc:  # a checksum-valid part that still fails to decode
-            chunk = pieces[0][0].index if pieces else None
-            raise ContainerError(self.meta.episode_id, f"cannot decode {stream!r}: {exc}", chunk) from exc
+        if spec.kind == "video":
+            return self._decode_video(stream, pieces, lo, hi, every, budgets)
+        ts, vals = [], []
+        for chunk, part, blob in pieces:
+            t, v = self._parts.lowdim(spec, chunk, part, blob, lo, hi, budgets)
+            ts.append(t)
+            vals.append(v)
         if not ts:
-            empty_shape = (0, *spec.shape)
+            empty_shape = (0, *spec.shape) if spec.kind == "array" else (0,)
             return Window(np.empty(empty_shape, dtype=object if spec.kind == "events" else spec.dtype), np.empty(0))
-        t_all = np.concatenate(ts)
-        return Window(np.concatenate(vals), t_all / 1e9)
+        return Window(np.concatenate(vals), np.concatenate(ts) / 1e9)
 
-    def _decode_video(self, stream: str, pieces, lo: int, hi: int, every: int) -> Window:
+    def _decode_video(
+        self,
+        stream: str,
+        pieces: list[tuple[ChunkInfo, PartInfo, bytes]],
+        lo: int,
+        hi: int,
+        every: int,
+        budgets: ReadBudgets,
+    ) -> Window:
         """Decode the window's frames of one camera, chunk by chunk, each from its keyframe.
 
         With every=k > 1 the window keeps every k-th frame. The phase is the first reference
@@ -219,14 +307,16 @@ class EpisodeReader:
         and decodes only what it returns.
         """
         spec = self.meta.streams[stream]
-        codec = self.layout.group_of(stream).video.codec  # type: ignore[union-attr]
+        video = self.layout.group_of(stream).video
+        assert video is not None  # footer check: video streams are in video groups
         extradata = self._extradata.get(stream, b"")
+        frame_bytes = math.prod(spec.shape)
         frames: list[np.ndarray] = []
         times: list[int] = []
         k = 0
         phase: int | None = None
-        for chunk, _, blob in pieces:
-            table = decode_packets(blob)
+        for chunk, part, blob in pieces:
+            table = self._parts.packets(stream, chunk, part, blob, budgets.decode)
             pts = table.column("pts").to_numpy()
             t = table.column("t_ns").to_numpy()
             key = table.column("key").to_numpy(zero_copy_only=False)
@@ -246,11 +336,19 @@ class EpisodeReader:
             k += len(order)
             if not keep:
                 continue
+            with self._parts.decoding(stream, chunk.index):
+                budgets.frames.take(len(keep) * frame_bytes, f"{len(keep)} frames of {spec.shape}")
             wanted = {int(pts[i]): int(t[i]) for i in keep}
             first = min(keep, key=lambda i: pts[i])
             start = int(np.nonzero(key[: first + 1])[0][-1]) if key[: first + 1].any() else 0
             skip = every > 1 and bool(ref[keep].all())
-            decoder = VideoDecoder(codec, extradata, threads=self._decode_threads, skip_nonref=skip)
+            decoder = VideoDecoder(
+                video.codec,
+                extradata,
+                threads=self._decode_threads,
+                skip_nonref=skip,
+                size=(spec.shape[0], spec.shape[1]),
+            )
             dts = table.column("dts").to_numpy()
             data = table.column("data")
             packets = (
@@ -258,15 +356,13 @@ class EpisodeReader:
             )  # lazy: decode stops early
             try:
                 got = decoder.decode(packets, set(wanted))
-            except Exception as exc:
-                raise ContainerError(
-                    self.meta.episode_id, f"video {stream!r} failed to decode: {exc}", chunk.index
-                ) from exc
+            except ContainerLimitError:
+                raise
+            except Exception as exc:  # libavcodec and the size check: a checksum-valid part that will not decode
+                raise self._error(f"video {stream!r} failed to decode: {exc}", chunk.index) from exc
             missing = set(wanted) - set(got)
             if missing:
-                raise ContainerError(
-                    self.meta.episode_id, f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index
-                )
+                raise self._error(f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index)
             self.stats.frames_decoded += decoder.decoded
             for p in sorted(wanted):
                 frames.append(got[p])
@@ -277,8 +373,20 @@ class EpisodeReader:
 
 
 def read_window(
-    episode: Any, t0: float, t1: float, streams: list[str] | None = None, every: int = 1, **storage_options: Any
+    episode: Any,
+    t0: float,
+    t1: float,
+    streams: list[str] | None = None,
+    every: int = 1,
+    *,
+    config: ReaderConfig | None = None,
+    **storage_options: Any,
 ) -> dict[str, Window]:
-    """One-shot form of EpisodeReader.read_window: `episode` is a path, URL, file-like or reader."""
-    reader = episode if isinstance(episode, EpisodeReader) else EpisodeReader.open(episode, **storage_options)
-    return reader.read_window(t0, t1, streams, every)
+    """One-shot form of EpisodeReader.read_window: `episode` is a path, URL, file-like or reader.
+
+    Raises:
+        ContainerError: as EpisodeReader.open and EpisodeReader.read_window.
+    """
+    if isinstance(episode, EpisodeReader):
+        return episode.read_window(t0, t1, streams, every)
+    return EpisodeReader.open(episode, config=config, **storage_options).read_window(t0, t1, streams, every)

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any, Protocol, runtime_checkable
 
+from robodata.errors import ContainerError
+
 
 @runtime_checkable
 class RangeSource(Protocol):
@@ -104,7 +106,12 @@ class FsspecSource:
 
 
 def open_source(target: Any, **storage_options: Any) -> RangeSource:
-    """Turn a path, URL, file-like or RangeSource into a RangeSource."""
+    """Turn a path, URL, file-like or RangeSource into a RangeSource.
+
+    Raises:
+        ContainerError: `target` is none of those.
+        OSError: a local file cannot be opened.
+    """
     if isinstance(target, RangeSource):
         return target
     if isinstance(target, (str, os.PathLike)):
@@ -117,4 +124,4 @@ def open_source(target: Any, **storage_options: Any) -> RangeSource:
         return FsspecSource(fs, path)
     if hasattr(target, "seek") and hasattr(target, "read"):
         return FileLikeSource(target)
-    raise TypeError(f"cannot read a container from {type(target).__name__}")
+    raise ContainerError(repr(target)[:80], f"cannot read a container from a {type(target).__name__}")

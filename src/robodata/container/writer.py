@@ -14,14 +14,18 @@ import zlib
 from collections import deque
 from typing import IO, Any
 
+import av
 import numpy as np
+import numpy.typing as npt
 
-from robodata.codecs.arrays import encode_array, encode_events, encode_packets
+from robodata.codecs.arrays import PY_OBJECT_BYTES, encode_array, encode_events, encode_packets
 from robodata.codecs.image import Image, image_shape
+from robodata.codecs.ipc import ipc_info
 from robodata.codecs.video import Packet, VideoEncoder, encoder_pix_fmt
+from robodata.container import inputs
 from robodata.container.format import ChunkInfo, PartInfo, checksum, encode_footer, pack_header, pack_trailer
-from robodata.container.meta import EpisodeMeta, Layout, TopicGroup
-from robodata.errors import RobodataError
+from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup
+from robodata.errors import ContainerError
 
 
 class _Camera:
@@ -63,24 +67,39 @@ class _Camera:
 
 
 class EpisodeWriter:
+    """Writes one episode container in a single sequential pass.
+
+    Every call a user can get wrong raises ContainerError naming the episode (the stream and the
+    expected values in the message); a writer left by an exception (``with`` block) writes no
+    footer, so the object stays unreadable rather than half-valid.
+    """
+
     def __init__(self, target: str | os.PathLike[str] | IO[bytes], meta: EpisodeMeta, layout: Layout):
-        for name, spec in meta.streams.items():
-            try:
-                g = layout.group_of(name)
-            except KeyError:
-                raise RobodataError(
-                    f"episode {meta.episode_id!r}: stream {name!r} is in no topic group of the layout"
-                ) from None
-            if (spec.kind == "video") != (g.video is not None):
-                raise RobodataError(
-                    f"episode {meta.episode_id!r}: stream {name!r} ({spec.kind}) is in group {g.name!r} "
-                    f"which {'has' if g.video else 'has no'} video settings; never mix cameras and other streams"
-                )
+        """Start a container.
+
+        Args:
+            target: a local path (opened, fsync'ed and closed by close()) or a writable binary file object.
+            meta: the episode: id, origin, start time and every stream's spec.
+            layout: topic groups and their chunk spans / video settings; every stream in exactly one.
+
+        Raises:
+            ContainerError: a stream is in no group, a camera shares a group with other streams, a
+                stream name is unsafe, or a declared shape is more than a reader decodes.
+        """
+        if not isinstance(meta, EpisodeMeta) or not isinstance(layout, Layout):
+            raise ContainerError(
+                str(getattr(meta, "episode_id", "?")), "EpisodeWriter needs an EpisodeMeta and a Layout"
+            )
         self.meta = meta
+        for name, spec in meta.streams.items():
+            inputs.check_stream(meta.episode_id, name, spec, layout)
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
         # closed by close()/__exit__, which also seal the footer
-        self._f: IO[bytes] = open(target, "wb") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115
+        if isinstance(target, (str, os.PathLike)):
+            self._f: IO[bytes] = open(target, "wb")  # noqa: SIM115
+        else:
+            self._f = target
         self._pos = 0
         self._chunks: list[ChunkInfo] = []
         self._cams: dict[str, _Camera] = {}
@@ -93,55 +112,98 @@ class EpisodeWriter:
     # ----------------------------------------------------------------- public API
     def write_frame(self, stream: str, image: Image, t_ns: int) -> None:
         """One camera frame: an RGB uint8 (H, W, 3) array or a decoded av.VideoFrame (see
-        robodata.codecs.image); frames go to the encoder without an RGB round trip."""
+        robodata.codecs.image); frames go to the encoder without an RGB round trip.
+
+        Args:
+            stream: a video stream of the episode.
+            image: the frame, of the stream's declared (H, W, 3) shape.
+            t_ns: its time in ns since meta.start_time_ns; strictly increasing per camera.
+
+        Raises:
+            ContainerError: unknown or non-video stream, wrong shape or dtype, a time that does
+                not increase, an encoder failure, or a closed writer.
+        """
         spec = self._spec(stream, "video")
         shape = image_shape(image)
         if shape != spec.shape or (isinstance(image, np.ndarray) and image.dtype != np.uint8):
             dtype = f" {image.dtype}" if isinstance(image, np.ndarray) else ""
-            raise RobodataError(
-                f"episode {self.meta.episode_id!r}: frame for {stream!r} has shape {shape}{dtype}, "
-                f"expected {spec.shape} uint8"
-            )
+            raise self._err(f"frame for {stream!r} has shape {shape}{dtype}, expected {spec.shape} uint8")
+        t_ns = inputs.time(self.meta.episode_id, stream, t_ns)
         cam = self._cams.get(stream)
-        if cam is None:
-            cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
-        t_ns = int(t_ns)
-        if cam.last_t is not None and t_ns <= cam.last_t:
-            raise RobodataError(
-                f"episode {self.meta.episode_id!r}: {stream!r} timestamps must increase ({t_ns} after {cam.last_t})"
-            )
+        if cam is not None and cam.last_t is not None and t_ns <= cam.last_t:
+            raise self._err(f"{stream!r} timestamps must increase ({t_ns} after {cam.last_t})")
+        try:
+            if cam is None:
+                cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
+            packets = cam.encoder.encode(image)
+        except (av.error.FFmpegError, ValueError, TypeError) as exc:
+            raise self._err(f"{stream!r}: the encoder refused the frame: {exc}") from exc
         cam.last_t = t_ns
         cam.t_by_pts[cam.frames] = t_ns
         cam.frames += 1
         self._touch(t_ns)
-        cam.take(cam.encoder.encode(image))
+        cam.take(packets)
         self._flush_video(self.layout.group_of(stream), final=False)
 
-    def write_array(self, stream: str, t_ns: np.ndarray, values: np.ndarray) -> None:
+    def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Samples of an array stream; may be called several times, in time order.
+
+        Args:
+            stream: an array stream of the episode.
+            t_ns: (N,) times in ns since meta.start_time_ns, sorted, not before earlier calls.
+            values: (N, *shape) values, convertible to the stream's dtype.
+
+        Raises:
+            ContainerError: unknown or non-array stream, shapes that do not match, values that
+                do not convert, unsorted or backward times, or a closed writer.
+        """
         spec = self._spec(stream, "array")
-        t_ns = np.asarray(t_ns, dtype=np.int64)
-        values = np.asarray(values, dtype=spec.dtype)
-        if values.shape[1:] != spec.shape or len(values) != len(t_ns):
-            raise RobodataError(
-                f"episode {self.meta.episode_id!r}: {stream!r} values {values.shape} do not match "
-                f"{len(t_ns)} timestamps x shape {spec.shape}"
+        t_ns = inputs.times(self.meta.episode_id, stream, t_ns)
+        try:
+            values = np.asarray(values, dtype=spec.dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise self._err(f"{stream!r} values do not convert to {spec.dtype}: {exc}") from None
+        if values.ndim == 0 or values.shape[1:] != spec.shape or len(values) != len(t_ns):
+            raise self._err(
+                f"{stream!r} values {values.shape} do not match {len(t_ns)} timestamps x shape {spec.shape}"
             )
         self._append(stream, t_ns, values)
 
     def write_events(
-        self, stream: str, t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None
+        self, stream: str, t_ns: npt.ArrayLike, labels: list[str], payloads: list[dict] | None = None
     ) -> None:
+        """Events (a label and an optional JSON payload each); may be called several times, in time order.
+
+        Args:
+            stream: an events stream of the episode.
+            t_ns: (N,) sorted times in ns since meta.start_time_ns, not before earlier calls.
+            labels: N strings.
+            payloads: N JSON-serialisable dicts, or None for empty ones.
+
+        Raises:
+            ContainerError: unknown or non-events stream, labels that are not strings, payloads
+                that are not JSON objects, counts that do not match, unsorted times, a closed writer.
+        """
         self._spec(stream, "events")
-        t_ns = np.asarray(t_ns, dtype=np.int64)
-        if len(labels) != len(t_ns):
-            raise RobodataError(
-                f"episode {self.meta.episode_id!r}: {stream!r}: {len(labels)} labels for {len(t_ns)} timestamps"
-            )
-        self._append(stream, t_ns, (list(labels), list(payloads) if payloads else [{}] * len(labels)))
+        t = inputs.times(self.meta.episode_id, stream, t_ns)
+        self._append(stream, t, inputs.events(self.meta.episode_id, stream, len(t), labels, payloads))
 
     def close(self) -> None:
+        """Write the last chunks, the footer and the trailer; closes (and fsyncs) a path target.
+
+        Raises:
+            ContainerError: a chunk or the footer would be more than a default reader decodes
+                (ReaderConfig); the writer is aborted then (no footer).
+        """
         if self._closed:
             return
+        try:
+            self._seal()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _seal(self) -> None:
         for cam in self._cams.values():
             cam.finish()
         for g in self.layout.groups:
@@ -154,6 +216,8 @@ class EpisodeWriter:
         footer = encode_footer(
             self.meta.to_dict(), {**self.layout.to_dict(), "version": self.layout.version}, codec_data, self._chunks
         )
+        if len(footer) > inputs.READABLE.max_footer_bytes:
+            raise self._err(f"footer of {len(footer):,} bytes is over ReaderConfig.max_footer_bytes (too many chunks)")
         footer_offset = self._pos
         self._emit(footer)
         self._emit(pack_trailer(footer_offset, footer))
@@ -179,14 +243,17 @@ class EpisodeWriter:
             self.abort()
 
     # ----------------------------------------------------------------- internals
-    def _spec(self, stream: str, kind: str):
-        spec = self.meta.streams.get(stream)
+    def _err(self, message: str) -> ContainerError:
+        return ContainerError(self.meta.episode_id, message)
+
+    def _spec(self, stream: str, kind: str) -> StreamSpec:
+        if self._closed:
+            raise self._err(f"write to {stream!r} after the writer was closed")
+        spec = self.meta.streams.get(stream) if isinstance(stream, str) else None
         if spec is None:
-            raise RobodataError(
-                f"episode {self.meta.episode_id!r}: unknown stream {stream!r}; declared: {sorted(self.meta.streams)}"
-            )
+            raise self._err(f"unknown stream {stream!r}; declared: {sorted(self.meta.streams)}")
         if spec.kind != kind:
-            raise RobodataError(f"episode {self.meta.episode_id!r}: stream {stream!r} is {spec.kind}, not {kind}")
+            raise self._err(f"stream {stream!r} is {spec.kind}, not {kind}")
         return spec
 
     def _touch(self, t: int) -> None:
@@ -197,10 +264,10 @@ class EpisodeWriter:
         if len(t_ns) == 0:
             return
         if np.any(np.diff(t_ns) < 0):
-            raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r} timestamps are not sorted")
+            raise self._err(f"{stream!r} timestamps are not sorted")
         prev = self._arrays.get(stream)
         if prev and t_ns[0] < prev[-1][0][-1]:
-            raise RobodataError(f"episode {self.meta.episode_id!r}: {stream!r} appended data goes back in time")
+            raise self._err(f"{stream!r} appended data goes back in time")
         self._arrays.setdefault(stream, []).append((t_ns, values))
         self._touch(int(t_ns[0]))
         self._touch(int(t_ns[-1]))
@@ -259,6 +326,7 @@ class EpisodeWriter:
                     ts,
                     [p.data for p in pkts],
                     [p.ref for p in pkts],
+                    stream=s,
                 )
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
@@ -284,9 +352,16 @@ class EpisodeWriter:
                 if hi <= lo:
                     continue
                 if self.meta.streams[s].kind == "events":
-                    blob = encode_events(t[lo:hi], vals[0][lo:hi], vals[1][lo:hi])
+                    blob = encode_events(t[lo:hi], vals[0][lo:hi], vals[1][lo:hi], stream=s)
+                    extra = int(hi - lo) * PY_OBJECT_BYTES
                 else:
-                    blob = encode_array(t[lo:hi], vals[lo:hi])
+                    blob = encode_array(t[lo:hi], vals[lo:hi], stream=s)
+                    extra = 0
+                if ipc_info(blob).decoded_bytes + extra > inputs.READABLE.max_decode_bytes:
+                    raise self._err(
+                        f"{s!r}: a {group.chunk_span_s} s chunk of {hi - lo} samples decodes to more than "
+                        "ReaderConfig.max_decode_bytes; use a shorter chunk_span_s for its group"
+                    )
                 parts.append((s, blob, int(t[lo]), int(t[hi - 1]), int(hi - lo)))
             if parts:
                 self._write_chunk(group.name, parts)
