@@ -34,5 +34,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Every bench (bench/*.py with a __main__ block) at --quick, one after another, then one table;
+# fails if any bench fails. Results also go to .bench/quick-results.jsonl.
+bench-quick: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m bench --quick
+
 clean:
 	rm -rf .demo .bench .dagster_home

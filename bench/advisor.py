@@ -8,16 +8,17 @@ samples. advised_vs_best = advised / best of the grid; wam_layout_on_vla_slowdow
 VLA loader cost on the WAM-advised layout / on the VLA-advised layout. The same grid is also
 read through the delivery PatternDataset as a cross-check ("dataset" entries).
 
-    python -m bench.advisor --quick
+    python -m bench.advisor --quick   # 2 episodes of 8 s at 320x240 (--smoke: 1 of 5 s at 128x96)
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from bench.common import BENCH_DIR, emit, parse
+from bench.common import BENCH_DIR, emit, parse, size_of
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
 from robodata.container.meta import Layout, VideoSettings, default_layout
 from robodata.dataset.pattern import preset
@@ -35,6 +36,38 @@ ARRAYS = ("joint_pos", "joint_cur", "cmd")
 FPS, STATE_HZ = 30.0, 100.0
 # (gop, bframes, camera chunk span s): what one might hand-tune, from all-intra to long GOPs
 GRID = [(1, 0, 1.0), (3, 0, 1.0), (6, 0, 1.0), (15, 2, 2.0), (30, 0, 2.0), (30, 2, 2.0), (60, 2, 2.0), (60, 0, 4.0)]
+KEYS = (
+    "wam.advised_vs_best",
+    "wam.model_pick_vs_best",
+    "wam.model_rank_corr",
+    "wam.dataset.advised_vs_best",
+    "vla.advised_vs_best",
+    "vla.model_pick_vs_best",
+    "vla.model_rank_corr",
+    "vla.dataset.advised_vs_best",
+    "wam_layout_on_vla_slowdown",
+    "episodes",
+    "total_s",
+    "peak_rss_mb",
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    height: int
+    width: int
+    seconds: float  # > 4: a wam sample spans 4 s
+    episodes: int
+    samples: int
+    rounds: int
+    dataset_rounds: int  # the PatternDataset cross-check
+
+
+SIZES = {
+    "smoke": Size(96, 128, 5.0, 1, 8, 1, 1),
+    "quick": Size(240, 320, 8.0, 2, 24, 3, 1),
+    "full": Size(480, 640, 20.0, 3, 64, 5, 3),
+}
 
 
 def write_source(path, seed: int, seconds: float, h: int, w: int) -> None:
@@ -83,9 +116,10 @@ def materialize(layout: Layout, sources: list[str], root) -> list[EpisodeReader]
 
 def main() -> None:
     args = parse(__doc__ or "")
+    size = SIZES[size_of(args)]
     t_start = time.perf_counter()
-    h, w, seconds, n_eps = (240, 320, 8.0, 2) if args.quick else (480, 640, 20.0, 3)
-    samples, rounds = (24, 3) if args.quick else (64, 5)
+    h, w, seconds, n_eps = size.height, size.width, size.seconds, size.episodes
+    samples, rounds = size.samples, size.rounds
     root = BENCH_DIR / "advisor" / f"{w}x{h}-{seconds:g}s"
     (root / "src").mkdir(parents=True, exist_ok=True)
     sources = []
@@ -99,7 +133,7 @@ def main() -> None:
     )
     patterns = {name: preset(name, CAMS, FPS) for name in ("wam", "vla")}
     plans: dict[str, LayoutPlan] = {}
-    t_advise = {}
+    t_advise: dict[str, float] = {}
     for name, pat in patterns.items():
         t = time.perf_counter()
         plans[name] = advise(pat, sources, cfg, workdir=str(root))
@@ -110,17 +144,19 @@ def main() -> None:
     metas = [r.meta for r in readers_src]
     for name, pat in patterns.items():
         plan = plans[name]
-        crf = plan.layout.group_of(CAMS[0]).video.crf  # the grid at the advised quality
+        video = plan.layout.group_of(CAMS[0]).video
+        assert video is not None, "the cameras' group of an advised layout has video settings"
+        crf = video.crf  # the grid at the advised quality
         layouts: dict[str, Layout] = {f"gop{g}/b{b}/span{s:g}s": grid_layout(g, b, s, crf) for g, b, s in GRID}
         by_version = {lay.version: k for k, lay in layouts.items()}
         advised_key = by_version.get(plan.version, "advised")
         layouts.setdefault(advised_key, plan.layout)
-        model_lay = next((a for a in plan.alternatives if a["label"] == plan.alternatives[0]["label"]), None)
-        model_key = by_version.get(model_lay["layout_version"], "model_pick") if model_lay else advised_key
-        if model_key == "model_pick" and model_lay["layout_version"] != plan.version:
-            layouts[model_key] = Layout.from_dict(model_lay["layout"])
-        elif model_lay["layout_version"] == plan.version:
+        model_lay = plan.alternatives[0]  # the first alternative: the cost model's pick
+        model_key = by_version.get(model_lay["layout_version"], "model_pick")
+        if model_lay["layout_version"] == plan.version:
             model_key = advised_key
+        elif model_key == "model_pick":
+            layouts[model_key] = Layout.from_dict(model_lay["layout"])
         other = "vla" if name == "wam" else "wam"
         other_key = by_version.get(plans[other].version, f"{other}_advised")
         if other_key not in layouts and plans[other].version != plan.version:
@@ -155,7 +191,7 @@ def main() -> None:
         }
         # cross-check through the delivery PatternDataset (its batch GOP decoder skips unwanted
         # non-reference frames per packet): fewer rounds, informational
-        dgot = measure(readers, pat, smp[: max(8, samples // 2)], 1 if args.quick else 3, loader="dataset")
+        dgot = measure(readers, pat, smp[: max(8, samples // 2)], size.dataset_rounds, loader="dataset")
         dbest = min(grid_keys, key=lambda k: dgot[k].cpu_s)
         result[name]["dataset"] = {
             "advised_vs_best": round(dgot[advised_key].cpu_s / dgot[dbest].cpu_s, 3),

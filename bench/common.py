@@ -7,7 +7,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,13 +31,20 @@ def timer() -> Iterator[list[float]]:
         box[0] = time.perf_counter() - t
 
 
-def parse(description: str, argv: list[str] | None = None) -> argparse.Namespace:
+def parse(
+    description: str,
+    argv: list[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
     """--quick: CI-sized run that still measures what the issue asks; --smoke: tiny sizes, seconds,
-    the same code path and the same JSON keys (checked in CI by tests/core/test_bench_smoke.py)."""
+    the same code path and the same JSON keys (checked in CI by tests/core/test_bench_smoke.py).
+    `extra` adds a bench's own options."""
     ap = argparse.ArgumentParser(description=description)
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes (CI-friendly)")
     size.add_argument("--smoke", action="store_true", help="tiny sizes: seconds, same code path and JSON keys")
+    if extra is not None:
+        extra(ap)
     return ap.parse_args(argv)
 
 

@@ -1,7 +1,7 @@
 """Container benchmark: storage vs per-frame JPEG, bytes per window vs a time-interleaved
 stream, random-frame latency at short and long GOP, window decode rate, encode overhead.
 
-    python -m bench.container --quick
+    python -m bench.container --quick   # 6 s at 640x480 (--smoke: 6 s at 160x120; full: 20 s at 640x480)
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 import struct
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from bench.common import BENCH_DIR, emit, parse, timer
+from bench.common import BENCH_DIR, emit, parse, size_of, timer
 from robodata.codecs.video import VideoEncoder
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
 from robodata.container.meta import VideoSettings, default_layout
@@ -21,16 +22,44 @@ from robodata.ingest.synth.episode import jpeg_bytes
 from robodata.ingest.synth.scene import SceneRenderer
 
 CAMS = ("cam_left", "cam_right", "wrist")
-H, W, FPS, STATE_HZ = 480, 640, 30.0, 100.0
+FPS, STATE_HZ = 30.0, 100.0
+KEYS = (
+    "frames",
+    "resolution",
+    "storage_ratio_vs_jpeg",
+    "window_bytes_ratio_vs_interleaved.camera",
+    "window_bytes_ratio_vs_interleaved.proprio",
+    "random_frame_ms.gop2",
+    "random_frame_ms.gop60",
+    "window_decode_fps",
+    "encode_fps",
+    "encode_overhead",
+    "peak_rss_mb",
+)
 
 
-def render(seconds: float) -> tuple[dict[str, list[np.ndarray]], np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Size:
+    seconds: float  # >= 6: the 2 s windows read start at 2.5 s and the GOP-60 window ends at 5 s
+    height: int
+    width: int
+    random_frames: int
+
+
+SIZES = {
+    "smoke": Size(6.0, 120, 160, 10),
+    "quick": Size(6.0, 480, 640, 40),
+    "full": Size(20.0, 480, 640, 40),
+}
+
+
+def render(seconds: float, h: int, w: int) -> tuple[dict[str, list[np.ndarray]], np.ndarray, np.ndarray]:
     n = int(seconds * FPS)
-    rend = {c: SceneRenderer(H, W, seed=11, view=i) for i, c in enumerate(CAMS)}
+    rend = {c: SceneRenderer(h, w, seed=11, view=i) for i, c in enumerate(CAMS)}
     rng = np.random.default_rng(0)
     tj = (np.arange(int(seconds * STATE_HZ)) * 1e9 / STATE_HZ).astype(np.int64)
     joints = (0.6 * np.sin(tj[:, None] / 1e9 * rng.uniform(0.5, 2, 7) + rng.uniform(0, 6, 7))).astype(np.float32)
-    frames = {c: [] for c in CAMS}
+    frames: dict[str, list[np.ndarray]] = {c: [] for c in CAMS}
     for i in range(n):
         k = min(len(tj) - 1, int(i / FPS * STATE_HZ))
         for c in CAMS:
@@ -38,8 +67,8 @@ def render(seconds: float) -> tuple[dict[str, list[np.ndarray]], np.ndarray, np.
     return frames, tj, joints
 
 
-def meta(episode_id: str) -> EpisodeMeta:
-    streams = {c: StreamSpec(c, "video", FPS, (H, W, 3)) for c in CAMS}
+def meta(episode_id: str, h: int, w: int) -> EpisodeMeta:
+    streams = {c: StreamSpec(c, "video", FPS, (h, w, 3)) for c in CAMS}
     for s in ("joint_pos", "joint_cur", "cmd"):
         streams[s] = StreamSpec(s, "array", STATE_HZ, (7,))
     return EpisodeMeta(episode_id, "robot-b", "site-b", "bench", 0, streams)
@@ -47,7 +76,9 @@ def meta(episode_id: str) -> EpisodeMeta:
 
 def write_container(path, frames, tj, joints, video: VideoSettings) -> float:
     n = len(frames[CAMS[0]])
-    with timer() as t, EpisodeWriter(path, meta(path.stem), default_layout(CAMS, events=(), video=video)) as w:
+    h, w_ = frames[CAMS[0]][0].shape[:2]
+    layout = default_layout(CAMS, events=(), video=video)
+    with timer() as t, EpisodeWriter(path, meta(path.stem, h, w_), layout) as w:
         for i in range(n):
             for c in CAMS:
                 w.write_frame(c, frames[c][i], int(i * 1e9 / FPS))
@@ -57,8 +88,9 @@ def write_container(path, frames, tj, joints, video: VideoSettings) -> float:
 
 
 def raw_encode(frames, video: VideoSettings) -> float:
+    h, w = frames[CAMS[0]][0].shape[:2]
     encs = {
-        c: VideoEncoder(video.codec, W, H, FPS, video.gop, video.crf, video.preset, video.bframes, video.threads)
+        c: VideoEncoder(video.codec, w, h, FPS, video.gop, video.crf, video.preset, video.bframes, video.threads)
         for c in CAMS
     }
     n = len(frames[CAMS[0]])
@@ -71,8 +103,9 @@ def raw_encode(frames, video: VideoSettings) -> float:
     return t[0]
 
 
-def write_interleaved(path, frames_path) -> list[tuple[int, int, int]]:
-    """The same packets and samples as one time-ordered stream; returns (t_ns, offset, length) per record."""
+def write_interleaved(path, frames_path) -> list[tuple[int, int, int, int]]:
+    """The same packets and samples as one time-ordered stream; returns (t_ns, offset, length, kind) per
+    record (kind 0: a camera packet, 1: an array sample)."""
     r = EpisodeReader.open(frames_path)
     records: list[tuple[int, int, bytes]] = []  # (t, kind, payload)
     from robodata.codecs.arrays import decode_packets
@@ -124,17 +157,17 @@ def random_frame_ms(path, n: int, seed: int) -> float:
 
 def main() -> None:
     args = parse(__doc__ or "")
-    seconds = 6.0 if args.quick else 20.0
+    size = SIZES[size_of(args)]
     out = BENCH_DIR / "container"
     out.mkdir(parents=True, exist_ok=True)
-    frames, tj, joints = render(seconds)
+    frames, tj, joints = render(size.seconds, size.height, size.width)
     n_frames = len(frames[CAMS[0]]) * len(CAMS)
     jpeg_total = sum(len(jpeg_bytes(f, 90)) for c in CAMS for f in frames[c])
 
     default = VideoSettings()  # h264, GOP 30, CRF 23, veryfast
     t_raw = min(raw_encode(frames, default) for _ in range(2))
     t_cont = min(write_container(out / "default.rdep", frames, tj, joints, default) for _ in range(2))
-    size = (out / "default.rdep").stat().st_size
+    container_bytes = (out / "default.rdep").stat().st_size
 
     write_container(out / "gop2.rdep", frames, tj, joints, VideoSettings(gop=2))
     write_container(out / "gop60.rdep", frames, tj, joints, VideoSettings(gop=60))
@@ -158,17 +191,17 @@ def main() -> None:
     emit(
         {
             "frames": n_frames,
-            "resolution": f"{W}x{H}",
+            "resolution": f"{size.width}x{size.height}",
             "codec": "h264",
             "gop": default.gop,
             "crf": default.crf,
-            "storage_ratio_vs_jpeg": round(jpeg_total / size, 2),
+            "storage_ratio_vs_jpeg": round(jpeg_total / container_bytes, 2),
             "jpeg_bytes": jpeg_total,
-            "container_bytes": size,
+            "container_bytes": container_bytes,
             "window_bytes_ratio_vs_interleaved": ratios,
             "random_frame_ms": {
-                "gop2": round(random_frame_ms(out / "gop2.rdep", 40, 1), 2),
-                "gop60": round(random_frame_ms(out / "gop60.rdep", 40, 1), 2),
+                "gop2": round(random_frame_ms(out / "gop2.rdep", size.random_frames, 1), 2),
+                "gop60": round(random_frame_ms(out / "gop60.rdep", size.random_frames, 1), 2),
             },
             "window_decode_fps": round(decoded / tw[0], 1),
             "encode_fps": round(n_frames / t_cont, 1),

@@ -1,12 +1,14 @@
 """Curation benchmark: spec -> written manifest over a large catalog, and the old file walk.
 
+    python -m bench.curate --smoke   # 100k-row catalog at 1,000 rows a day (against 10k), 200 walked episodes
     python -m bench.curate --quick   # 5M-row catalog (growth measured against 500k)
     python -m bench.curate           # 50M-row catalog (growth measured against 5M)
 
 Reports (last stdout line, JSON):
-  manifest_s_5m / manifest_s_50m  spec -> written manifest, best of 3 runs (first run reported too)
+  manifest_s       spec -> written manifest over the catalog_rows catalog, best of 3 runs
+                   (manifest_s_first_run: the first of them)
   growth_10x       time(catalog N) / time(catalog N/10); the spec selects the same set in both
-  vs_file_walk     file-walk time / catalog time, same manifest rows, 10,000 episodes on local disk
+  vs_file_walk     file-walk time / catalog time, same manifest rows, walk_episodes (10,000) on local disk
   deterministic    two runs at the same catalog version give identical manifest bytes
   selected         episodes in the manifest;  peak_rss_mb
 """
@@ -17,12 +19,14 @@ import hashlib
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from bench import curate_file_walk
-from bench.common import BENCH_DIR, emit, parse, peak_rss_mb
+from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.curate_catalog import ensure_catalog
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
@@ -30,10 +34,35 @@ from robodata.curate.run import curate
 from robodata.curate.select import evaluate
 from robodata.curate.spec import spec_from_dict
 
-SHAPE = synthetic.FleetShape(rows_per_day=50_000)
-WALK_EPISODES = 10_000
+KEYS = (
+    "manifest_s",
+    "manifest_s_first_run",
+    "growth_10x",
+    "same_selected_set",
+    "vs_file_walk",
+    "file_walk_same_rows",
+    "deterministic",
+    "selected",
+    "catalog_rows",
+    "walk_episodes",
+    "peak_rss_mb",
+)
 
-SPEC = {
+
+@dataclass(frozen=True)
+class Size:
+    catalog_rows: int  # the small catalog has a tenth; both must hold the spec's days (3-9)
+    rows_per_day: int
+    walk_episodes: int
+
+
+SIZES = {
+    "smoke": Size(100_000, 1_000, 200),
+    "quick": Size(5_000_000, 50_000, 10_000),
+    "full": Size(50_000_000, 50_000, 10_000),
+}
+
+SPEC: dict[str, Any] = {
     "version": 1,
     "name": "bench-fold",
     "filters": [
@@ -50,10 +79,10 @@ SPEC = {
 }
 
 
-def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, float, Path]:
-    """(best, first) seconds of `runs` spec -> manifest runs, and the manifest path."""
+def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, float, str]:
+    """(best, first) seconds of `runs` spec -> manifest runs, and the manifest's path (a local one here)."""
     spec = spec_from_dict(SPEC)
-    times, path = [], None
+    times, path = [], ""
     for i in range(runs):
         d = out / f"run{i}"
         t = time.perf_counter()
@@ -63,12 +92,12 @@ def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, floa
     return min(times), times[0], path
 
 
-def file_walk_speedup(work: Path) -> tuple[float, float, bool]:
-    """(walk seconds, catalog seconds, same rows) for WALK_EPISODES episodes on local disk."""
-    root = BENCH_DIR / "curate" / f"walk-{WALK_EPISODES}-g2"
+def file_walk_speedup(work: Path, episodes: int) -> tuple[float, float, bool]:
+    """(walk seconds, catalog seconds, same rows) for `episodes` episodes on local disk."""
+    root = BENCH_DIR / "curate" / f"walk-{episodes}-g2"
     if not (root / ".complete").exists():
         shutil.rmtree(root, ignore_errors=True)
-        rows = synthetic.rows(synthetic.FleetShape(rows_per_day=WALK_EPISODES), 0, WALK_EPISODES)
+        rows = synthetic.rows(synthetic.FleetShape(rows_per_day=episodes), 0, episodes)
         curate_file_walk.write_episode_files(root / "files", rows)
         # The catalog holds what ingestion extracted from these same files, once.
         Catalog(str((root / "catalog").resolve())).backfill(curate_file_walk.walk(root / "files"))
@@ -88,11 +117,11 @@ def file_walk_speedup(work: Path) -> tuple[float, float, bool]:
 
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
-    n = 5_000_000 if args.quick else 50_000_000
-    label = "5m" if args.quick else "50m"
+    size = SIZES[size_of(args)]
+    n, shape = size.catalog_rows, synthetic.FleetShape(rows_per_day=size.rows_per_day)
     t0 = time.perf_counter()
-    big = ensure_catalog(n, SHAPE)
-    small = ensure_catalog(n // 10, SHAPE)
+    big = ensure_catalog(n, shape)
+    small = ensure_catalog(n // 10, shape)
     print(f"catalogs ready in {time.perf_counter() - t0:.1f}s (versions {big.version()}, {small.version()})")
     work = Path(tempfile.mkdtemp(prefix="curate-", dir=BENCH_DIR))
     try:
@@ -102,13 +131,16 @@ def main() -> None:
         digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in runs}
         rows_big = pl.read_parquet(path_big)
         same_set = rows_big.equals(pl.read_parquet(path_small))
-        print(f"manifest {path_big.name}: {rows_big.height:,} episodes; big {t_big:.3f}s small {t_small:.3f}s")
-        walk_s, cat_s, walk_same = file_walk_speedup(work)
-        print(f"file walk {WALK_EPISODES} episodes: {walk_s:.2f}s vs catalog {cat_s:.4f}s (same rows: {walk_same})")
+        name = path_big.rsplit("/", 1)[-1]
+        print(f"manifest {name}: {rows_big.height:,} episodes; big {t_big:.3f}s small {t_small:.3f}s")
+        walk_s, cat_s, walk_same = file_walk_speedup(work, size.walk_episodes)
+        print(
+            f"file walk {size.walk_episodes} episodes: {walk_s:.2f}s vs catalog {cat_s:.4f}s (same rows: {walk_same})"
+        )
         emit(
             {
-                f"manifest_s_{label}": round(t_big, 3),
-                f"manifest_s_{label}_first_run": round(first_big, 3),
+                "manifest_s": round(t_big, 3),
+                "manifest_s_first_run": round(first_big, 3),
                 "growth_10x": round(t_big / t_small, 3),
                 "same_selected_set": same_set,
                 "vs_file_walk": round(walk_s / cat_s, 1),
@@ -116,6 +148,7 @@ def main() -> None:
                 "deterministic": len(runs) >= 2 and len(digests) == 1,
                 "selected": rows_big.height,
                 "catalog_rows": n,
+                "walk_episodes": size.walk_episodes,
                 "peak_rss_mb": peak_rss_mb(),
             }
         )

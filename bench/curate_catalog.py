@@ -40,7 +40,7 @@ def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catal
     for start in range(0, n_rows, BATCH):
         batch = synthetic.rows(shape, start, min(BATCH, n_rows - start))
         # Cluster each day's file by (site, task, robot), as Catalog.optimize() lays it out.
-        batch = pl.from_arrow(batch).sort(["day", "site", "task", "robot"]).to_arrow()
+        batch = pl.DataFrame(batch).sort(["day", "site", "task", "robot"]).to_arrow()
         catalog.backfill(batch)
         if (start // BATCH) % 10 == 9:
             log(f"  catalog {path.name}: {start + BATCH:,}/{n_rows:,} rows, {time.perf_counter() - t0:.0f}s")

@@ -95,4 +95,4 @@ def walk(root: Path) -> pl.DataFrame:
                 }
             )
     table = pa.Table.from_pylist(out).select(CATALOG_SCHEMA.names).cast(CATALOG_SCHEMA)
-    return pl.from_arrow(table)
+    return pl.DataFrame(table)

@@ -1,6 +1,6 @@
 """Ingestion benchmark: throughput vs the encoder limit, bin-packed makespan, Dagster events per episode.
 
-    python -m bench.ingest --quick
+    python -m bench.ingest --quick   # --smoke: 1 s episodes, one round, 6 makespan episodes, batches of 4 and 8
 
 episode_hours_per_core_hour: legacy JPEG episodes (3 cameras 480x640 30 fps + 100 Hz state) through
     the whole conversion (JPEG decode on read-ahead threads, x264 encode, container write), per CPU hour.
@@ -30,14 +30,55 @@ events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny 
 from __future__ import annotations
 
 import resource
-import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from bench.common import emit, parse
+from bench.common import emit, parse, size_of
+
+KEYS = (
+    "episode_hours_per_core_hour",
+    "vs_encoder_limit",
+    "vs_encoder_limit_wall",
+    "vs_encoder_limit_decode_bound",
+    "vs_decode_plus_encode",
+    "vs_rgb_encode",
+    "vs_encoder_limit_threaded",
+    "vs_encoder_limit_rounds",
+    "pool_episode_s_per_wall_s",
+    "pool_episode_s_per_wall_s_threaded",
+    "pool_bulk_vs_threaded",
+    "makespan_vs_ideal",
+    "makespan_vs_ideal_static_bins",
+    "work_estimate_vs_time_corr",
+    "events_per_episode",
+    "event_rows_per_run",
+    "events_runs_succeeded",
+    "size",
+    "peak_rss_mb",
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    throughput_episodes: int
+    throughput_episode_s: float
+    throughput_rounds: int
+    pool_jobs: int
+    pool_rounds: int
+    makespan_episodes: int
+    event_batches: tuple[int, ...]  # episodes per Dagster run; the largest is also run as `bulk`
+
+
+SIZES = {
+    "smoke": Size(1, 1.0, 1, 2, 1, 6, (4, 8)),
+    "quick": Size(1, 4.0, 5, 4, 3, 40, (100, 1000)),
+    "full": Size(3, 10.0, 3, 8, 3, 120, (100, 1000)),
+}
 
 
 def cpu_s() -> float:
@@ -138,11 +179,14 @@ def _measure(tmp: Path, eps: list[Path], settings, rgb: bool) -> dict:
         m["ep_s"] += res.duration_s
         m["frames"] += sum(res.frames.values())
         raw = open_legacy(str(ep), decode_threads=0)
+        assert raw.frames is not None, "a legacy episode always has its frames"
         c0 = cpu_s()
-        frames = list(raw.frames())  # read + JPEG decode alone, on this thread: the part encode-only leaves out
+        # read + JPEG decode alone, on this thread: the part encode-only leaves out
+        frames: list | None = list(raw.frames())
         m["dec_cpu"] += cpu_s() - c0
         cam_t = {c: al.times(c, cam.t_ns) for c, cam in raw.cameras.items()}
         c0, w0 = cpu_s(), time.perf_counter()
+        assert frames is not None
         with EpisodeWriter(tmp / f"e{i}.rdep", episode_meta(raw, al), layout_for(raw, video)) as w:
             for cam, k, img in frames:
                 w.write_frame(cam, img, int(cam_t[cam][k]))
@@ -272,7 +316,7 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     from robodata.ingest.synth import SynthConfig, synthesize
     from robodata.ingest.tables import IngestPaths
 
-    out = {}
+    out: dict[int, dict[str, Any]] = {}
     (tmp / "dh").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp / "dh")) as instance:
         for n in sizes:
@@ -299,7 +343,7 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
             conv = [
                 e.materialization.metadata["converted"].value
                 for e in res.get_asset_materialization_events()
-                if e.asset_key.to_user_string() == "episodes"
+                if e.asset_key is not None and e.asset_key.to_user_string() == "episodes"
             ]
             out[n] = {
                 "rows": rows,
@@ -332,16 +376,16 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
 
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
-    quick = args.quick
-    result: dict = {"quick": quick}
+    size = SIZES[size_of(args)]
+    result: dict[str, Any] = {"quick": bool(args.quick), "size": size_of(args)}
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as d:
         tmp = Path(d)
-        result.update(throughput(tmp, 1 if quick else 3, 4.0 if quick else 10.0, 5 if quick else 3))
-        result.update(pool(tmp, 4 if quick else 8, 3))
-        result.update(makespan(tmp, 40 if quick else 120, 4))
-        result.update(events(tmp, (100, 1000)))
+        result.update(throughput(tmp, size.throughput_episodes, size.throughput_episode_s, size.throughput_rounds))
+        result.update(pool(tmp, size.pool_jobs, size.pool_rounds))
+        result.update(makespan(tmp, size.makespan_episodes, 4))
+        result.update(events(tmp, size.event_batches))
     emit(result)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -4,7 +4,7 @@ read patterns; bytes per sample vs an interleaved layout; how many episodes' vla
 sets a fixed page-cache budget holds vs whole-file caching; time to first batch from a
 curation spec over a 1,000,000-row catalog.
 
-    python -m bench.loader --quick
+    python -m bench.loader --quick   # 3 episodes of 12 s (--smoke: 2 of 6 s, one round, a 10,000-row catalog)
 
 Every loader runs in a torch DataLoader with the same workers and batch size over the same
 keys: a block-shuffled order (runs of neighbouring anchors, shuffled, then shuffled inside)
@@ -20,12 +20,14 @@ import resource
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from torch.utils.data import BatchSampler, DataLoader
 
-from bench.common import BENCH_DIR, emit, parse
+from bench.common import BENCH_DIR, emit, parse, size_of
 from bench.container import interleaved_window_bytes
 from bench.loader_baselines import JpegDataset, Mp4Dataset
 from bench.loader_data import FPS, STATE_HZ, VIDEO, build, manifest, storage
@@ -35,9 +37,42 @@ from robodata.container.source import LocalFileSource
 from robodata.dataset import BatchLoader, DatasetConfig, LoaderConfig, PatternDataset, PatternSampler, preset
 
 WORKERS = 2
-ROUNDS = 2
 SETTINGS = {"wam": {"batch": 4, "block": 4}, "vla": {"batch": 32, "block": 8}}
 PAGE = 64 * 1024  # bench page size: about a third of one 1 s camera chunk at this set's bitrate
+KEYS = (
+    "wam.samples_per_s.robodata",
+    "wam.vs_best_baseline",
+    "wam.vs_lerobot_style",
+    "wam.cpu_vs_best_baseline",
+    "wam.bytes_per_sample.vs_interleaved",
+    "vla.samples_per_s.robodata",
+    "vla.vs_best_baseline",
+    "vla.vs_lerobot_style",
+    "vla.cpu_vs_best_baseline",
+    "vla.bytes_per_sample.vs_interleaved",
+    "vla.storage_vs_jpeg",
+    "cache_coverage_ratio",
+    "first_batch_s",
+    "first_batch_detail.catalog_rows",
+    "peak_rss_mb",
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    episodes: int
+    seconds: float  # > 4: a wam sample spans 4 s
+    rounds: int  # loaders take turns this many times; the best round counts
+    wam_passes: int  # the wam key list run this many times over
+    vla_batches: int
+    catalog_rows: int  # the catalog time-to-first-batch curates from
+
+
+SIZES = {
+    "smoke": Size(2, 6.0, 1, 1, 4, 10_000),
+    "quick": Size(3, 12.0, 2, 3, 30, 1_000_000),
+    "full": Size(6, 30.0, 2, 3, 30, 1_000_000),
+}
 
 
 def log(msg: str) -> None:
@@ -57,6 +92,7 @@ def samples_per_s(ds, keys, batch: int) -> tuple[float, float]:
     robodata runs its own loader (BatchLoader, what PatternLoader runs: whole batches built
     in the workers, in reused shared-memory batch slots); the baselines use torch's
     per-sample fetch + default collate. Same workers, prefetch and batch size."""
+    dl: BatchLoader | DataLoader
     if isinstance(ds, PatternDataset):
         dl = BatchLoader(
             ds,
@@ -74,7 +110,7 @@ def samples_per_s(ds, keys, batch: int) -> tuple[float, float]:
             t_first = time.perf_counter()
             continue
         n += len(b["episode_index"])
-    wall = n / (time.perf_counter() - t_first) if n else 0.0
+    wall = n / (time.perf_counter() - t_first) if n and t_first is not None else 0.0
     del it, dl  # workers exit and are reaped: their CPU time lands in RUSAGE_CHILDREN
     return wall, total / max(_cpu_s() - cpu0, 1e-9)
 
@@ -85,9 +121,9 @@ def robodata_bytes(man, pattern, keys, batch: int) -> tuple[float, float]:
     ds = PatternDataset(man, pattern)
     for k in keys:
         r = ds.reader(k.row)
-        before = r.stats.bytes_read
+        read_before = r.stats.bytes_read
         ds.__getitems__([k])
-        per.append(r.stats.bytes_read - before)
+        per.append(r.stats.bytes_read - read_before)
     ds2 = PatternDataset(man, pattern)
     total = 0
     for i in range(0, len(keys), batch):
@@ -100,7 +136,8 @@ def robodata_bytes(man, pattern, keys, batch: int) -> tuple[float, float]:
 
 
 def interleaved_bytes(eps, pattern, keys) -> float:
-    srcs, idx = {}, {}
+    srcs: dict[int, LocalFileSource] = {}
+    idx: dict[int, list[tuple[Any, ...]]] = {}
     gop_ns = int(VIDEO.gop / FPS * 1e9)
     out = []
     for k in keys:
@@ -172,7 +209,8 @@ def coverage(root: Path, eps, pattern, n_uris: int = 64, whole_files: int = 8) -
 
 def main() -> None:
     args = parse(__doc__ or "")
-    n_eps, seconds = (3, 12.0) if args.quick else (6, 30.0)
+    size = SIZES[size_of(args)]
+    n_eps, seconds = size.episodes, size.seconds
     root = BENCH_DIR / "loader"
     t = time.perf_counter()
     eps = build(root / "set", n_eps, seconds)
@@ -205,9 +243,10 @@ def main() -> None:
         # enough batches that start-up and the first batch do not matter: the quick wam set
         # has few windows, so its key list is run three times over
         if name == "wam":
-            keys, keys_global = keys * 3, keys_global * 3
+            keys, keys_global = keys * size.wam_passes, keys_global * size.wam_passes
         else:
-            keys, keys_global = keys[: 30 * cfg["batch"]], keys_global[: 30 * cfg["batch"]]
+            n_keys = size.vla_batches * cfg["batch"]
+            keys, keys_global = keys[:n_keys], keys_global[:n_keys]
         rates: dict[str, float] = {}
         cpu_rates: dict[str, float] = {}
         loaders = (
@@ -216,7 +255,7 @@ def main() -> None:
             ("jpeg_parquet", JpegDataset(eps, pattern), keys),
             ("mp4_parquet", Mp4Dataset(eps, pattern), keys),
         )
-        for _ in range(ROUNDS):  # loaders take turns; best round counts (other jobs share this machine)
+        for _ in range(size.rounds):  # loaders take turns; best round counts (other jobs share this machine)
             for label, d, k in loaders:
                 wall, cpu = samples_per_s(d, k, cfg["batch"])
                 rates[label] = round(max(rates.get(label, 0.0), wall), 2)
@@ -249,7 +288,7 @@ def main() -> None:
         }
     result.update(coverage(root, eps, preset("vla")))
     log(f"coverage {result['cache_coverage_ratio']}")
-    result.update(first_batch_s(root, eps, 1_000_000))
+    result.update(first_batch_s(root, eps, size.catalog_rows))
     log(f"first batch {result['first_batch_s']} s")
     emit(result)
 

@@ -83,6 +83,7 @@ class Mp4Dataset(_Baseline):
         first, last, tol = float(ts.min()), float(ts.max()), 0.5 / FPS
         with av.open(str(ep.mp4(cam))) as c:
             s = c.streams.video[0]
+            assert s.time_base is not None, f"{ep.mp4(cam)}: a stream written by bench.loader_data has a time base"
             c.seek(int(first / s.time_base), stream=s, backward=True, any_frame=False)
             got_t: list[float] = []
             got: list = []

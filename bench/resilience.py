@@ -9,6 +9,8 @@ training worker", "corrupt the newest checkpoint") live in bench/resilience_trai
 and are registered below with `register(Fault(...))`.
 
 The last stdout line is {"faults_tried", "faults_survived", "data_lost", "peak_rss_mb", ...}.
+--smoke runs every fault at its --quick size (the training faults are already a tiny model; their
+cost is process start-up) and the scaled repair pass over 20 nodes instead of 140.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import resilience_training
-from bench.common import emit, parse
+from bench.common import emit, parse, size_of
 from robodata.cluster.audit import read_audit
 from robodata.cluster.config import RepairConfig
 from robodata.cluster.fake_apiserver import FakeApiServer
@@ -38,6 +40,8 @@ from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.preflight import PreflightResult, run_preflight
 from robodata.health.store import latest_by_node, write_results
 
+KEYS = ("faults_tried", "faults_survived", "data_lost", "failed", "scale_nodes", "scale_pass_s", "peak_rss_mb")
+SCALE_NODES = {"smoke": 20, "quick": 140, "full": 2000}
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "k8s"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the recorded cluster's "now"
 
@@ -295,8 +299,9 @@ def run_all(quick: bool, only: list[str] | None = None) -> dict[str, Any]:
 
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
-    result = run_all(args.quick)
-    result.update(scaled_repair_pass(140 if args.quick else 2000))
+    size = size_of(args)
+    result = run_all(size != "full")
+    result.update(scaled_repair_pass(SCALE_NODES[size]))
     emit(result)
 
 

@@ -1,8 +1,9 @@
 """Launch storm vs staggered launch of batch runs against a real Postgres-backed Dagster instance.
 
-    python -m bench.scale [--quick] [--runs N]
+    python -m bench.scale [--smoke | --quick] [--runs N]
 
-Simulates what the ingestion sensor and the run queue do for N batch runs (2,000; 200 with --quick),
+Simulates what the ingestion sensor and the run queue do for N batch runs (2,000; 200 with --quick,
+20 with --smoke),
 through the instance API on dagster-postgres storage (a private PostgreSQL cluster on loopback):
 each run is submitted (run row + RUN_ENQUEUED), then, under the queue's max_concurrent_runs, goes
 through RUN_STARTING, RUN_START, a step's engine events and one asset materialization, works
@@ -27,6 +28,7 @@ import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import psycopg2
@@ -34,12 +36,23 @@ import yaml
 from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
 from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
-from bench.common import emit, peak_rss_mb
+from bench.common import emit, parse, peak_rss_mb, size_of
 from deploy.services import PrivatePostgres
 from resources.deployment import BATCH_RUN_TAGS
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 
 JOB = "ingest_batch"
+RUNS = {"smoke": 20, "quick": 200, "full": 2000}
+KEYS = (
+    "runs",
+    "unstaggered.peak_writes_per_s",
+    "unstaggered.lost_runs",
+    "staggered.peak_writes_per_s",
+    "staggered.lost_runs",
+    "peak_writes_per_s_ratio",
+    "lost_runs",
+    "peak_rss_mb",
+)
 # Queued runs carry the origin of the code location that defines their job (as submitted by a sensor).
 ORIGIN = RemoteJobOrigin(
     repository_origin=RemoteRepositoryOrigin(
@@ -63,13 +76,16 @@ def pool_connections(instance: dg.DagsterInstance, size: int) -> None:
     """Stand-in for PgBouncer in front of Postgres (docs/operations.md): dagster-postgres opens a new
     connection per write (NullPool), and connection setup costs ~25x an insert; a pool of `size`
     open connections shared by the simulated run workers removes that, as PgBouncer does for pods."""
+    from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
     from dagster_postgres.utils import create_pg_engine
 
     for storage in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
-        storage._engine = create_pg_engine(
+        if not isinstance(storage, PostgresRunStorage | PostgresEventLogStorage | PostgresScheduleStorage):
+            raise TypeError(f"{type(storage).__name__}: pool_connections needs dagster-postgres storage")
+        storage._engine = create_pg_engine(  # private: dagster-postgres has no public way to size its pool
             storage.postgres_url,
             None,
-            isolation_level="AUTOCOMMIT",  # noqa: SLF001
+            isolation_level="AUTOCOMMIT",
             pool_size=size,
             max_overflow=0,
             pool_timeout=120,
@@ -181,7 +197,7 @@ def lost(instance: dg.DagsterInstance, runs: int) -> int:
     return runs - done
 
 
-def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argparse.Namespace) -> dict[str, float]:
+def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argparse.Namespace) -> dict[str, Any]:
     inst = _instance(pg, f"bench_{name}")
     if args.pool:
         pool_connections(inst, args.pool)
@@ -201,17 +217,18 @@ def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argpars
         inst.dispose()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="200 runs instead of 2,000")
-    ap.add_argument("--runs", type=int, default=None)
+def options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--runs", type=int, default=None, help="batch runs (default: 20 / 200 / 2,000 by size)")
     ap.add_argument("--run-s", type=float, default=1.0, help="simulated work per batch run, seconds")
     ap.add_argument("--max-concurrent-runs", type=int, default=64, help="run queue limit (deploy/dagster.yaml)")
     ap.add_argument("--stagger-concurrent", type=int, default=4, help="StaggerPolicy.max_concurrent")
     ap.add_argument("--stagger-run-s", type=float, default=1.0, help="StaggerPolicy.run_s")
     ap.add_argument("--pool", type=int, default=32, help="pooled DB connections (PgBouncer stand-in); 0: one per write")
-    args = ap.parse_args()
-    n = args.runs or (200 if args.quick else 2000)
+
+
+def main() -> None:
+    args = parse(__doc__.splitlines()[0], extra=options)
+    n = args.runs or RUNS[size_of(args)]
     policy = StaggerPolicy(max_concurrent=args.stagger_concurrent, run_s=args.stagger_run_s, jitter=0.5, seed=0)
     with PrivatePostgres.start() as pg:
         burst = run_mode(pg, "unstaggered", [0.0] * n, args)

@@ -5,7 +5,7 @@
 3. the hybrid run again, SIGKILLed mid-way (not on a checkpoint step) and resumed: steps lost,
    time lost, and whether the resumed run ends bitwise equal to run 1
 
-    python -m bench.train --quick
+    python -m bench.train --quick   # --smoke: 12 steps of a tiny model, checkpoints every 4
 """
 
 from __future__ import annotations
@@ -19,31 +19,52 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from bench.common import BENCH_DIR, emit, parse
+from bench.common import BENCH_DIR, emit, parse, size_of
 
 ROOT = Path(__file__).resolve().parents[1]
+KEYS = (
+    "mesh",
+    "steps",
+    "optimizer_bytes_per_rank_ratio",
+    "data_wait_fraction",
+    "goodput",
+    "steps_per_s",
+    "killed_at_step",
+    "resume_lost_steps",
+    "checkpoint_interval",
+    "goodput_with_restart",
+    "resume_bitwise_equal",
+    "peak_rss_mb",
+)
 
 
-def base_config(quick: bool) -> dict:
+def base_config(size: str) -> dict[str, Any]:
+    """The training run's config at `size` ("smoke" | "quick" | "full")."""
+    pick = {"smoke": 0, "quick": 1, "full": 2}[size]
+
+    def by_size(*values: Any) -> Any:
+        return values[pick]
+
     return {
-        "steps": 32 if quick else 300,
-        "global_batch_size": 16 if quick else 64,
-        "log_every": 8 if quick else 50,
+        "steps": by_size(12, 32, 300),
+        "global_batch_size": by_size(8, 16, 64),
+        "log_every": by_size(4, 8, 50),
         "topology": {"nodes": 2, "gpus_per_node": 2},
         "data": {
-            "episodes": 256 if quick else 4096,
-            "image_size": 32 if quick else 64,
-            "num_workers": 0 if quick else 2,
+            "episodes": by_size(32, 256, 4096),
+            "image_size": by_size(16, 32, 64),
+            "num_workers": by_size(0, 0, 2),
         },
         "model": {
-            "channels": [16, 32] if quick else [32, 64, 64],
-            "latent_dim": 32 if quick else 128,
-            "hidden_dim": 64 if quick else 256,
+            "channels": by_size([8, 8], [16, 32], [32, 64, 64]),
+            "latent_dim": by_size(16, 32, 128),
+            "hidden_dim": by_size(32, 64, 256),
         },
-        "checkpoint": {"every_steps": 8 if quick else 50, "keep": 2},
+        "checkpoint": {"every_steps": by_size(4, 8, 50), "keep": 2},
     }
 
 
@@ -104,10 +125,10 @@ def params_equal(a: Path, b: Path) -> bool:
 
 
 def main() -> None:
-    args = parse(__doc__)
+    args = parse(__doc__ or "")
     root = BENCH_DIR / "train"
     shutil.rmtree(root, ignore_errors=True)
-    cfg = base_config(args.quick)
+    cfg = base_config(size_of(args))
     interval = cfg["checkpoint"]["every_steps"]
 
     hybrid = run(cfg, root / "hybrid")
@@ -125,7 +146,8 @@ def main() -> None:
     gp, rgp = hybrid["goodput"], resumed["goodput"]
     emit(
         {
-            "quick": args.quick,
+            "quick": bool(args.quick),
+            "size": size_of(args),
             "mesh": hybrid["mesh"],
             "steps": hybrid["step"],
             "optimizer_bytes_per_rank_hybrid": hybrid["optimizer_local_bytes_max"],

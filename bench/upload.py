@@ -1,7 +1,7 @@
 """Edge-uploader benchmark: a clean one-shot run for throughput, then SIGKILL-and-restart
 until a second spool is drained, against a real moto server on loopback.
 
-    python -m bench.upload --quick
+    python -m bench.upload --quick   # 48 episodes + 2 big files, 20 kills (--smoke: 6 + 2, 3 kills)
 
 lost: episodes neither upstream byte-identical nor still local at the end.
 deleted_unverified: episodes that left the spool while upstream was missing or different
@@ -17,9 +17,10 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import BENCH_DIR, emit, parse
+from bench.common import BENCH_DIR, emit, parse, size_of
 from tests.core.helpers_upload import (
     CREDS,
     PREFIX,
@@ -31,6 +32,36 @@ from tests.core.helpers_upload import (
     write_config,
     write_episode,
 )
+
+KEYS = (
+    "episodes",
+    "kills",
+    "runs",
+    "lost",
+    "deleted_unverified",
+    "left_local",
+    "clean_run_ok",
+    "throughput_mb_s",
+    "peak_rss_mb",
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    episodes: int  # small ones; two big multipart files come on top
+    max_bytes: int  # largest small episode
+    big: int  # bytes of each big file
+    part: int  # part size of the kill run (small: kills land between parts)
+    clean_part: int  # part size of the clean throughput run
+    kills: int  # SIGKILLs before a run is left to finish
+    send_s: float  # the kill run's bandwidth cap spreads one spool over about this many seconds
+
+
+SIZES = {
+    "smoke": Size(6, 50_000, 300_000, 64 * 1024, 1 << 20, 3, 3.0),
+    "quick": Size(48, 400_000, 3_000_000, 64 * 1024, 1 << 20, 20, 12.0),
+    "full": Size(198, 4_000_000, 40_000_000, 1 << 20, 8 << 20, 20, 12.0),
+}
 
 
 def fill(spool: Path, tag: str, n: int, rng: random.Random, max_bytes: int, big: int) -> dict[str, dict[str, bytes]]:
@@ -56,10 +87,9 @@ def once(cfg: Path, env: dict) -> subprocess.Popen:
 
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
+    size = SIZES[size_of(args)]
     # The clean run uses realistic-ish parts; the kill run small ones, so kills land between parts.
-    quick = (48, 400_000, 3_000_000, 64 * 1024)
-    n, max_bytes, big, part = quick if args.quick else (198, 4_000_000, 40_000_000, 1 << 20)
-    clean_part = 1 << 20 if args.quick else 8 << 20
+    n, max_bytes, big, part, clean_part = size.episodes, size.max_bytes, size.big, size.part, size.clean_part
     root = BENCH_DIR / "upload"
     shutil.rmtree(root, ignore_errors=True)
     rng = random.Random(0)
@@ -85,14 +115,14 @@ def main() -> None:
             url,
             part_size=part,
             min_part_size=part,
-            bandwidth_bytes_per_s=max(total / 12, 100_000),
-        )  # ~12 s of sending: kills land mid-part
+            bandwidth_bytes_per_s=max(total / size.send_s, 100_000),
+        )  # ~send_s seconds of sending: kills land mid-part
         kills = runs = 0
         while runs < 300:
             proc = once(cfg, env)
             runs += 1
             try:
-                proc.wait(timeout=rng.uniform(0.6, 2.0) if kills < 20 else 600)
+                proc.wait(timeout=rng.uniform(0.6, 2.0) if kills < size.kills else 600)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()

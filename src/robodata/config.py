@@ -46,7 +46,7 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, *, path: str = "") -> T
 def _coerce(tp: Any, value: Any, path: str) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
         return from_dict(tp, value, path=path)
     if origin is typing.Union or origin is types.UnionType:
         for arg in args:

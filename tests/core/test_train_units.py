@@ -65,6 +65,22 @@ def test_loader_resumes_the_same_global_batches_on_another_world_size():
         _loader(ds, 0, 3, 1).load_state_dict(dict(state, global_position=16))
 
 
+def test_loader_resumed_after_an_epochs_last_batch_starts_the_next_epoch():
+    ds = SyntheticEpisodes(40, ["cam"], 2, 8, 3, 2, 2, seed=1)
+    first = _loader(ds, 0, 1, 8)
+    it = iter(first)
+    for _ in range(5):  # the whole of epoch 0 (40 samples / 8), as a checkpoint on its last step sees it
+        next(it)
+    state = first.state_dict()
+    assert (state["epoch"], state["position"]) == (0, 40)
+    resumed = _loader(ds, 0, 1, 8)
+    resumed.load_state_dict(state)
+    assert _ids(next(iter(resumed))) == _ids(next(it))  # epoch 1's first batch, not "no full batch"
+    tiny = _loader(SyntheticEpisodes(4, ["cam"], 2, 8, 3, 2, 2, seed=1), 0, 1, 8)
+    with pytest.raises(RobodataError, match="no full batch"):  # a fresh epoch that is too small still fails
+        next(iter(tiny))
+
+
 def test_loader_state_counts_taken_batches_not_prefetched_ones():
     ds = SyntheticEpisodes(32, ["cam"], 2, 8, 3, 2, 2)
     loader = _loader(ds, 0, 1, 4, workers=1)

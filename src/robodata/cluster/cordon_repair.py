@@ -52,6 +52,7 @@ def plan_cordon_repairs(
                 )
             )
             continue
+        assert record is not None  # no evidence problem: the node has a fresh, healthy record
         remaining = [t for t in node["spec"].get("taints") or [] if t not in cordon_taints(node, cfg.cordon_taint_keys)]
         ops: list[dict[str, Any]] = [
             {"op": "test", "path": "/metadata/resourceVersion", "value": before["resourceVersion"]}

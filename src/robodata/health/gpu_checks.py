@@ -202,8 +202,8 @@ def _xid_events(nvml: NvmlBackend, handles: dict[int, Any], policy: GpuPolicy) -
                 raise
             if not event.eventType & XID_EVENT:
                 continue
-            index = by_uuid.get(nvml.nvmlDeviceGetUUID(event.device))
-            out.append(_classify_xid(int(event.eventData), index, policy))
+            gpu = by_uuid.get(nvml.nvmlDeviceGetUUID(event.device))
+            out.append(_classify_xid(int(event.eventData), gpu, policy))
     finally:
         nvml.nvmlEventSetFree(event_set)
     return out

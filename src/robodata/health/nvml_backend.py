@@ -37,7 +37,7 @@ class NvmlBackend(Protocol):
 
 def real_backend() -> NvmlBackend:
     """The pynvml module itself; `nvmlInit` raises NVMLError where there is no driver."""
-    return pynvml  # type: ignore[return-value]
+    return pynvml
 
 
 def is_not_supported(exc: BaseException) -> bool:

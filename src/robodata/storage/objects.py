@@ -197,7 +197,9 @@ def _listing(fs, uri: str, only: Iterable[str]) -> dict[str, dict]:
 
 def _mtime(info: dict) -> float | None:
     v = info.get("LastModified") or info.get("mtime")
-    return v.timestamp() if hasattr(v, "timestamp") else (float(v) if v is not None else None)
+    if v is None:
+        return None
+    return v.timestamp() if hasattr(v, "timestamp") else float(v)
 
 
 def fetch_into(uri: str, only: Iterable[str], dest: str, options: dict[str, Any] | None = None) -> None:

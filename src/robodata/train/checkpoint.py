@@ -88,8 +88,8 @@ def _step_dirs(root: str | Path, options: Options) -> tuple[dict[str, str], set[
 def complete_checkpoints(root: str | Path, options: Options = None) -> list[str]:
     """Checkpoint folders under root that carry a COMPLETE marker, newest step first (no content check)."""
     dirs, marked = _step_dirs(root, options)
-    found = [name for name in marked if STEP_RE.match(name)]
-    return [dirs[n] for n in sorted(found, key=lambda n: int(STEP_RE.match(n).group(1)), reverse=True)]
+    steps = {name: int(m.group(1)) for name in marked if (m := STEP_RE.match(name))}
+    return [dirs[n] for n in sorted(steps, key=steps.__getitem__, reverse=True)]
 
 
 def partial_checkpoints(root: str | Path, options: Options = None) -> list[str]:

@@ -203,12 +203,15 @@ class StatefulLoader:
         while True:
             self.sampler.set_epoch(self.epoch)
             self.sampler.load_state_dict(self.sampler.state_at(self.consumed) | {"epoch": self.epoch})
+            # resumed with the epoch's last batch already taken (a checkpoint on an epoch's last
+            # step): nothing is left in it, so the next epoch follows
+            resumed_mid_epoch = self.consumed > 0
             got = False
             for batch in self.loader:
                 got = True
                 self.consumed += self.batch_size
                 yield batch
-            if not got:
+            if not got and not resumed_mid_epoch:
                 raise RobodataError(
                     f"epoch {self.epoch} gave no full batch of {self.batch_size} on this rank "
                     f"(sampler length {len(self.sampler)}): the dataset is too small"

@@ -65,7 +65,7 @@ class Trainer:
         self.model = shard_model(model, shard_units(model), topo.mesh)
         o = cfg.optim
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=o.lr, betas=tuple(o.betas), weight_decay=o.weight_decay
+            self.model.parameters(), lr=o.lr, betas=(o.betas[0], o.betas[1]), weight_decay=o.weight_decay
         )
         self.source = DATA_BUILDERS[cfg.data.kind](cfg, topo.rank, topo.world_size)
         self.loader = StatefulLoader(
@@ -102,7 +102,7 @@ class Trainer:
         return {"model": msd, "optim": osd, "train": box[0], f"rng_rank{self.topo.rank}": _rng_state(self.topo.device)}
 
     def lineage(self) -> dict[str, Any]:
-        lin = {"manifest_hash": None, "catalog_version": None, "spec_hash": None, "layout_version": None}
+        lin: dict[str, Any] = dict.fromkeys(("manifest_hash", "catalog_version", "spec_hash", "layout_version"))
         lin.update(self.source.lineage)
         hashed = {k: v for k, v in self.config_dict.items() if k != "run_dir"}
         lin.update(
@@ -176,7 +176,8 @@ class Trainer:
         prev = signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stop_requested", True))
         it = iter(self.loader)
         self.goodput.started()
-        loss_val, parts = float("nan"), {}
+        loss_val = float("nan")
+        parts: dict[str, float] = {}
         try:
             while self.step < cfg.steps:
                 t0 = time.perf_counter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
@@ -21,6 +22,8 @@ from torch.distributed.fsdp import fully_shard
 
 from robodata.errors import ConfigError
 from robodata.train.config import TopologyConfig
+
+M = TypeVar("M", bound=nn.Module)
 
 MESH_DIMS = ("replicate", "shard")
 
@@ -82,7 +85,7 @@ def init_topology(cfg: TopologyConfig) -> Topology:
     return Topology(rank, world, local_rank, rank // cfg.gpus_per_node, device, backend, mesh)
 
 
-def shard_model(model: nn.Module, units: list[nn.Module], mesh: DeviceMesh) -> nn.Module:
+def shard_model(model: M, units: list[nn.Module], mesh: DeviceMesh) -> M:
     """Apply fully_shard bottom-up: one FSDP group per unit, then the root (the rest)."""
     for unit in units:
         fully_shard(unit, mesh=mesh)
