@@ -14,7 +14,7 @@ import numpy as np
 from robodata.codecs.image import Image
 from robodata.errors import RobodataError
 from robodata.ingest.clock import IDENTITY, ClockFit
-from robodata.names import check_name
+from robodata.names import UnsafeNameError, check_name
 
 
 class RawEpisodeError(RobodataError):
@@ -72,7 +72,7 @@ class RawEpisode:
         """The contract every importer's episode meets before anything uses its names: the id and
         each stream name are safe single segments (robodata.names; importers check them where they
         read them, naming file and field, and this catches one that did not) and no two streams
-        share a name. UnsafeNameError / RawEpisodeError otherwise."""
+        share a name. UnsafeNameError otherwise."""
         check_name(self.episode_id, field="episode_id", source=self.uri)
         seen: dict[str, str] = {}
         events = ["events"] if self.events else []
@@ -81,6 +81,6 @@ class RawEpisode:
             for name in names:
                 check_name(name, field=f"{kind} stream name", source=self.uri)
                 if name in seen:
-                    why = f"names both a {seen[name]} and a {kind} stream"
-                    raise RawEpisodeError(f"{self.uri}: stream name {name!r} {why}")
+                    why = f"names both the {seen[name]} stream and the {kind} stream"
+                    raise UnsafeNameError(self.uri, "stream name", name, why)
                 seen[name] = kind

@@ -47,6 +47,15 @@ def _in_landing_zone(base: str) -> None:
     confine(p.parent, p.name, field="landing item", source=base)
 
 
+def _relocated(exc: RobodataError, local: str, base: str) -> RobodataError:
+    """The same error naming the landing uri instead of its local staging path."""
+    if local == base:
+        return exc
+    if isinstance(exc, UnsafeNameError):
+        return UnsafeNameError(exc.source.replace(local, base), exc.field, exc.value, exc.why.replace(local, base))
+    return RawEpisodeError(str(exc).replace(local, base))
+
+
 def _fetch_lerobot_episode(base: str, frag: str, local: str, opts: dict) -> None:
     """After meta/: stage the data and video files of episode `frag` (never the whole dataset)."""
     from robodata.ingest.importers.lerobot import episode_files
@@ -58,7 +67,7 @@ def _fetch_lerobot_episode(base: str, frag: str, local: str, opts: dict) -> None
     try:
         objects.fetch_into(base, episode_files(local, index), local, opts)
     except RobodataError as exc:
-        raise RawEpisodeError(str(exc).replace(local, base)) from None
+        raise _relocated(exc, local, base) from None
     except OSError as exc:
         raise RawEpisodeError(f"{base}#{frag}: cannot stage ({type(exc).__name__}: {exc})") from None
 
@@ -81,14 +90,12 @@ def staged_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_th
             raise RawEpisodeError(f"{uri}: missing") from None
         except OSError as exc:
             raise RawEpisodeError(f"{uri}: cannot stage ({type(exc).__name__}: {exc})") from None
-        if lerobot:
+        if lerobot and remote:
             _fetch_lerobot_episode(base, frag, local, opts)
         try:
             raw = open_raw(local + sep + frag, kind, topic_map, decode_threads)
-        except UnsafeNameError as exc:
-            raise UnsafeNameError(exc.source.replace(local, base), exc.field, exc.value, exc.why) from None
         except RobodataError as exc:
-            raise RawEpisodeError(str(exc).replace(local, base)) from None
+            raise _relocated(exc, local, base) from None
         raw.uri = uri
         yield raw
 

@@ -91,7 +91,12 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
         if name.startswith(".") or name.endswith(".partial"):
             continue
         full = _unstrip(url, fs, path)
-        if entry["type"] == "file":
+        if entry.get("islink"):  # listed like what it points at; the importer refuses a link out of the zone
+            try:
+                entry = {**fs.info(path), "name": path}
+            except OSError:  # dangling
+                continue
+        if entry["type"] != "directory":  # a file, or a link fsspec did not follow ("other")
             if name.endswith(".mcap") and _mtime(entry) >= completed_since:
                 yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
             continue
@@ -103,7 +108,7 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             mpath = _join(fs, path, marker)
             try:
                 minfo = fs.info(mpath)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # one odd entry never fails the listing
                 continue
             if _mtime(minfo) < completed_since:
                 break
