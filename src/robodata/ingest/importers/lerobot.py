@@ -166,6 +166,8 @@ def episode_files(root: str | Path, index: int) -> list[str]:
 
 def _data(root: Path, info: dict, ep: LeRobotEpisode):
     path = _data_path(root, info, ep)
+    if not path.is_file():  # pyarrow would read a folder as a dataset of every file under it
+        raise RawEpisodeError(f"{path}: data_path names no file for episode {ep.index}")
     try:
         t = pq.read_table(path)
     except Exception as exc:
