@@ -314,3 +314,30 @@ def sentinel_listing(sentinel: Path) -> dict[str, bytes]:
 
 
 __all__ = ["Case", "Landing", "TINY", "TOPICS", "build", "item_name", "sentinel_listing", "pa", "pq"]
+
+
+def container_with(path: Path, episode_id: str, camera: str = "wrist", frames: int = 6) -> dict:
+    """A tiny container whose id and camera name are what the caller says (bypassing ingestion,
+    as a container from elsewhere would), and its manifest-style row for the exporters."""
+    import numpy as np
+
+    from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
+    from robodata.container.meta import default_layout
+
+    streams = {camera: StreamSpec(camera, "video", 10.0, (48, 64, 3))}
+    streams["joint_pos"] = StreamSpec("joint_pos", "array", 10.0, (3,))
+    meta = EpisodeMeta(episode_id, "r1", "site-a", "pick", 1_700_000_000_000_000_000, streams)
+    t = (np.arange(frames) * 1e8).astype(np.int64)
+    with EpisodeWriter(path, meta, default_layout((camera,), proprio=("joint_pos",))) as w:
+        for i, ti in enumerate(t):
+            w.write_frame(camera, np.full((48, 64, 3), 20 * i, np.uint8), int(ti))
+        w.write_array("joint_pos", t, np.zeros((frames, 3), np.float32))
+    r = EpisodeReader.open(path)
+    return {
+        "episode_id": episode_id,
+        "uri": str(path),
+        "task": "pick",
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+        "split": "train",
+    }
