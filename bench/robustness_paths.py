@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from robodata.errors import RobodataError
@@ -157,9 +158,8 @@ def _export_cases(base: Path, sentinel: Path) -> dict[str, Case]:
     up = os.path.relpath(sentinel, base / "out" / "lr0" / "videos" / "observation.images.a")
     for i, cam in enumerate([f"a/{up}/wrist", up, str(sentinel / "cam"), "..", f"a/{up}/../sentinel"]):
         row = container_with(src / f"cam{i}.rdep", f"ep-cam-{i}", cam)
-        out = base / "out" / f"lr{i}"
         cases[f"export-lerobot-camera-{i}"] = (
-            _expect_refusal(lambda row=row, out=out: export_lerobot([row], out)),
+            _expect_refusal(partial(export_lerobot, [row], base / "out" / f"lr{i}")),
             (f"out/lr{i}/",),
         )
     good = container_with(src / "good.rdep", "ep-good", "wrist")
@@ -172,8 +172,7 @@ def _export_cases(base: Path, sentinel: Path) -> dict[str, Case]:
     )
     up = os.path.relpath(sentinel, base / "out" / "mc0")
     for i, eid in enumerate([f"{up}/x", str(sentinel / "abs"), "a/b", "..", "../x"]):
-        out = base / "out" / f"mc{i}"
-        run = _expect_refusal(lambda eid=eid, out=out: export_mcap([good, dict(good, episode_id=eid)], out))
+        run = _expect_refusal(partial(export_mcap, [good, dict(good, episode_id=eid)], base / "out" / f"mc{i}"))
         cases[f"export-mcap-id-{i}"] = (run, (f"out/mc{i}/",))
     return cases
 

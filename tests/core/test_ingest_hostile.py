@@ -93,7 +93,7 @@ def test_duplicate_id_keeps_the_first_by_uri_and_never_overwrites(hostile):
 
 
 def test_duplicate_winner_does_not_depend_on_completion_order():
-    rows = [{"uri": f"/l/{n}", "episode_id": "same", "ok": True} for n in "dbca"]
+    rows: list[dict] = [{"uri": f"/l/{n}", "episode_id": "same", "ok": True} for n in "dbca"]
     rows.append({"uri": "/l/e", "episode_id": "other", "ok": True})
     for seed in range(5):
         shuffled = [dict(r) for r in rows]
