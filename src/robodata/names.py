@@ -12,7 +12,10 @@ Rules:
   hold a separator, a NUL, whitespace or a control character;
 - a *relative path* (`confine`, `confine_key`) is resolved against its root and must stay
   inside it: local paths after following symlinks (`Path.resolve`), object-store keys after
-  POSIX normalisation (no `..` or empty segments, no leading `/`).
+  POSIX normalisation (no `..` or empty segments, no leading `/`);
+- a *listed path* (`within`: a file found by listing a folder) and a *tree* (`confine_tree`: a
+  landing item's folder) must resolve inside their root too, so a symlink cannot lead a reader
+  out of it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class UnsafeNameError(RobodataError, ValueError):
         self.source = str(source)
         self.field = field
         self.value = value
+        self.why = why
         super().__init__(f"{self.source}: {field} {_show(value)} {why}")
 
 
@@ -99,3 +103,25 @@ def confine_key(prefix: str, rel: object, *, field: str, source: str | os.PathLi
 def join_name(root: str | os.PathLike[str], name: str, *, field: str, source: str | os.PathLike[str]) -> Path:
     """root/name for one checked name segment (an episode id, a stream name) under a local root."""
     return confine(root, check_name(name, field=field, source=source), field=field, source=source)
+
+
+def within(
+    root: str | os.PathLike[str], path: str | os.PathLike[str], *, field: str, source: str | os.PathLike[str]
+) -> Path:
+    """`path` (found under root, e.g. by a listing) resolved, refused unless it stays inside root."""
+    base = Path(root).resolve()
+    target = Path(path).resolve()
+    if not target.is_relative_to(base):
+        raise UnsafeNameError(source, field, os.fspath(path), f"resolves to {target}, outside {base}")
+    return target
+
+
+def confine_tree(root: str | os.PathLike[str], *, field: str = "symlink", source: str | os.PathLike[str] = "") -> Path:
+    """root resolved, refused when any symlink below it resolves outside it (one listing of the tree)."""
+    base = Path(root).resolve()
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in (*dirnames, *filenames):
+            p = Path(dirpath, name)
+            if p.is_symlink():
+                within(base, p, field=field, source=source or p)
+    return base

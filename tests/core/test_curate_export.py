@@ -134,3 +134,69 @@ def test_export_cli_and_errors(manifest, tmp_path):
     assert json.loads(res.stdout.strip().splitlines()[-1])["episodes"] == 1
     res = CliRunner().invoke(app, ["export", "--format", "zip", str(manifest), str(tmp_path / "o")])
     assert res.exit_code == 2 and "unknown export format" in res.output
+
+
+# --- hostile names: every exporter write stays inside its output folder (issue 16) -----------------
+
+
+def _tree(p: Path) -> set[str]:
+    return {str(f.relative_to(p)) for f in p.rglob("*")}
+
+
+def test_exporters_refuse_unsafe_ids_and_stream_names_writing_nothing_outside(tmp_path):
+    from robodata.export.lerobot import export_lerobot
+    from robodata.export.mcap_export import export_mcap
+    from robodata.names import UnsafeNameError
+    from tests.core.helpers_hostile import container_with
+
+    (tmp_path / "sentinel").mkdir()
+    bad_cam = container_with(tmp_path / "c1.rdep", "ep-1", "a/../../sentinel/wrist")
+    good = container_with(tmp_path / "c2.rdep", "ep-2", "wrist")
+    before = _tree(tmp_path)
+    with pytest.raises(UnsafeNameError, match="stream name"):
+        export_lerobot([bad_cam], tmp_path / "out" / "lr")
+    for eid in ("a/b", "../../sentinel/x", "/abs", ""):
+        with pytest.raises(UnsafeNameError, match="episode_id"):
+            export_mcap([good, dict(good, episode_id=eid)], tmp_path / "out" / "mc")
+    with pytest.raises(ExportError, match="twice"):
+        export_mcap([good, good], tmp_path / "out" / "mc")
+    assert not (tmp_path / "out" / "mc").exists()  # refused before anything was written
+    assert {p for p in _tree(tmp_path) - before if not p.startswith("out")} == set()
+    assert not list((tmp_path / "sentinel").iterdir())
+    assert not [f for f in (tmp_path / "out").rglob("*") if f.is_file()]
+
+
+def test_a_symlink_in_the_output_folder_cannot_redirect_a_write(tmp_path):
+    from robodata.export.lerobot import export_lerobot
+    from robodata.names import UnsafeNameError
+    from tests.core.helpers_hostile import container_with
+
+    good = container_with(tmp_path / "c.rdep", "ep-1", "wrist")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "videos").symlink_to(elsewhere)
+    with pytest.raises(UnsafeNameError, match="outside"):
+        export_lerobot([good], out)
+    assert not list(elsewhere.iterdir())
+
+
+def test_export_cli_reports_an_unsafe_stream_name_without_traceback(tmp_path):
+    from robodata.cli import app
+    from tests.core.helpers_hostile import container_with
+
+    row = container_with(tmp_path / "c.rdep", "ep-1", "a/../../x/wrist")
+    r = EpisodeReader.open(tmp_path / "c.rdep")
+    rec = {k: v for k, v in _write(tmp_path / "g.rdep", "ep-0", "fold", 0).items()}
+    rec.update(episode_id="ep-1", uri=row["uri"], cameras=["a/../../x/wrist"], layout_version=r.layout_version)
+    rec.update(size_bytes=r.source.size(), footer_offset=r.footer_offset, footer_length=r.footer_length)
+    df = pl.DataFrame([rec]).with_columns(pl.from_epoch("start_time", time_unit="us").dt.replace_time_zone("UTC"))
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.merge(df)
+    info, _ = curate(spec_from_dict({"version": 1, "name": "bad", "split": {"val_fraction": 0.0}}), cat, tmp_path / "m")
+    res = CliRunner().invoke(app, ["export", "--format", "lerobot", str(info.path), str(tmp_path / "o" / "lr")])
+    said = " ".join(res.output.split())  # rich wraps lines
+    assert res.exit_code == 2 and "UnsafeNameError" in said and "stream name 'a/../../x/wrist'" in said
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "o" / "x").exists()

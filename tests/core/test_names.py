@@ -85,3 +85,24 @@ def test_join_name_checks_then_confines(tmp_path):
     assert join_name(tmp_path, "cam_left", field="stream", source="s") == tmp_path.resolve() / "cam_left"
     with pytest.raises(UnsafeNameError):
         join_name(tmp_path, "a/../../x", field="stream", source="s")
+
+
+def test_within_and_confine_tree_refuse_links_out_of_the_root(tmp_path):
+    from robodata.names import confine_tree, within
+
+    root, outside = tmp_path / "item", tmp_path / "outside"
+    (root / "cam").mkdir(parents=True)
+    outside.mkdir()
+    (root / "cam" / "0.jpg").write_bytes(b"x")
+    (root / "cam" / "1.jpg").symlink_to(root / "cam" / "0.jpg")  # a link inside is fine
+    assert confine_tree(root, source="item") == root.resolve()
+    assert within(root, root / "cam" / "1.jpg", field="frame", source="s") == (root / "cam" / "0.jpg").resolve()
+    (root / "cam" / "2.jpg").symlink_to(outside / "secret.jpg")  # dangling too: still refused
+    with pytest.raises(UnsafeNameError, match="outside"):
+        confine_tree(root, source="item")
+    with pytest.raises(UnsafeNameError, match="2.jpg"):
+        within(root, root / "cam" / "2.jpg", field="frame", source="s")
+    (root / "cam" / "2.jpg").unlink()
+    (root / "sub").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafeNameError, match="sub"):
+        confine_tree(root, source="item")

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
+from robodata.names import check_name, confine
 
 WINDOW_S = 2.0
 STATE_STREAMS = ("joint_pos", "state", "qpos")
@@ -32,9 +35,31 @@ class EpisodeStreams:
     fps: float
 
 
+def out_path(out: str | Path, rel: str, field: str) -> Path:
+    """Where an exporter writes `rel`: confined to its output folder (robodata.names.confine:
+    resolved, symlinks followed), UnsafeNameError otherwise. Every exporter write goes through it."""
+    return confine(out, rel, field=field, source=f"export to {out}")
+
+
+def check_ids(rows: list[dict[str, Any]], manifest: str = "manifest") -> list[str]:
+    """The rows' episode ids, each a safe name (it names an output file) and unique; checked
+    before anything is written, so a bad manifest leaves no partial export."""
+    ids: list[str] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        eid = check_name(row.get("episode_id"), field=f"episode_id (row {i})", source=manifest)
+        if eid in seen:
+            raise ExportError(f"{manifest}: episode_id {eid!r} appears twice; an export writes each episode once")
+        seen.add(eid)
+        ids.append(eid)
+    return ids
+
+
 def open_episode(uri: str, footer_offset: int | None = None, footer_length: int | None = None) -> EpisodeStreams:
     r = EpisodeReader.open(uri, footer_offset=footer_offset, footer_length=footer_length)
     streams = r.meta.streams
+    for name in streams:  # stream names become file, folder and feature names in the exports
+        check_name(name, field="stream name", source=uri)
     cameras = sorted(s for s, spec in streams.items() if spec.kind == "video")
     arrays = [s for s, spec in streams.items() if spec.kind == "array"]
     state = next((s for s in STATE_STREAMS if s in arrays), arrays[0] if arrays else None)

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from robodata.export.episodes import ExportError, arrays, frames, open_episode, sample_at
+from robodata.export.episodes import ExportError, arrays, frames, open_episode, out_path, sample_at
 
 CODEBASE_VERSION = "v3.0"
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
@@ -86,12 +86,21 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
     keys = {c: f"observation.images.{c}" for c in cams}
     shapes = {c: first.reader.meta.streams[c].shape for c in cams}
     tasks: dict[str, int] = {}
-    (out / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
-    (out / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
-    videos = {
-        c: _VideoOut(out / VIDEO_PATH.format(video_key=keys[c], chunk_index=0, file_index=0), shapes[c], fps)
-        for c in cams
+    # every path written is confined to `out` before anything is created (a camera name, or a
+    # symlink already in `out`, cannot lead a write outside it)
+    files = {
+        "data": out_path(out, DATA_PATH.format(chunk_index=0, file_index=0), "data_path"),
+        "episodes": out_path(out, EPISODES_PATH, "episodes_path"),
+        "tasks": out_path(out, "meta/tasks.parquet", "tasks_path"),
+        "info": out_path(out, "meta/info.json", "info_path"),
+        "stats": out_path(out, "meta/stats.json", "stats_path"),
     }
+    video_files = {
+        c: out_path(out, VIDEO_PATH.format(video_key=keys[c], chunk_index=0, file_index=0), "video_path") for c in cams
+    }
+    for f in (*files.values(), *video_files.values()):
+        f.parent.mkdir(parents=True, exist_ok=True)
+    videos = {c: _VideoOut(video_files[c], shapes[c], fps) for c in cams}
     stats = _Stats()
     data_writer: pq.ParquetWriter | None = None
     episodes: list[dict[str, Any]] = []
@@ -139,7 +148,7 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
                     ep_stats.add(k, v)
                 table = pa.table(cols)
                 if data_writer is None:
-                    data_writer = pq.ParquetWriter(out / DATA_PATH.format(chunk_index=0, file_index=0), table.schema)
+                    data_writer = pq.ParquetWriter(files["data"], table.schema)
                 data_writer.write_table(table)
                 length += n
             if length == 0:
@@ -172,8 +181,8 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
             v.close()
         if data_writer is not None:
             data_writer.close()
-    pq.write_table(pa.Table.from_pylist(episodes), out / EPISODES_PATH)
-    _write_tasks(out / "meta" / "tasks.parquet", tasks)
+    pq.write_table(pa.Table.from_pylist(episodes), files["episodes"])
+    _write_tasks(files["tasks"], tasks)
     features = _features(first, cams, keys, shapes, fps)
     all_stats = {k: stats.get(k, image=k.startswith("observation.images.")) for k in stats.n}
     splits = {"train": f"0:{len(episodes)}"}
@@ -192,8 +201,8 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
         "video_path": VIDEO_PATH if cams else None,
         "features": features,
     }
-    (out / "meta" / "info.json").write_text(json.dumps(info, indent=2))
-    (out / "meta" / "stats.json").write_text(json.dumps(all_stats, indent=2))
+    files["info"].write_text(json.dumps(info, indent=2))
+    files["stats"].write_text(json.dumps(all_stats, indent=2))
     return {
         "format": "lerobot",
         "dir": str(out),

@@ -22,7 +22,7 @@ import av
 import numpy as np
 from mcap.writer import CompressionType, Writer
 
-from robodata.export.episodes import ExportError, arrays, frames, open_episode
+from robodata.export.episodes import ExportError, arrays, check_ids, frames, open_episode, out_path
 
 _TIME = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
 COMPRESSED_VIDEO_SCHEMA = {
@@ -57,13 +57,14 @@ def _stamp(ns: int) -> dict[str, int]:
 
 def export_mcap(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if not rows:
         raise ExportError("manifest selects no episodes; nothing to export")
+    ids = check_ids(rows)
+    out.mkdir(parents=True, exist_ok=True)
     files, messages = [], 0
-    for row in rows:
-        path = out / f"{row['episode_id']}.mcap"
-        tmp = path.with_suffix(".mcap.partial")
+    for row, eid in zip(rows, ids, strict=True):
+        path = out_path(out, f"{eid}.mcap", "episode_id")
+        tmp = out_path(out, f"{eid}.mcap.partial", "episode_id")
         try:
             messages += _episode(row, tmp)
         except BaseException:

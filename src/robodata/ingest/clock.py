@@ -33,6 +33,8 @@ def fit_clock(pairs) -> ClockFit:
     a = np.asarray(pairs, dtype=np.float64)
     if a.ndim != 2 or a.shape[1] != 2 or len(a) < 2:
         raise ValueError("clock sync needs at least two [device_ns, host_ns] pairs")
+    if not np.isfinite(a).all():
+        raise ValueError("clock sync pairs hold non-finite values")
     dev, host = a[:, 0], a[:, 1]
     d0 = dev.mean()
     if np.ptp(dev) == 0:

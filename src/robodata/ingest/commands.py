@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from robodata.errors import ConfigError
+from robodata.errors import ConfigError, RobodataError
 
 
 def register(app: typer.Typer) -> None:
@@ -54,11 +54,11 @@ def synth(
 
 def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="container path to write")) -> None:
     """Convert one legacy JPEG-folder episode into a container."""
-    from robodata.ingest.legacy import RawEpisodeError, import_legacy
+    from robodata.ingest.legacy import import_legacy
 
     try:
         res = import_legacy(episode_dir, out)
-    except RawEpisodeError as exc:
+    except RobodataError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"{res.episode_id} -> {res.path} ({res.bytes_written} bytes, {res.duration_s:.1f}s)")
@@ -80,16 +80,20 @@ def ingest_cmd(
     from robodata.ingest.landing.scan import LandingCursor, new_items
     from robodata.ingest.pipeline import run_batch
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.tables import IngestPaths
+    from robodata.ingest.tables import IngestPaths, check_batch
 
     try:
         settings = IngestSettings(root=root, workers=workers)
-    except ConfigError as exc:
+        name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
+    except RobodataError as exc:
         raise typer.BadParameter(str(exc)) from None
-    items = new_items(landing, LandingCursor())
-    name = batch or time.strftime("cli-%Y%m%dT%H%M%S")
-    write_manifest(IngestPaths(settings.root), name, items)
-    out = run_batch(name, settings)
+    try:  # one bad item is quarantined inside run_batch; what reaches here is about the whole run
+        items = new_items(landing, LandingCursor())
+        write_manifest(IngestPaths(settings.root), name, items)
+        out = run_batch(name, settings)
+    except RobodataError as exc:
+        typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(
         json.dumps({"batch": name, **{k: out[k] for k in ("episodes", "qc_results", "episode_metadata")}}, default=str)
     )

@@ -12,7 +12,7 @@ from robodata.container import Layout
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.clock import ClockFit, fit_clock
 from robodata.ingest.convert import convert
-from robodata.ingest.importers.legacy import open_legacy
+from robodata.ingest.importers import open_raw
 from robodata.ingest.raw import RawEpisodeError
 
 __all__ = ["import_legacy", "fit_clock", "ClockFit", "RawEpisodeError", "ImportResult"]
@@ -35,7 +35,7 @@ class ImportResult:
 def import_legacy(
     episode_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], layout: Layout | None = None
 ) -> ImportResult:
-    raw = open_legacy(str(episode_dir))
+    raw = open_raw(str(episode_dir), "legacy-jpeg")
     al = aligned_tracks(raw)
     video = layout.groups[0].video if layout is not None else None
     res = convert(raw, al, out_path, video)

@@ -46,6 +46,11 @@ def _readable(al, th):  # evaluated specially (no alignment when unreadable); he
     return True, ""
 
 
+# Identity checks fail while reading (robodata.ingest.steps.aligned_tracks: `failed_check`), so
+# like `readable` they are evaluated specially; they always block: such an episode is never converted.
+IDENTITY_CHECKS = ("names_safe", "episode_id_unique")
+
+
 def _topics_known(al: AlignedTracks, th: QCThresholds):
     unknown = [i for i in al.issues if i.startswith("unknown_topic:")]
     return (not unknown, "; ".join(unknown[:5]) + (f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""))
@@ -110,6 +115,8 @@ def _duration(al: AlignedTracks, th: QCThresholds):
 
 PRE_CHECKS: dict[str, PreCheck] = {
     "readable": _readable,
+    "names_safe": _readable,
+    "episode_id_unique": _readable,
     "topics_known": _topics_known,
     "timestamps_monotonic": _monotonic,
     "rate_within_tolerance": _rate,
@@ -154,12 +161,15 @@ class QCSelection:
         return tuple(dict.fromkeys(("readable", *names, "converted")))
 
 
-def evaluate_pre(al: AlignedTracks | None, error: str, names: tuple[str, ...], th: QCThresholds) -> list[Outcome]:
+def evaluate_pre(
+    al: AlignedTracks | None, error: str, names: tuple[str, ...], th: QCThresholds, failed_check: str = ""
+) -> list[Outcome]:
+    """No alignment: one failed outcome, for `failed_check` (readable unless an identity check)."""
     if al is None:
-        return [Outcome("readable", False, error or "unreadable")]
+        return [Outcome(failed_check or "readable", False, error or "unreadable")]
     out = [Outcome("readable", True)]
     for n in names:
-        if n in PRE_CHECKS and n != "readable":
+        if n in PRE_CHECKS and n not in ("readable", *IDENTITY_CHECKS):
             ok, why = PRE_CHECKS[n](al, th)
             out.append(Outcome(n, bool(ok), "" if ok else why))
     return out

@@ -14,6 +14,7 @@ import numpy as np
 from robodata.codecs.image import Image
 from robodata.errors import RobodataError
 from robodata.ingest.clock import IDENTITY, ClockFit
+from robodata.names import UnsafeNameError, check_name
 
 
 class RawEpisodeError(RobodataError):
@@ -66,3 +67,20 @@ class RawEpisode:
 
     def camera_clock(self, cam: str) -> ClockFit:
         return self.clock_for(self.cameras[cam].clock or cam)
+
+    def check_identity(self) -> None:
+        """The contract every importer's episode meets before anything uses its names: the id and
+        each stream name are safe single segments (robodata.names; importers check them where they
+        read them, naming file and field, and this catches one that did not) and no two streams
+        share a name. UnsafeNameError otherwise."""
+        check_name(self.episode_id, field="episode_id", source=self.uri)
+        seen: dict[str, str] = {}
+        events = ["events"] if self.events else []
+        groups = (("camera", list(self.cameras)), ("array", list(self.arrays)), ("events", events))
+        for kind, names in groups:
+            for name in names:
+                check_name(name, field=f"{kind} stream name", source=self.uri)
+                if name in seen:
+                    why = f"names both the {seen[name]} stream and the {kind} stream"
+                    raise UnsafeNameError(self.uri, "stream name", name, why)
+                seen[name] = kind

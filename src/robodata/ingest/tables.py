@@ -14,7 +14,13 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from robodata.errors import RobodataError
+from robodata.names import check_name
 from robodata.storage import StorageLocation
+
+
+def check_batch(batch: str) -> str:
+    """A batch key is a name (robodata.names): it names a manifest file and a container folder."""
+    return check_name(batch, field="batch key", source="ingest batch")
 
 
 def _lit(v: str) -> str:
@@ -118,14 +124,16 @@ class IngestPaths:
         return self.location.join("ingest", "batches")
 
     def batch_manifest(self, batch: str) -> str:
-        return self.location.join("ingest", "batches", f"{batch}.json")
+        return self.location.join("ingest", "batches", f"{check_batch(batch)}.json")
 
     @property
     def containers(self) -> str:
         return self.location.join("containers")
 
     def container(self, batch: str, episode_id: str) -> str:
-        return self.location.join("containers", batch, f"{episode_id}.rdep")
+        """containers/<batch>/<episode_id>.rdep; both are checked names (UnsafeNameError)."""
+        eid = check_name(episode_id, field="episode_id", source=f"batch {batch!r}")
+        return self.location.join("containers", check_batch(batch), f"{eid}.rdep")
 
     def table(self, name: str) -> str:
         """raw_episodes | aligned_tracks | qc_results | conversions | segments | features"""

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
+from robodata.errors import RobodataError
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
+from robodata.names import UnsafeNameError, confine
 from robodata.storage import StorageLocation, objects
 
 
 def open_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_threads: int = 2) -> RawEpisode:
-    """Open one landing item of the given kind (see robodata.ingest.landing.scan.detect_kind)."""
+    """Open one landing item of the given kind (see robodata.ingest.landing.scan.detect_kind).
+
+    The episode's id and stream names have passed `RawEpisode.check_identity` (robodata.names);
+    a bad one raises UnsafeNameError naming the file and field, like any other RobodataError a
+    bad item raises here: the caller quarantines that item."""
+    raw = _open(uri, kind, topic_map, decode_threads)
+    raw.check_identity()
+    return raw
+
+
+def _open(uri: str, kind: str, topic_map: TopicMap | None, decode_threads: int) -> RawEpisode:
     if kind == "legacy-jpeg":
         from robodata.ingest.importers.legacy import open_legacy
 
@@ -27,6 +40,22 @@ def open_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_thre
     raise RawEpisodeError(f"{uri}: unknown landing item kind {kind!r}")
 
 
+def _in_landing_zone(base: str) -> None:
+    """A local item must resolve inside the folder that lists it: an item that is itself a
+    symlink to elsewhere (or reached through one) is refused (UnsafeNameError)."""
+    p = Path(base)
+    confine(p.parent, p.name, field="landing item", source=base)
+
+
+def _relocated(exc: RobodataError, local: str, base: str) -> RobodataError:
+    """The same error naming the landing uri instead of its local staging path."""
+    if local == base:
+        return exc
+    if isinstance(exc, UnsafeNameError):
+        return UnsafeNameError(exc.source.replace(local, base), exc.field, exc.value, exc.why.replace(local, base))
+    return RawEpisodeError(str(exc).replace(local, base))
+
+
 def _fetch_lerobot_episode(base: str, frag: str, local: str, opts: dict) -> None:
     """After meta/: stage the data and video files of episode `frag` (never the whole dataset)."""
     from robodata.ingest.importers.lerobot import episode_files
@@ -37,8 +66,8 @@ def _fetch_lerobot_episode(base: str, frag: str, local: str, opts: dict) -> None
         return  # open_lerobot reports the bad index
     try:
         objects.fetch_into(base, episode_files(local, index), local, opts)
-    except RawEpisodeError as exc:
-        raise RawEpisodeError(str(exc).replace(local, base)) from None
+    except RobodataError as exc:
+        raise _relocated(exc, local, base) from None
     except OSError as exc:
         raise RawEpisodeError(f"{base}#{frag}: cannot stage ({type(exc).__name__}: {exc})") from None
 
@@ -50,7 +79,10 @@ def staged_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_th
     The episode keeps the landing uri; a LeRobot `<dir>#<index>` stages meta/ and that episode's files."""
     lerobot = kind.startswith("lerobot")
     base, sep, frag = uri.partition("#") if lerobot else (uri, "", "")
-    opts = StorageLocation.from_env(base).fsspec_options() if objects.is_remote(base) else {}
+    remote = objects.is_remote(base)
+    opts = StorageLocation.from_env(base).fsspec_options() if remote else {}
+    if not remote:
+        _in_landing_zone(base)
     with ExitStack() as stack:
         try:
             local = stack.enter_context(objects.local_input(base, opts, only=["meta"] if lerobot else None))
@@ -58,12 +90,12 @@ def staged_raw(uri: str, kind: str, topic_map: TopicMap | None = None, decode_th
             raise RawEpisodeError(f"{uri}: missing") from None
         except OSError as exc:
             raise RawEpisodeError(f"{uri}: cannot stage ({type(exc).__name__}: {exc})") from None
-        if lerobot:
+        if lerobot and remote:
             _fetch_lerobot_episode(base, frag, local, opts)
         try:
             raw = open_raw(local + sep + frag, kind, topic_map, decode_threads)
-        except RawEpisodeError as exc:
-            raise RawEpisodeError(str(exc).replace(local, base)) from None
+        except RobodataError as exc:
+            raise _relocated(exc, local, base) from None
         raw.uri = uri
         yield raw
 

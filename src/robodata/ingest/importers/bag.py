@@ -15,18 +15,28 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
+from robodata.errors import RobodataError
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
 from robodata.ingest.workers.prefetch import prefetch
+from robodata.names import check_name, confine_tree
 
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, OverflowError, IndexError)
 JOINT_FIELDS = (
     ("position", "joint_pos", "rad"),
     ("velocity", "joint_vel", "rad/s"),
     ("effort", "joint_cur", "A"),
     ("command", "cmd", "rad"),
 )
+
+
+def _numbers(value, path: Path, topic: str, name: str) -> np.ndarray:
+    try:
+        return np.atleast_1d(np.asarray(value, np.float32)).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise RawEpisodeError(f"{path}: topic {topic!r} field {name!r} is not numeric ({exc})") from None
 
 
 def _rate(t: np.ndarray) -> float:
@@ -36,69 +46,119 @@ def _rate(t: np.ndarray) -> float:
 
 
 def _meta(path: Path) -> dict:
+    """MCAP metadata `robodata.episode` (strings as written; other values JSON-encoded)."""
     md = mcap_metadata(path, "robodata.episode")
-    out = {}
+    out: dict = {}
     for k, v in md.items():
         try:
-            out[k] = json.loads(v)
+            dec = json.loads(v)
         except json.JSONDecodeError:
-            out[k] = v
+            dec = v
+        out[k] = dec if isinstance(dec, str) or k == "success" else v  # text fields stay text
     return out
 
 
+class _Streams:
+    """Stream names a topic map gives, checked once per topic (robodata.names) where they are
+    read; a stream fed by two topics is refused (their samples would interleave)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.checked: dict[str, str] = {}  # topic -> stream
+        self.owner: dict[str, str] = {}  # stream -> topic
+
+    def name(self, topic: str, stream: str, pattern: str) -> str:
+        if topic in self.checked:
+            return self.checked[topic]
+        check_name(stream, field=f"stream name from topic {topic!r} (topic map rule {pattern!r})", source=self.path)
+        self.checked[topic] = stream
+        return stream
+
+    def claim(self, stream: str, topic: str) -> None:
+        other = self.owner.setdefault(stream, topic)
+        if other != topic:
+            raise RawEpisodeError(f"{self.path}: topics {other!r} and {topic!r} both map to stream {stream!r}")
+
+
 def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
+    try:
+        return _open_bag(uri, topic_map)
+    except RobodataError:
+        raise
+    except _MALFORMED as exc:  # e.g. a stamp past int64, a field of the wrong type
+        raise RawEpisodeError(f"{uri}: malformed recording ({type(exc).__name__}: {exc})") from None
+
+
+def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
     path = Path(uri)
     if not path.exists():
         raise RawEpisodeError(f"{path}: missing")
+    if path.is_dir():
+        confine_tree(path, field="symlink", source=path)  # a bag folder's files stay inside it
+    names = _Streams(path)
     video: dict[str, dict] = {}  # stream -> {topic, t_dev, t_host, shape}
     arrays: dict[str, dict] = defaultdict(lambda: {"t_dev": [], "t_host": [], "v": []})
     events: list[tuple[int, int, str]] = []
     unknown: dict[str, list] = {}
     ev_topic = ""
-    for topic, schema, log_t, msg in iter_messages(path):
-        hit = topic_map.resolve(topic)
-        if hit is None:
-            u = unknown.setdefault(topic, [schema, 0])
-            u[1] += 1
-            continue
-        rule, stream = hit
-        st = stamp_ns(msg)
-        t_dev = log_t if st is None else st
-        if rule.kind == "ignore":
-            continue
-        if rule.kind == "video":
-            v = video.get(stream)
-            if v is None:
-                img = decode_image(schema, msg, f"{path}: {topic}")
-                v = video[stream] = {
-                    "topic": topic,
-                    "t_dev": [],
-                    "t_host": [],
-                    "shape": image_shape(img),
-                    "rate": rule.rate_hz,
-                }
-            v["t_dev"].append(t_dev)
-            v["t_host"].append(log_t)
-        elif rule.kind == "joint_state":
-            names = tuple(field(msg, "name", ()) or ())
-            for src, dst, units in JOINT_FIELDS:
-                vals = field(msg, src)
-                if vals is not None and len(vals):
-                    a = arrays[dst]
-                    a.update(names=names, units=units, rate=rule.rate_hz, clock=topic)
-                    a["t_dev"].append(t_dev)
-                    a["t_host"].append(log_t)
-                    a["v"].append(np.asarray(vals, np.float32))
-        elif rule.kind == "array":
-            vals = np.atleast_1d(np.asarray(field(msg, rule.field), np.float32))
-            a = arrays[stream]
-            a.update(names=(), units=rule.units, rate=rule.rate_hz, clock=topic)
-            a["t_dev"].append(t_dev)
-            a["t_host"].append(log_t)
-            a["v"].append(vals)
-        elif rule.kind == "events":
-            ev_topic = topic
-            events.append((t_dev, log_t, str(field(msg, rule.field or "data", ""))))
+    topic = ""
+    try:
+        for topic, schema, log_t, msg in iter_messages(path):
+            hit = topic_map.resolve(topic)
+            if hit is None:
+                u = unknown.setdefault(topic, [schema, 0])
+                u[1] += 1
+                continue
+            rule, stream = hit
+            if rule.kind == "ignore":
+                continue
+            st = stamp_ns(msg)
+            t_dev = log_t if st is None else st
+            if rule.kind in ("video", "array"):
+                stream = names.name(topic, stream, rule.topic)
+            if rule.kind == "video":
+                v = video.get(stream)
+                if v is None:
+                    names.claim(stream, topic)
+                    img = decode_image(schema, msg, f"{path}: {topic}")
+                    v = video[stream] = {
+                        "topic": topic,
+                        "t_dev": [],
+                        "t_host": [],
+                        "shape": image_shape(img),
+                        "rate": rule.rate_hz,
+                    }
+                v["t_dev"].append(t_dev)
+                v["t_host"].append(log_t)
+            elif rule.kind == "joint_state":
+                joints = tuple(str(n) for n in field(msg, "name", ()) or ())
+                for src, dst, units in JOINT_FIELDS:
+                    raw_vals = field(msg, src)
+                    vals = _numbers(raw_vals, path, topic, src) if raw_vals is not None else None
+                    if vals is not None and len(vals):
+                        names.claim(dst, topic)
+                        a = arrays[dst]
+                        a.update(names=joints, units=units, rate=rule.rate_hz, clock=topic)
+                        a["t_dev"].append(t_dev)
+                        a["t_host"].append(log_t)
+                        a["v"].append(vals)
+            elif rule.kind == "array":
+                names.claim(stream, topic)
+                vals = _numbers(field(msg, rule.field), path, topic, rule.field)
+                a = arrays[stream]
+                a.update(names=(), units=rule.units, rate=rule.rate_hz, clock=topic)
+                a["t_dev"].append(t_dev)
+                a["t_host"].append(log_t)
+                a["v"].append(vals)
+            elif rule.kind == "events":
+                if ev_topic and ev_topic != topic:
+                    raise RawEpisodeError(f"{path}: topics {ev_topic!r} and {topic!r} both map to the events stream")
+                ev_topic = topic
+                events.append((t_dev, log_t, str(field(msg, rule.field or "data", ""))))
+    except RobodataError:
+        raise
+    except _MALFORMED as exc:
+        raise RawEpisodeError(f"{path}: topic {topic!r}: malformed message ({type(exc).__name__}: {exc})") from None
     if not video and not arrays:
         raise RawEpisodeError(f"{path}: no camera or proprio topic matched the topic map (topics: {sorted(unknown)})")
     md = _meta(path)
@@ -156,8 +216,14 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
 
     src = "ros2-bag" if path.is_dir() else "mcap"
     success = md.get("success")
+    if success is not None and not isinstance(success, bool):
+        raise RawEpisodeError(f"{path}: metadata robodata.episode success must be true or false, not {success!r}")
+    if md.get("episode_id"):
+        episode_id = check_name(md["episode_id"], field="metadata robodata.episode episode_id", source=path)
+    else:
+        episode_id = check_name(path.stem, field="file name (no episode_id in its metadata)", source=path)
     return RawEpisode(
-        str(md.get("episode_id") or path.stem),
+        episode_id,
         src,
         str(path),
         str(md.get("robot", "")),
@@ -165,7 +231,7 @@ def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
         str(md.get("task", "")),
         str(md.get("vendor", "")),
         epoch,
-        bool(success) if success is not None else None,
+        success,
         cams,
         arrs,
         ev_t,

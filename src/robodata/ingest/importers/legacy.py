@@ -4,6 +4,7 @@ per camera with device-clock timestamps, state.parquet, events.jsonl and clock_s
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,30 +14,68 @@ from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_sh
 from robodata.ingest.clock import fit_clock
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.workers.prefetch import prefetch
+from robodata.names import check_name, confine, confine_tree, join_name
 
 
-def _json(path: Path):
+def _json(d: Path, name: str):
+    path = confine(d, name, field="file", source=d)
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
         raise RawEpisodeError(f"{path}: missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RawEpisodeError(f"{path}: invalid JSON: {exc}") from None
+    except OSError as exc:
+        raise RawEpisodeError(f"{path}: unreadable ({exc})") from None
 
 
-def _camera(d: Path, cam: str, info: dict) -> tuple[CameraTrack, list[Path]]:
-    cd = d / cam
+def _object(doc: object, where: Path) -> dict:
+    if not isinstance(doc, dict):
+        raise RawEpisodeError(f"{where}: must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def _text(meta: dict, key: str, where: Path) -> str:
+    v = meta.get(key)
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise RawEpisodeError(f"{where}: field {key!r} must be a string, not {type(v).__name__}")
+    return v
+
+
+def _positive_int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 16384 else None
+
+
+def _camera_info(info: object, where: Path, cam: str) -> tuple[int, int, float]:
+    """(height, width, fps) of meta.json cameras.<cam>: integers in 1..16384 and a positive rate."""
+    field = f"cameras.{cam}"
+    if not isinstance(info, dict):
+        raise RawEpisodeError(f"{where}: field {field!r} must be an object, not {type(info).__name__}")
+    h, w, fps = _positive_int(info.get("height")), _positive_int(info.get("width")), info.get("fps")
+    if h is None or w is None:
+        raise RawEpisodeError(f"{where}: field {field!r}: height and width must be integers in 1..16384")
+    if isinstance(fps, bool) or not isinstance(fps, int | float) or not math.isfinite(fps) or fps <= 0:
+        raise RawEpisodeError(f"{where}: field {field!r}: fps must be a positive number, got {fps!r}")
+    return h, w, float(fps)
+
+
+def _camera(d: Path, cam: str, shape: tuple[int, int, float]) -> tuple[CameraTrack, list[Path]]:
+    cd = join_name(d, cam, field="cameras key", source=d / "meta.json")
     files = sorted(cd.glob("*.jpg"))
+    ts_path = confine(d, f"{cam}/timestamps.csv", field="file", source=d)
     try:
-        lines = (cd / "timestamps.csv").read_text().split()[1:]
+        lines = ts_path.read_text().split()[1:]
         t = np.array([int(x) for x in lines], dtype=np.int64)
-    except (FileNotFoundError, ValueError) as exc:
-        raise RawEpisodeError(f"{cd}/timestamps.csv: unreadable ({exc})") from None
+    except (OSError, ValueError, OverflowError, UnicodeDecodeError) as exc:
+        raise RawEpisodeError(f"{ts_path}: unreadable ({type(exc).__name__}: {exc})") from None
     if len(t) != len(files):
         raise RawEpisodeError(f"{cd}: {len(files)} JPEG files but {len(t)} timestamps")
     if len(t) == 0:
         raise RawEpisodeError(f"{cd}: no frames")
-    return CameraTrack(t, int(info["height"]), int(info["width"]), float(info["fps"])), files
+    h, w, fps = shape
+    return CameraTrack(t, h, w, fps), files
 
 
 def decode_jpeg(path: Path, shape: tuple[int, int]) -> Image:
@@ -60,41 +99,58 @@ def open_legacy(uri: str, decode_threads: int = 2) -> RawEpisode:
     d = Path(uri)
     if not (d / "_COMPLETE").exists():
         raise RawEpisodeError(f"{d}: no _COMPLETE marker (episode still uploading?)")
-    meta = _json(d / "meta.json")
+    confine_tree(d, field="symlink", source=d)  # nothing in the item may lead a reader out of it
+    where = d / "meta.json"
+    meta = _object(_json(d, "meta.json"), where)
+    episode_id = meta.get("episode_id")
+    if episode_id is None or episode_id == "":
+        episode_id = check_name(d.name, field="folder name (meta.json has no episode_id)", source=d)
+    else:
+        episode_id = check_name(episode_id, field="episode_id", source=where)
     try:
-        cams_info = dict(meta["cameras"])
-        st = meta["state"]
+        cams_info = _object(meta["cameras"], where)
+        st = _object(meta["state"], where)
         names = tuple(st["joint_names"])
+        rate_hz = float(st["rate_hz"])
+        units = _object(st.get("units") or {}, where)
         start_ns = int(np.datetime64(meta["start_time"].replace("+00:00", ""), "ns").astype(np.int64))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RawEpisodeError(f"{d}/meta.json: missing or bad field ({exc})") from None
-    sync = _json(d / "clock_sync.json")
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
+        raise RawEpisodeError(f"{where}: missing or bad field ({type(exc).__name__}: {exc})") from None
+    if not cams_info:
+        raise RawEpisodeError(f"{where}: field 'cameras' names no camera")
+    if not all(isinstance(n, str) for n in names) or not math.isfinite(rate_hz) or rate_hz <= 0:
+        raise RawEpisodeError(f"{where}: field 'state': joint_names must be strings and rate_hz a positive number")
+    success = meta.get("success")
+    if success is not None and not isinstance(success, bool):
+        raise RawEpisodeError(f"{where}: field 'success' must be true, false or null, not {success!r}")
+    text = {k: _text(meta, k, where) for k in ("robot", "site", "task", "vendor")}
+    sync = _object(_json(d, "clock_sync.json"), d / "clock_sync.json")
     try:
         clocks = {name: fit_clock(pairs) for name, pairs in sync.items()}
     except (ValueError, TypeError) as exc:
         raise RawEpisodeError(f"{d}/clock_sync.json: {exc}") from None
     cams, files = {}, {}
     for c, info in cams_info.items():
-        cams[c], files[c] = _camera(d, c, info)
+        cams[c], files[c] = _camera(d, c, _camera_info(info, where, c))
+    state_path = confine(d, "state.parquet", field="file", source=d)
     try:
-        state = pq.read_table(d / "state.parquet")
+        state = pq.read_table(state_path)
         t_state = state.column("t_ns").to_numpy()
         arrays = {}
         for s in ("joint_pos", "joint_cur", "cmd"):
             vals = np.asarray(state.column(s).to_pylist(), dtype=np.float32)
-            arrays[s] = ArrayTrack(
-                t_state, vals.reshape(len(t_state), -1), float(st["rate_hz"]), st.get("units", {}).get(s, ""), names
-            )
+            arrays[s] = ArrayTrack(t_state, vals.reshape(len(t_state), -1), rate_hz, str(units.get(s, "")), names)
     except Exception as exc:  # pyarrow raises ArrowInvalid/OSError/KeyError for broken files
-        raise RawEpisodeError(f"{d}/state.parquet: unreadable ({type(exc).__name__}: {exc})") from None
+        raise RawEpisodeError(f"{state_path}: unreadable ({type(exc).__name__}: {exc})") from None
+    events_path = confine(d, "events.jsonl", field="file", source=d)
     try:
-        events = [json.loads(x) for x in (d / "events.jsonl").read_text().splitlines() if x.strip()]
+        events = [json.loads(x) for x in events_path.read_text().splitlines() if x.strip()]
         ev_t = np.array([int(e["t_ns"]) for e in events], dtype=np.int64)
         labels = [str(e["event"]) for e in events]
     except FileNotFoundError:
         ev_t, labels = np.empty(0, np.int64), []
-    except (json.JSONDecodeError, KeyError, ValueError) as exc:
-        raise RawEpisodeError(f"{d}/events.jsonl: {exc}") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise RawEpisodeError(f"{events_path}: {type(exc).__name__}: {exc}") from None
     missing = [k for k in [*cams, "state"] if k not in clocks]
     issues = [f"clock_sync.json has no samples for {missing}; using the device clock as is"] if missing else []
 
@@ -112,15 +168,15 @@ def open_legacy(uri: str, decode_threads: int = 2) -> RawEpisode:
         yield from prefetch(jobs, workers=decode_threads, depth=4 * max(1, decode_threads))
 
     return RawEpisode(
-        str(meta.get("episode_id") or d.name),
+        episode_id,
         "legacy-jpeg",
         str(d),
-        str(meta.get("robot", "")),
-        str(meta.get("site", "")),
-        str(meta.get("task", "")),
-        str(meta.get("vendor", "")),
+        text["robot"],
+        text["site"],
+        text["task"],
+        text["vendor"],
         start_ns,
-        meta.get("success"),
+        success,
         cams,
         arrays,
         ev_t,

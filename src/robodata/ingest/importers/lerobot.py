@@ -18,8 +18,10 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from robodata.errors import RobodataError
 from robodata.ingest.clock import ClockFit, fit_offset
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
+from robodata.names import check_name, confine, within
 
 INDEX_COLUMNS = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
 ARRAY_NAMES = {
@@ -40,53 +42,106 @@ class LeRobotEpisode:
 
 
 def _info(root: Path) -> dict:
+    path = confine(root, "meta/info.json", field="file", source=root)
     try:
-        info = json.loads((root / "meta" / "info.json").read_text())
+        info = json.loads(path.read_text())
     except FileNotFoundError:
         raise RawEpisodeError(f"{root}: meta/info.json missing (not a LeRobot dataset)") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RawEpisodeError(f"{root}/meta/info.json: invalid JSON ({exc})") from None
+    if not isinstance(info, dict):
+        raise RawEpisodeError(f"{root}/meta/info.json: must be a JSON object, not {type(info).__name__}")
     ver = str(info.get("codebase_version", ""))
     if ver not in ("v2.0", "v2.1", "v3.0"):
         raise RawEpisodeError(f"{root}: unsupported LeRobot codebase_version {ver!r} (v2.1 or v3.0)")
+    if not isinstance(info.get("features", {}), dict):
+        raise RawEpisodeError(f"{root}/meta/info.json: field 'features' must be an object")
     return info
 
 
+def _episode(r: object, ver: str, where: Path) -> LeRobotEpisode:
+    if not isinstance(r, dict):
+        raise RawEpisodeError(f"{where}: an episode row must be an object, not {type(r).__name__}")
+    try:
+        tasks = r.get("tasks") or []
+        return LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, [str(t) for t in tasks], r)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise RawEpisodeError(f"{where}: bad episode row ({type(exc).__name__}: {exc})") from None
+
+
 def dataset_episodes(uri: str) -> list[LeRobotEpisode]:
+    """The dataset's episodes from meta/; RawEpisodeError when meta/ lists none it can read
+    (a v3.0 dataset without meta/episodes/, a v2.1 one without meta/episodes.jsonl)."""
     root = Path(uri.split("#", 1)[0])
     info = _info(root)
     ver = "v3.0" if info["codebase_version"] == "v3.0" else "v2.1"
     if ver == "v2.1":
-        rows = [json.loads(x) for x in (root / "meta" / "episodes.jsonl").read_text().splitlines() if x.strip()]
-        return [
-            LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, list(r.get("tasks", [])), r) for r in rows
-        ]
+        path = confine(root, "meta/episodes.jsonl", field="file", source=root)
+        try:
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        except FileNotFoundError:
+            raise RawEpisodeError(f"{path}: missing (a v2.1 dataset lists its episodes there)") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RawEpisodeError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+        return [_episode(r, ver, path) for r in rows]
+    files = sorted((root / "meta" / "episodes").glob("*/*.parquet"))
+    if not files:
+        why = "meta/episodes/ holds no episode parquet files (a v3.0 dataset lists its episodes there)"
+        raise RawEpisodeError(f"{root}: {why}")
     out = []
-    for f in sorted((root / "meta" / "episodes").glob("*/*.parquet")):
-        for r in pq.read_table(f).to_pylist():
-            out.append(LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, list(r.get("tasks") or []), r))
+    for f in files:
+        f = within(root, f, field="meta/episodes file", source=root)
+        try:
+            rows = pq.read_table(f).to_pylist()
+        except Exception as exc:  # pyarrow: ArrowInvalid / OSError for a broken file
+            raise RawEpisodeError(f"{f}: unreadable parquet ({type(exc).__name__}: {exc})") from None
+        out += [_episode(r, ver, f) for r in rows]
     return sorted(out, key=lambda e: e.index)
 
 
+def _template(info: dict, key: str, root: Path) -> str:
+    t = info.get(key)
+    if not isinstance(t, str):
+        raise RawEpisodeError(f"{root}/meta/info.json: field {key!r} must be a path template string, not {t!r}")
+    return t
+
+
+def _resolve(root: Path, template: str, key: str, **values) -> Path:
+    """A path template filled in and confined to the dataset root (resolved, symlinks followed)."""
+    try:
+        rel = template.format(**values)
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        why = f"bad template ({type(exc).__name__}: {exc})"
+        raise RawEpisodeError(f"{root}/meta/info.json: field {key!r}: {why}") from None
+    return confine(root, rel, field=key, source=root / "meta" / "info.json")
+
+
 def _video_path(root: Path, info: dict, ep: LeRobotEpisode, key: str) -> tuple[Path, float, float]:
+    template = _template(info, "video_path", root)
     if ep.version == "v2.1":
         chunk = ep.index // int(info.get("chunks_size", 1000))
-        p = info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=ep.index)
-        return root / p, 0.0, float("inf")
+        p = _resolve(root, template, "video_path", episode_chunk=chunk, video_key=key, episode_index=ep.index)
+        return p, 0.0, float("inf")
     r = ep.row
-    p = info["video_path"].format(
-        video_key=key, chunk_index=int(r[f"videos/{key}/chunk_index"]), file_index=int(r[f"videos/{key}/file_index"])
-    )
-    return root / p, float(r[f"videos/{key}/from_timestamp"]), float(r[f"videos/{key}/to_timestamp"])
+    try:
+        chunk, file = int(r[f"videos/{key}/chunk_index"]), int(r[f"videos/{key}/file_index"])
+        t_from, t_to = float(r[f"videos/{key}/from_timestamp"]), float(r[f"videos/{key}/to_timestamp"])
+    except (KeyError, TypeError, ValueError) as exc:
+        why = f"episode {ep.index} has no usable row for camera {key!r} ({type(exc).__name__}: {exc})"
+        raise RawEpisodeError(f"{root}/meta/episodes: {why}") from None
+    return _resolve(root, template, "video_path", video_key=key, chunk_index=chunk, file_index=file), t_from, t_to
 
 
 def _data_path(root: Path, info: dict, ep: LeRobotEpisode) -> Path:
+    template = _template(info, "data_path", root)
     if ep.version == "v2.1":
         chunk = ep.index // int(info.get("chunks_size", 1000))
-        return root / info["data_path"].format(episode_chunk=chunk, episode_index=ep.index)
-    return root / info["data_path"].format(
-        chunk_index=int(ep.row["data/chunk_index"]), file_index=int(ep.row["data/file_index"])
-    )
+        return _resolve(root, template, "data_path", episode_chunk=chunk, episode_index=ep.index)
+    try:
+        chunk, file = int(ep.row["data/chunk_index"]), int(ep.row["data/file_index"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RawEpisodeError(f"{root}/meta/episodes: episode {ep.index}: bad data file index ({exc})") from None
+    return _resolve(root, template, "data_path", chunk_index=chunk, file_index=file)
 
 
 def episode_files(root: str | Path, index: int) -> list[str]:
@@ -101,15 +156,18 @@ def episode_files(root: str | Path, index: int) -> list[str]:
         paths = [_data_path(root, info, ep)] + [
             _video_path(root, info, ep, k)[0]
             for k, ft in info.get("features", {}).items()
-            if ft.get("dtype") == "video"
+            if isinstance(ft, dict) and ft.get("dtype") == "video"
         ]
     except (KeyError, ValueError, TypeError) as exc:
         raise RawEpisodeError(f"{root}/meta: bad path template or episode row ({type(exc).__name__}: {exc})") from None
-    return sorted({str(p.relative_to(root)) for p in paths})
+    base = root.resolve()
+    return sorted({str(p.relative_to(base)) for p in paths})
 
 
 def _data(root: Path, info: dict, ep: LeRobotEpisode):
     path = _data_path(root, info, ep)
+    if not path.is_file():  # pyarrow would read a folder as a dataset of every file under it
+        raise RawEpisodeError(f"{path}: data_path names no file for episode {ep.index}")
     try:
         t = pq.read_table(path)
     except Exception as exc:
@@ -151,9 +209,19 @@ def _decode(path: Path, t_from: float, t_to: float, n: int):
 
 
 def open_lerobot(uri: str) -> RawEpisode:
+    try:
+        return _open_lerobot(uri)
+    except RobodataError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+        raise RawEpisodeError(f"{uri}: malformed dataset metadata ({type(exc).__name__}: {exc})") from None
+
+
+def _open_lerobot(uri: str) -> RawEpisode:
     root_s, _, idx_s = uri.partition("#")
     root = Path(root_s)
     info = _info(root)
+    where = root / "meta" / "info.json"
     eps = {e.index: e for e in dataset_episodes(root_s)}
     try:
         ep = eps[int(idx_s or 0)]
@@ -171,19 +239,25 @@ def open_lerobot(uri: str) -> RawEpisode:
         vals = np.asarray(table.column(key).to_pylist(), np.float32).reshape(table.num_rows, -1)
         names = ft.get("names")
         names = tuple(names) if isinstance(names, list) and all(isinstance(x, str) for x in names) else ()
-        arrays[ARRAY_NAMES.get(key, key.replace(".", "_"))] = ArrayTrack(t_state, vals, fps, "", names, "state")
+        stream = check_name(ARRAY_NAMES.get(key, key.replace(".", "_")), field=f"features key {key!r}", source=where)
+        arrays[stream] = ArrayTrack(t_state, vals, fps, "", names, "state")
     cams, clocks, sources = {}, {}, {}
     for key, ft in feats.items():
         if ft.get("dtype") != "video":
             continue
-        name = key.rsplit(".", 1)[-1]
+        name = check_name(key.rsplit(".", 1)[-1], field=f"features key {key!r} (camera name)", source=where)
+        if name in cams:
+            raise RawEpisodeError(f"{where}: two video features end in camera name {name!r}")
         path, t_from, t_to = _video_path(root, info, ep, key)
         pts = _packet_times(path, t_from, t_to)
         if len(pts) == 0:
             raise RawEpisodeError(f"{path}: no frames in [{t_from}, {t_to}) for episode {ep.index}")
         t_cam = np.round((pts - t_from) * 1e9).astype(np.int64)
         h, w = int(ft["shape"][0]), int(ft["shape"][1])
-        cams[name] = CameraTrack(t_cam, h, w, float(ft.get("info", {}).get("video.fps", fps)))
+        cam_fps = float(ft.get("info", {}).get("video.fps", fps))
+        if not (0 < h <= 16384 and 0 < w <= 16384 and np.isfinite(cam_fps) and cam_fps > 0):
+            raise RawEpisodeError(f"{where}: features.{key}: bad shape {ft['shape']!r} or fps {cam_fps!r}")
+        cams[name] = CameraTrack(t_cam, h, w, cam_fps)
         n = min(len(t_cam), len(t_state))
         clocks[name] = fit_offset(t_cam[:n], t_state[:n]) if n >= 2 else ClockFit(1.0, 0.0, 0.0, 0)
         sources[name] = (path, t_from, t_to, len(t_cam))
@@ -208,9 +282,10 @@ def open_lerobot(uri: str) -> RawEpisode:
                 counts[c] += 1
 
     robot = str(info.get("robot_type") or "")
-    epoch = int((root / "meta" / "info.json").stat().st_mtime * 1e9)  # LeRobot stores no wall clock
+    epoch = int(where.stat().st_mtime * 1e9)  # LeRobot stores no wall clock
+    episode_id = check_name(f"{root.name}-{ep.index:06d}", field="dataset folder name + episode_index", source=root)
     return RawEpisode(
-        f"{root.name}-{ep.index:06d}",
+        episode_id,
         f"lerobot-{ep.version}",
         uri,
         robot,

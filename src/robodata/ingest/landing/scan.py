@@ -9,12 +9,14 @@ The cursor is a completion-time watermark plus the names completed at that insta
 size does not grow with the number of items seen; items younger than `settle_s` wait a tick.
 An item completed before the watermark costs its completion check only: it is not sized
 (`du`, a recursive listing: ~50 list pages for a 10-minute JPEG episode on S3) and a LeRobot
-dataset's meta/ is not staged.
+dataset's meta/ is not staged. A local symlink that leads out of the landing zone is listed (its
+marker stat'ed, nothing read or listed through it) so that ingestion quarantines it with a reason.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -91,7 +93,14 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
         if name.startswith(".") or name.endswith(".partial"):
             continue
         full = _unstrip(url, fs, path)
-        if entry["type"] == "file":
+        escapes = False
+        if entry.get("islink"):  # a local symlink: listed like what it points at
+            try:
+                entry = {**fs.info(path), "name": path}
+            except OSError:  # dangling
+                continue
+            escapes = not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
+        if entry["type"] != "directory":  # a file, or a link fsspec did not follow ("other")
             if name.endswith(".mcap") and _mtime(entry) >= completed_since:
                 yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
             continue
@@ -103,11 +112,13 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             mpath = _join(fs, path, marker)
             try:
                 minfo = fs.info(mpath)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # one odd entry never fails the listing
                 continue
             if _mtime(minfo) < completed_since:
                 break
-            if kind == "lerobot":
+            if escapes:  # out of the landing zone: listed (the importer quarantines it), never read here
+                yield LandingItem(full + ("#0" if kind == "lerobot" else ""), kind, 0, _mtime(minfo), name)
+            elif kind == "lerobot":
                 yield from _lerobot_items(fs, path, full, minfo, storage_options)
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)

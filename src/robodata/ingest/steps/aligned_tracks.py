@@ -1,17 +1,22 @@
 """aligned_tracks stage: open every raw episode of a batch, align its clocks, record the result.
 
-A read failure is a fact about that episode (error column), never an exception for the batch.
+A read failure is a fact about that episode (error column, and `failed_check`: the pre-QC check
+it fails), never an exception for the batch: `readable` for what cannot be read, `names_safe`
+for an unsafe id or stream name (robodata.names), `episode_id_unique` for a second recording
+of an id already in the batch. Of the recordings sharing an id, the first by landing uri is
+kept; the others are quarantined with the winner's uri in their reason, never converted.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
+from robodata.errors import RobodataError
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.importers import staged_raw
-from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
+from robodata.names import UnsafeNameError
 
 ALIGNED_SCHEMA = pa.schema(
     [
@@ -32,18 +37,25 @@ ALIGNED_SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("decoded_bytes", pa.int64()),  # frames x H x W x 3 over cameras: the conversion work estimate
         ("alignment_json", pa.string()),
+        ("failed_check", pa.string()),  # "" when ok; else readable | names_safe | episode_id_unique
     ]
 )
+
+
+def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
+    return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": error, "failed_check": check}
 
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     try:
         with staged_raw(uri, kind, settings.topic_map, decode_threads=0) as raw:
             al = aligned_tracks(raw)
-    except RawEpisodeError as exc:
-        return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": str(exc)}
+    except UnsafeNameError as exc:
+        return _failed(uri, kind, str(exc), "names_safe")
+    except RobodataError as exc:
+        return _failed(uri, kind, str(exc))
     except Exception as exc:  # an importer bug or an unexpected format: still one episode's problem
-        return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return _failed(uri, kind, f"{type(exc).__name__}: {exc}")
     return {
         "uri": uri,
         "kind": kind,
@@ -60,7 +72,25 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         "span_s": max((t.last_s for t in al.timing.values()), default=0.0),
         "alignment_json": al.to_json(),
         "decoded_bytes": decoded_bytes(raw),
+        "failed_check": "",
     }
+
+
+def refuse_duplicate_ids(rows: list[dict], batch: str) -> int:
+    """Keep the first recording of each episode_id by landing uri; mark the others failed
+    (`episode_id_unique`, the kept uri in the reason). Returns how many were refused."""
+    first: dict[str, str] = {}
+    refused = 0
+    for r in sorted((r for r in rows if r["ok"]), key=lambda r: r["uri"]):
+        kept = first.setdefault(r["episode_id"], r["uri"])
+        if kept != r["uri"]:
+            why = (
+                f"{r['uri']}: episode_id {r['episode_id']!r} is not unique in batch {batch!r}: {kept} has it too "
+                "(the first recording by landing uri is kept; this one is quarantined, not converted)"
+            )
+            r.update(ok=False, error=why, failed_check="episode_id_unique", alignment_json=None)
+            refused += 1
+    return refused
 
 
 def decoded_bytes(raw) -> int:
@@ -82,11 +112,14 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
     for row in rows:
         row["batch"] = batch
+        row.setdefault("failed_check", "" if row["ok"] else "readable")  # a dead worker's row has none
+    duplicates = refuse_duplicate_ids(rows, batch)
     paths.replace("aligned_tracks", pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
     return {
         "episodes": len(rows),
         "aligned": len(ok),
-        "unreadable": len(rows) - len(ok),
+        "unreadable": len(rows) - len(ok) - duplicates,
+        "duplicate_ids": duplicates,
         "max_alignment_error_ms": round(max((r["alignment_error_ms"] for r in ok), default=0.0), 4),
     }

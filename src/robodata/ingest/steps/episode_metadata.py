@@ -59,8 +59,10 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
 
 
 def _row_from_alignment(a: dict, batch: str) -> dict:
+    # An item refused while read (unreadable, unsafe name, duplicate id) is keyed by its landing
+    # uri: its id, if any, is not trusted and may belong to the recording the batch kept.
     return {
-        "episode_id": a["episode_id"] or a["uri"],
+        "episode_id": (a["episode_id"] if a["ok"] else "") or a["uri"],
         "uri": "",
         "site": a.get("site") or "",
         "robot": a.get("robot") or "",

@@ -104,16 +104,21 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
         "aligned_tracks", batch, ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]
     ).to_pylist()
     skip = quarantined(paths, batch, "pre")
-    jobs = [
-        dict(r, container=paths.container(batch, r["episode_id"]))
-        for r in al
-        if r["ok"] and r["uri"] not in skip and (episodes is None or r["episode_id"] in episodes)
-    ]
+    jobs, refused = [], []
+    for r in al:
+        if not r["ok"] or r["uri"] in skip or (episodes is not None and r["episode_id"] not in episodes):
+            continue
+        try:  # names were checked when read; the write is confined under containers/<batch>/ regardless
+            jobs.append(dict(r, container=paths.container(batch, r["episode_id"])))
+        except RobodataError as exc:
+            refused.append({"uri": r["uri"], "episode_id": r["episode_id"], "worker": 0, "container_uri": ""})
+            refused[-1].update(ok=False, error=str(exc), seconds=0.0)
     jobs = plan_order(jobs)
     n_workers = max(1, min(settings.workers, len(jobs)))
     sd = settings_dict(settings)
     started = time.perf_counter()
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
+    rows += refused
     wall = time.perf_counter() - started
     for r in rows:
         r["batch"] = batch

@@ -13,7 +13,7 @@ import pyarrow as pa
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.qc import Outcome, QCSelection, evaluate_pre
+from robodata.ingest.qc import IDENTITY_CHECKS, Outcome, QCSelection, evaluate_pre
 from robodata.ingest.tables import IngestPaths
 
 QC_SCHEMA = pa.schema(
@@ -69,10 +69,12 @@ def _summarize(rows: list[dict]) -> dict[str, dict[str, int]]:
 def pre_qc(paths: IngestPaths, batch: str, sel: QCSelection) -> dict[str, dict[str, int]]:
     aligned = paths.read("aligned_tracks", batch).to_pylist()
     rows = []
+    blocking = (*sel.blocking, *IDENTITY_CHECKS)
     for r in aligned:
         al = AlignedTracks.from_json(r["alignment_json"]) if r["ok"] else None
         names = sel.checks_for(r.get("vendor") or "", r.get("source") or r["kind"])
-        rows += _rows(batch, r, "pre", evaluate_pre(al, r["error"] or "", names, sel.thresholds), sel.blocking)
+        outcomes = evaluate_pre(al, r["error"] or "", names, sel.thresholds, r.get("failed_check") or "")
+        rows += _rows(batch, r, "pre", outcomes, blocking)
     paths.replace("qc_results", pa.Table.from_pylist(rows, QC_SCHEMA), batch, where={"stage": "pre"})
     return _summarize(rows)
 
