@@ -142,7 +142,19 @@ class Catalog:
         return self._open()
 
     def merge(self, rows: Any) -> MergeResult:
-        """Upsert rows by episode_id; retried on concurrent-commit conflicts."""
+        """Upsert rows by episode_id, keeping one row per episode (robodata.catalog.identity).
+
+        Args:
+            rows: catalog rows (a pyarrow Table / RecordBatch, a Polars DataFrame, or dicts).
+
+        Returns:
+            MergeResult: the new table version, rows inserted / updated, copies moved out of
+            other days, and the attempts it took (merges from one version conflict and re-run).
+
+        Raises:
+            CatalogError: the rows are invalid (nothing is written), the table cannot be
+                written, or commits kept conflicting for `max_attempts` attempts.
+        """
         source = conform(rows)
         if source.num_rows == 0:
             return MergeResult(self.create_if_missing().version(), 0, 0, 0)
