@@ -157,3 +157,116 @@ def test_cli_curate(catalog, tmp_path):
     bad.write_text("version: 1\nname: x\nfilters: [{column: nope, op: '==', value: 1}]\n")
     res = CliRunner().invoke(app, ["curate", str(bad), "--catalog", catalog.uri])
     assert res.exit_code == 2 and "not a catalog column" in res.output
+
+
+# -- content hash over the canonical logical encoding (scheme v2) -------------------------------
+
+CAMS = [["a"], ["a", "bb"], [], ["wrist", "cam_left", "cam_right"]]
+
+
+@pytest.mark.parametrize("n, drop", [(n, k) for n in (2, 3, 4) for k in range(n)])
+def test_list_columns_of_different_lengths_with_a_dropped_row_round_trip(tmp_path, n, drop):
+    """The case that failed on main (7 of these 9): dropped rows' list values left in the buffers."""
+    from datetime import UTC, datetime
+
+    rows = [
+        {"episode_id": f"e{i}", "uri": f"u{i}", "start_time": datetime(2024, 1, 1, tzinfo=UTC), "qc_status": "pass",
+         "duration_s": 1.0 + i, "cameras": CAMS[(i + drop) % 4], "task": "t", "site": "s"}
+        for i in range(n)
+    ]  # fmt: skip
+    cat = Catalog(str(tmp_path / "cat"))
+    cat.merge(rows)
+    spec = spec_from_dict({"version": 1, "name": "x", "exclude": {"episode_ids": [f"e{drop}"]}})
+    info, _ = curate(spec, cat, tmp_path / "m")
+    table = read_manifest(info.path)
+    assert table.num_rows == n - 1 and f"e{drop}" not in table.column("episode_id").to_pylist()
+
+
+def _rows(n: int = 5):
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "episode_id": [f"e{i}" for i in range(n)],
+            "uri": [f"s3://b/e{i}" for i in range(n)],
+            "site": ["s"] * n,
+            "task": [None if i == 1 else "t" for i in range(n)],
+            "duration_s": [float(i) for i in range(n)],
+            "num_frames": list(range(n)),
+            "num_state_steps": list(range(n)),
+            "cameras": [["a"] * (i % 3) if i != 2 else None for i in range(n)],
+            "stream_rates_json": ["{}"] * n,
+            "layout_version": ["l"] * n,
+            "size_bytes": list(range(n)),
+            "footer_offset": list(range(n)),
+            "footer_length": list(range(n)),
+            "split": ["train"] * n,
+            "weight": [1.0 / n] * n,
+        }
+    ).cast(MANIFEST_SCHEMA)
+
+
+def test_equal_tables_hash_equal_whatever_their_buffers_and_order():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from robodata.curate.manifest import content_hash
+
+    base = _rows()
+    digest = content_hash(base, "s", 1)
+    padded = pa.concat_tables([_rows(8).slice(5, 3).cast(MANIFEST_SCHEMA), base]).slice(3)  # sliced, offset buffers
+    bigger = pa.concat_tables([_rows(7).slice(5), base]).combine_chunks()  # dropped rows' values stay in buffers
+    filtered = bigger.filter(pc.invert(pc.is_in(bigger.column("episode_id"), pa.array(["e5", "e6"]))))
+    views = pl.from_arrow(base).to_arrow()  # polars: string_view / large types
+    shuffled = base.take([3, 0, 4, 2, 1])
+    chunked = pa.concat_tables([base.slice(0, 2), base.slice(2)])
+    for other in (padded, filtered, views, shuffled, chunked):
+        assert content_hash(other, "s", 1) == digest
+    # pinned: the v2 encoding of these rows must never change (training lineage names manifest hashes)
+    assert digest == PINNED_V2
+    changed = base.set_column(base.schema.get_field_index("cameras"), "cameras", pa.array([[], [], None, [], []]))
+    for other, spec_hash, version in ((changed, "s", 1), (base, "t", 1), (base, "s", 2), (base.slice(1), "s", 1)):
+        assert content_hash(other, spec_hash, version) != digest
+
+
+PINNED_V2 = "db4e2f58599512b4eedcd5123848868b477897a5c3dfd31741b23721dee1b1ab"
+
+
+def _write(path, table, md):
+    pq.write_table(table.replace_schema_metadata(md), path)
+    return path
+
+
+def test_v1_manifests_still_verify_with_v1_and_unknown_schemes_are_refused(tmp_path):
+    from robodata.catalog.schema import MANIFEST_META_HASH_SCHEME
+    from robodata.curate.manifest import content_hash_v1
+
+    rows = _rows()
+    base = {MANIFEST_META_SPEC_HASH: b"s", MANIFEST_META_CATALOG_VERSION: b"3"}
+    v1 = _write(
+        tmp_path / "v1.parquet", rows, {**base, MANIFEST_META_CONTENT_HASH: content_hash_v1(rows, "s", 3).encode()}
+    )
+    assert read_manifest(v1).num_rows == 5  # written before schemes were recorded: verified as v1
+    wrong = _write(tmp_path / "wrong.parquet", rows, {**base, MANIFEST_META_CONTENT_HASH: b"0" * 64})
+    with pytest.raises(ManifestError, match="content hash mismatch"):
+        read_manifest(wrong)
+    future = _write(
+        tmp_path / "v9.parquet", rows, {**base, MANIFEST_META_CONTENT_HASH: b"x", MANIFEST_META_HASH_SCHEME: b"v9"}
+    )
+    with pytest.raises(ManifestError, match="unknown manifest hash scheme 'v9'"):
+        read_manifest(future)
+    no_spec = _write(tmp_path / "nospec.parquet", rows, {MANIFEST_META_CONTENT_HASH: b"x"})
+    with pytest.raises(ManifestError, match="no robodata.spec_hash metadata"):
+        read_manifest(no_spec)
+    bad_version = _write(
+        tmp_path / "badv.parquet", rows, {**base, MANIFEST_META_CATALOG_VERSION: b"x", MANIFEST_META_CONTENT_HASH: b"x"}
+    )
+    with pytest.raises(ManifestError, match="bad metadata"):
+        read_manifest(bad_version)
+
+
+def test_new_manifests_record_scheme_v2(catalog, tmp_path):
+    from robodata.catalog.schema import MANIFEST_META_HASH_SCHEME
+
+    info, _ = curate(spec_from_dict(BASE), catalog, tmp_path)
+    assert pq.read_schema(info.path).metadata[MANIFEST_META_HASH_SCHEME] == b"v2"

@@ -58,3 +58,6 @@ MANIFEST_SCHEMA = pa.schema(
 MANIFEST_META_CATALOG_VERSION = b"robodata.catalog_version"
 MANIFEST_META_SPEC_HASH = b"robodata.spec_hash"
 MANIFEST_META_CONTENT_HASH = b"robodata.manifest_hash"
+# Which content-hash scheme MANIFEST_META_CONTENT_HASH follows (robodata.curate.manifest.HASH_SCHEMES);
+# absent on manifests written before schemes were recorded, which use "v1".
+MANIFEST_META_HASH_SCHEME = b"robodata.manifest_hash_scheme"

@@ -7,9 +7,8 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   almost always bounded in time. A query for one month of a three-year catalog opens
   ~3% of the partitions, and the partition directory is resolved from the Delta log
   alone (no file listing, no data read). Merges name the day in their predicate
-  (`t.day = s.day AND t.episode_id = s.episode_id`), so delta-rs prunes the target
-  to the days present in the batch and concurrent writers on different days never
-  conflict.
+  (`t.day = s.day AND t.episode_id = s.episode_id`), so delta-rs rewrites only files of
+  the days present in the batch (and of the days its episodes left).
 * **Z-ordered within each day by (site, task, robot)** by `optimize()`: the Delta log
   keeps per-file min/max statistics of every column, and Parquet keeps them per row
   group, so filters on site/task/robot skip files and row groups inside a partition.
@@ -20,17 +19,16 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   replays at most 50 JSON commits on top of one Parquet checkpoint, whatever its age.
 
 Writes are idempotent merges (`when_matched_update_all` / `when_not_matched_insert_all`):
-re-ingesting a batch updates rows instead of duplicating them. An episode whose day changed
-(its conversion failed before, so its row sat in `unknown`; or a corrected clock moved its
-start across midnight) has its old row deleted in the same commit: before merging, the
-batch's ids are looked up in `unknown` and the days next to theirs (partition-pruned), and a
-tombstone source row per stale copy matches it and deletes it. So episode_id stays unique.
-(A re-ingest that now fails, without a start time, cannot name the day of an earlier good
-row and goes to `unknown` beside it; curation reads `pass` rows.) delta-rs detects
-logically conflicting concurrent commits (`CommitFailedError`: "a concurrent
-transaction added new data"); the merge is then re-run against the new table
-version, with jittered backoff, so concurrent batch writers never lose a row and
-never duplicate one. On S3 the object store must provide atomic put-if-absent
+re-ingesting a batch updates rows instead of duplicating them. `episode_id` is unique in the
+table under concurrent writers and any change of an episode's day (robodata.catalog.identity):
+each merge looks its ids up in every day, deletes copies in other days in the same commit
+(tombstone source rows), and commits under the merge lock (a Delta app transaction every merge
+carries, so delta-rs fails the second of two concurrent merges with `CommitFailedError`); the
+loser re-runs lookup and merge on the new table version, with jittered backoff. So concurrent
+batch writers never lose a row and never duplicate one, and the row that stays is the latest
+merge's (a re-ingest that now fails, without a start time, replaces an earlier good row with its
+quarantined row in `unknown`; curation reads `pass` rows). `backfill` is a blind append outside
+the lock, for ids known to be absent. On S3 the object store must provide atomic put-if-absent
 (pass `{"aws_conditional_put": "etag"}` or a locking provider in storage_options).
 """
 
@@ -41,16 +39,14 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from robodata.catalog.rows import UNKNOWN_DAY, CatalogError, conform
+from robodata.catalog.identity import DROP, locked_commit, stale_copies, with_tombstones
+from robodata.catalog.rows import CatalogError, conform
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import require
 
@@ -61,8 +57,7 @@ TABLE_CONFIGURATION = {
     "delta.checkpointInterval": "50",
     "delta.dataSkippingNumIndexedCols": str(len(CATALOG_SCHEMA)),
 }
-MERGE_PREDICATE = "t.day = s.day AND t.episode_id = s.episode_id"
-DROP = "_robodata_drop"  # source-only column: true on tombstones of rows that moved to another day
+MERGE_PREDICATE = "t.day = s.day AND t.episode_id = s.episode_id"  # stale days come as tombstones
 
 
 def writer_properties() -> WriterProperties:
@@ -89,42 +84,7 @@ class MergeResult:
     inserted: int
     updated: int
     attempts: int
-    moved: int = 0  # stale rows of these episodes deleted from the day they left
-
-
-def stale_copies(dt: DeltaTable, source: pa.Table) -> pa.Table:
-    """(episode_id, day) of rows of `source`'s episodes in a day other than their new one,
-    looked for in `unknown` and the days either side of each new day (reads those partitions'
-    episode_id column only)."""
-    new_day = dict(zip(source.column("episode_id").to_pylist(), source.column("day").to_pylist(), strict=True))
-    ids = [e for e, d in new_day.items() if d != UNKNOWN_DAY]
-    if not ids:
-        return pa.table({"episode_id": pa.array([], pa.string()), "day": pa.array([], pa.string())})
-    days = {date.fromisoformat(d) for d in set(new_day.values()) if d != UNKNOWN_DAY}
-    near = {(d + timedelta(days=k)).isoformat() for d in days for k in (-1, 1)} | {UNKNOWN_DAY}
-    near_days = sorted(near)
-    dset = dt.to_pyarrow_dataset(file_pruning_predicate=[("day", "in", near_days)])
-    # Filtered after reading: a dataset filter on episode_id trips over the files' string_view
-    # statistics (pyarrow 26); the days read are a few partitions' id column.
-    found = dset.to_table(columns=["episode_id", "day"], filter=pc.field("day").isin(near_days))
-    found = found.cast(pa.schema([("episode_id", pa.string()), ("day", pa.string())]))
-    found = found.filter(pc.is_in(found.column("episode_id"), pa.array(ids, pa.string())))
-    keep = [
-        new_day[e] != d
-        for e, d in zip(found.column("episode_id").to_pylist(), found.column("day").to_pylist(), strict=True)
-    ]
-    return found.filter(pa.array(keep, pa.bool_()))
-
-
-def with_tombstones(source: pa.Table, stale: pa.Table) -> pa.Table:
-    """`source` plus, per stale copy, the episode's row under the old day flagged DROP."""
-    out = source.append_column(DROP, pa.array([False] * source.num_rows, pa.bool_()))
-    if stale.num_rows == 0:
-        return out
-    at = {e: i for i, e in enumerate(source.column("episode_id").to_pylist())}
-    dead = source.take(pa.array([at[e] for e in stale.column("episode_id").to_pylist()], pa.int64()))
-    dead = dead.set_column(dead.schema.get_field_index("day"), "day", stale.column("day"))
-    return pa.concat_tables([out, dead.append_column(DROP, pa.array([True] * dead.num_rows, pa.bool_()))])
+    moved: int = 0  # stale rows of these episodes deleted from the day(s) they left
 
 
 class Catalog:
@@ -182,7 +142,19 @@ class Catalog:
         return self._open()
 
     def merge(self, rows: Any) -> MergeResult:
-        """Upsert rows by episode_id; retried on concurrent-commit conflicts."""
+        """Upsert rows by episode_id, keeping one row per episode (robodata.catalog.identity).
+
+        Args:
+            rows: catalog rows (a pyarrow Table / RecordBatch, a Polars DataFrame, or dicts).
+
+        Returns:
+            MergeResult: the new table version, rows inserted / updated, copies moved out of
+            other days, and the attempts it took (merges from one version conflict and re-run).
+
+        Raises:
+            CatalogError: the rows are invalid (nothing is written), the table cannot be
+                written, or commits kept conflicting for `max_attempts` attempts.
+        """
         source = conform(rows)
         if source.num_rows == 0:
             return MergeResult(self.create_if_missing().version(), 0, 0, 0)
@@ -200,7 +172,7 @@ class Catalog:
                         target_alias="t",
                         writer_properties=writer_properties(),
                         streamed_exec=False,  # lets delta-rs prune target days from source stats
-                        commit_properties=CommitProperties(max_commit_retries=100),
+                        commit_properties=locked_commit(dt.version()),
                     )
                     .when_matched_delete(f"s.{DROP}")
                     .when_matched_update_all(f"NOT s.{DROP}", except_cols=[DROP])

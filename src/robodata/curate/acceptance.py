@@ -122,11 +122,24 @@ class AcceptanceConfig:
 
 
 def load_acceptance(path: str) -> AcceptanceConfig:
+    """Load per-site acceptance criteria (YAML).
+
+    Args:
+        path: the acceptance config file (e.g. specs/site_acceptance.yaml).
+
+    Returns:
+        The validated AcceptanceConfig.
+
+    Raises:
+        ConfigError: the file is missing, not YAML, or a field is invalid.
+    """
     return load_yaml(AcceptanceConfig, path)
 
 
 @dataclass(frozen=True)
 class AcceptanceResult:
+    """What `evaluate` recounted: at which catalog version, which days, and the shift yield rows."""
+
     catalog_version: int
     days: list[str]
     episodes: int
@@ -137,6 +150,21 @@ class AcceptanceResult:
 def evaluate(
     config: AcceptanceConfig, catalog: Catalog, yield_uri: str, storage_options: dict[str, str] | None = None
 ) -> AcceptanceResult:
+    """Recount the shifts touching catalog days changed since the last evaluation; merge them into the yield table.
+
+    Args:
+        config: per-site criteria, shifts and targets.
+        catalog: the episode catalog.
+        yield_uri: the yield Delta table (created on first use).
+        storage_options: delta-rs options for `yield_uri`.
+
+    Returns:
+        The AcceptanceResult (catalog version, days recounted, episodes, passes, shift rows).
+
+    Raises:
+        CatalogError: the catalog cannot be read.
+        RobodataError: the yield table's commits kept conflicting.
+    """
     dt = catalog.table()
     version = dt.version()
     previous = last_evaluated_version(yield_uri, storage_options)
@@ -157,7 +185,19 @@ def evaluate(
 
 
 def changed_days(catalog: Catalog, since_version: int | None, current: DeltaTable | None = None) -> list[str]:
-    """Days whose data files differ between catalog version `since_version` and now."""
+    """Days whose data files differ between catalog version `since_version` and now.
+
+    Args:
+        catalog: the episode catalog.
+        since_version: the version last evaluated; None means every day.
+        current: the catalog's DeltaTable at "now", if already open.
+
+    Returns:
+        Sorted day strings (may include "unknown").
+
+    Raises:
+        CatalogError: a version cannot be opened.
+    """
     now = current or catalog.table()
     cur = _files_by_day(now)
     if since_version is None:
@@ -224,9 +264,9 @@ def _shift_yield(config: AcceptanceConfig, rows: pl.DataFrame) -> pl.DataFrame:
             )
         )
     if not frames:
-        return pl.from_arrow(YIELD_SCHEMA.empty_table())
+        return pl.DataFrame(YIELD_SCHEMA.empty_table())
     out = pl.concat(frames).select(YIELD_SCHEMA.names).sort("site", "robot", "shift_start")
-    return pl.from_arrow(out.to_arrow().cast(YIELD_SCHEMA))
+    return pl.DataFrame(out.to_arrow().cast(YIELD_SCHEMA))
 
 
 def last_evaluated_version(
@@ -291,7 +331,16 @@ def _merge_yield(uri: str, shifts: pl.DataFrame, catalog_version: int, storage_o
 
 
 def read_yield(uri: str, storage_options: dict[str, str] | None = None, since_day: str | None = None) -> pl.DataFrame:
-    """The yield table (shifts from `since_day` on, when given; partition-pruned by site only)."""
+    """The yield table (shifts from `since_day` on, when given; partition-pruned by site only).
+
+    Args:
+        uri: the yield Delta table.
+        storage_options: delta-rs options for `uri`.
+        since_day: keep shifts of this ISO day and later.
+
+    Returns:
+        The yield rows (YIELD_SCHEMA) as a Polars DataFrame.
+    """
     lf = pl.scan_delta(DeltaTable(uri, storage_options=storage_options))  # delta-rs options, S3 included
     if since_day:
         lf = lf.filter(pl.col("day") >= since_day)
@@ -299,7 +348,15 @@ def read_yield(uri: str, storage_options: dict[str, str] | None = None, since_da
 
 
 def summary_markdown(shifts: pl.DataFrame, limit: int = 20) -> str:
-    """A markdown table of the latest shifts (passes vs target per robot)."""
+    """A markdown table of the latest shifts (passes vs target per robot).
+
+    Args:
+        shifts: yield rows (YIELD_SCHEMA).
+        limit: at most this many shifts, newest first.
+
+    Returns:
+        The markdown text.
+    """
     latest = shifts.sort("shift_start", descending=True).head(limit)
     lines = ["| site | robot | shift | date | passes | target | yield |", "|---|---|---|---|---|---|---|"]
     for r in latest.iter_rows(named=True):

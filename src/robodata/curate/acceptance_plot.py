@@ -9,7 +9,15 @@ import polars as pl
 
 
 def yield_png(shifts: pl.DataFrame, max_robots: int = 12) -> bytes:
-    """Passes per shift for each robot (lines) against the customer target (dashed)."""
+    """Passes per shift for each robot (lines) against the customer target (dashed).
+
+    Args:
+        shifts: yield rows (YIELD_SCHEMA).
+        max_robots: plot at most this many robots.
+
+    Returns:
+        The PNG bytes.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,4 +53,5 @@ def yield_png(shifts: pl.DataFrame, max_robots: int = 12) -> bytes:
 
 
 def png_markdown(png: bytes, alt: str = "yield vs target") -> str:
+    """`png` as an inline markdown image (base64 data URI) with alt text `alt`."""
     return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"

@@ -1,15 +1,27 @@
 """Immutable, content-addressed manifest files.
 
-A manifest is one Parquet file with MANIFEST_SCHEMA rows sorted by episode_id, named
-`<spec name>-<content hash[:16]>.parquet`, carrying in its key-value metadata the
-catalog Delta version, the spec hash and the content hash.
+A manifest is one Parquet file with MANIFEST_SCHEMA rows in canonical order (by episode_id),
+named `<spec name>-<content hash[:16]>.parquet`, carrying in its key-value metadata the catalog
+Delta version, the spec hash, the content hash and the hash scheme that produced it.
 
-Content hash = sha256 over the spec hash, the catalog version and the Arrow IPC
-stream of the rows (one record batch, MANIFEST_SCHEMA). The Parquet writer settings
-are fixed and nothing time-dependent goes into the file, so the same spec and catalog
-version give byte-identical files. An existing file of the same name is never
-rewritten: it is checked and reused (the file is created only if absent: a hard link on a
-local disk, a conditional PUT on S3, so racing writers cannot replace one another's file).
+Content hash schemes (`HASH_SCHEMES`; the file names its scheme in `robodata.manifest_hash_scheme`):
+
+* **v2** (written since issue 16): sha256 over the spec hash, the catalog version and the
+  canonical logical encoding of the rows (robodata.curate.canonical): values only, rows in
+  canonical order, so equal tables hash equal whatever their Arrow buffers hold.
+* **v1** (files without a scheme key, written before): sha256 over the spec hash, the catalog
+  version and the Arrow IPC stream of the rows. It hashed buffers, so a writer whose buffers
+  still held values that a filter had dropped (list columns such as `cameras`) recorded a hash
+  that the file's own rows do not reproduce. v1 files are still verified with v1, unchanged:
+  those that verified before still do (checkpoint lineage naming their hash stays valid); those
+  written with a wrong hash still fail, since an altered file cannot be told apart from them.
+  Re-curating the spec pinned to the file's catalog version writes a v2 manifest of the same rows
+  (another hash, another file name).
+
+The Parquet writer settings are fixed and nothing time-dependent goes into the file, so the same
+spec and catalog version give byte-identical files. An existing file of the same name is never
+rewritten: it is checked and reused (the file is created only if absent: a hard link on a local
+disk, a conditional PUT on S3, so racing writers cannot replace one another's file).
 
 `out_dir` and manifest paths are local folders or object-store URIs (s3://bucket/prefix/manifests)
 with the fsspec options of their StorageLocation.
@@ -19,19 +31,23 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from robodata.catalog.schema import (
     MANIFEST_META_CATALOG_VERSION,
     MANIFEST_META_CONTENT_HASH,
+    MANIFEST_META_HASH_SCHEME,
     MANIFEST_META_SPEC_HASH,
     MANIFEST_SCHEMA,
 )
+from robodata.curate import canonical
 from robodata.curate.select import Selection
 from robodata.errors import RobodataError
 from robodata.storage import objects
@@ -45,6 +61,8 @@ class ManifestError(RobodataError):
 
 @dataclass(frozen=True)
 class ManifestInfo:
+    """What `write_manifest` wrote: where, its hashes and what it holds."""
+
     path: str  # local path or object-store URI
     content_hash: str
     spec_hash: str
@@ -55,7 +73,8 @@ class ManifestInfo:
     val_episodes: int
 
 
-def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
+def content_hash_v1(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
+    """The v1 scheme (Arrow IPC buffers); kept only to verify manifests written before v2."""
     h = hashlib.sha256()
     h.update(f"robodata-manifest-v1\0{spec_hash}\0{catalog_version}\0".encode())
     sink = pa.BufferOutputStream()
@@ -66,15 +85,51 @@ def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
     return h.hexdigest()
 
 
+HASH_SCHEMES: dict[str, Callable[[pa.Table, str, int], str]] = {
+    "v1": content_hash_v1,
+    canonical.SCHEME: canonical.content_hash,
+}
+CURRENT_SCHEME = canonical.SCHEME
+
+
+def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
+    """Content hash of manifest rows under the current scheme (v2, robodata.curate.canonical).
+
+    Args:
+        table: manifest rows (MANIFEST_SCHEMA columns; any row order, chunking or buffer layout).
+        spec_hash: the spec's `spec_hash`.
+        catalog_version: the catalog Delta version the rows were selected at.
+
+    Returns:
+        A sha256 hex digest; equal for tables with equal rows.
+    """
+    return canonical.content_hash(table.cast(MANIFEST_SCHEMA), spec_hash, catalog_version)
+
+
 def write_manifest(
     selection: Selection, out_dir: str | Path, name: str, storage_options: dict[str, Any] | None = None
 ) -> ManifestInfo:
-    table = selection.rows.to_arrow().cast(MANIFEST_SCHEMA)
-    digest = content_hash(table, selection.spec_hash, selection.catalog_version)
+    """Write `selection` as the immutable manifest `<out_dir>/<name>-<hash[:16]>.parquet`.
+
+    Args:
+        selection: rows and provenance from `robodata.curate.select.select`.
+        out_dir: a local folder or an object-store URI.
+        name: the spec name (a checked name: it is part of the file name).
+        storage_options: fsspec options for an object-store `out_dir`.
+
+    Returns:
+        The written (or reused, when identical) manifest's ManifestInfo.
+
+    Raises:
+        ManifestError: a file of that name exists with rows that do not verify.
+    """
+    table = canonical.canonical_order(selection.rows.to_arrow().cast(MANIFEST_SCHEMA))
+    digest = canonical.content_hash(table, selection.spec_hash, selection.catalog_version)
     meta = {
         MANIFEST_META_CATALOG_VERSION: str(selection.catalog_version).encode(),
         MANIFEST_META_SPEC_HASH: selection.spec_hash.encode(),
         MANIFEST_META_CONTENT_HASH: digest.encode(),
+        MANIFEST_META_HASH_SCHEME: CURRENT_SCHEME.encode(),
     }
     table = table.replace_schema_metadata(meta)
     path = f"{str(out_dir).rstrip('/')}/{name}-{digest[:16]}.parquet"
@@ -100,8 +155,8 @@ def write_manifest(
         except ManifestError as exc:
             raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
     split = table.column("split")
-    val = int(pa.compute.sum(pa.compute.equal(split, "val")).as_py() or 0)
-    hours = float(pa.compute.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
+    val = int(pc.sum(pc.equal(split, "val")).as_py() or 0)
+    hours = float(pc.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
     return ManifestInfo(
         path, digest, selection.spec_hash, selection.catalog_version, table.num_rows, hours, table.num_rows - val, val
     )
@@ -112,27 +167,67 @@ def _fs(path: str | Path, storage_options: dict[str, Any] | None):
 
 
 def read_manifest_meta(path: str | Path, storage_options: dict[str, Any] | None = None) -> dict[bytes, bytes]:
+    """The manifest's Parquet key-value metadata (catalog version, spec hash, content hash, scheme).
+
+    Args:
+        path: a local path or an object-store URI.
+        storage_options: fsspec options for an object-store path.
+
+    Returns:
+        The metadata as a dict of bytes.
+
+    Raises:
+        ManifestError: the file is missing, unreadable or lacks the manifest keys.
+    """
     try:
         md = pq.read_schema(str(path), filesystem=_fs(path, storage_options)).metadata or {}
     except (OSError, pa.ArrowInvalid) as exc:
         raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
-    if MANIFEST_META_CONTENT_HASH not in md:
-        raise ManifestError(f"{path}: no {MANIFEST_META_CONTENT_HASH.decode()} metadata; not a manifest")
+    for key in (MANIFEST_META_CONTENT_HASH, MANIFEST_META_SPEC_HASH, MANIFEST_META_CATALOG_VERSION):
+        if key not in md:
+            raise ManifestError(f"{path}: no {key.decode()} metadata; not a manifest")
     return dict(md)
 
 
 def read_manifest(path: str | Path, verify: bool = True, storage_options: dict[str, Any] | None = None) -> pa.Table:
-    """Read a manifest (local or object-store URI), checking its content hash against its rows when `verify`."""
+    """Read a manifest, checking its content hash against its rows when `verify`.
+
+    The hash is recomputed with the scheme the file names (`v1` when it names none).
+
+    Args:
+        path: a local path or an object-store URI.
+        verify: recompute and compare the content hash.
+        storage_options: fsspec options for an object-store path.
+
+    Returns:
+        The manifest rows (with the file's schema metadata).
+
+    Raises:
+        ManifestError: the file is missing or not a manifest, names an unknown hash scheme, or
+            its rows do not reproduce its content hash (altered, or a v1 file written with a
+            wrong hash).
+    """
     md = read_manifest_meta(path, storage_options)
     try:
         table = pq.read_table(str(path), filesystem=_fs(path, storage_options))
     except (OSError, pa.ArrowInvalid) as exc:
         raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
     if verify:
-        rows = table.cast(MANIFEST_SCHEMA)
-        digest = content_hash(
-            rows, md[MANIFEST_META_SPEC_HASH].decode(), int(md[MANIFEST_META_CATALOG_VERSION].decode())
-        )
-        if digest.encode() != md[MANIFEST_META_CONTENT_HASH]:
-            raise ManifestError(f"{path}: content hash mismatch (file altered?)")
+        verify_rows(path, table, md)
     return table
+
+
+def verify_rows(path: str | Path, table: pa.Table, md: dict[bytes, bytes]) -> None:
+    """Raise ManifestError unless `table`'s rows reproduce the content hash in `md`."""
+    scheme = md.get(MANIFEST_META_HASH_SCHEME, b"v1").decode(errors="replace")
+    if scheme not in HASH_SCHEMES:
+        raise ManifestError(f"{path}: unknown manifest hash scheme {scheme!r}; known: {sorted(HASH_SCHEMES)}")
+    try:
+        version = int(md[MANIFEST_META_CATALOG_VERSION].decode())
+        spec_hash = md[MANIFEST_META_SPEC_HASH].decode()
+        rows = table.cast(MANIFEST_SCHEMA)
+    except (ValueError, UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ManifestError(f"{path}: not a manifest (bad metadata or columns): {exc}") from exc
+    digest = HASH_SCHEMES[scheme](rows, spec_hash, version)
+    if digest.encode() != md[MANIFEST_META_CONTENT_HASH]:
+        raise ManifestError(f"{path}: content hash mismatch (file altered?)")

@@ -10,22 +10,22 @@ the (already filtered) selection.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 
+from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
-from robodata.curate.spec import CurationSpec, Filter
+from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
-from robodata.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class Selection:
+    """The evaluated spec: manifest rows and their provenance."""
+
     rows: pl.DataFrame  # MANIFEST_SCHEMA columns, sorted by episode_id
     catalog_version: int
     spec_hash: str
@@ -35,7 +35,21 @@ class Selection:
 def select(
     spec: CurationSpec, catalog: Catalog, *, base_dir: Path | None = None, catalog_version: int | None = None
 ) -> Selection:
-    """Evaluate `spec` over the catalog at `catalog_version` (or the spec's pin, or latest)."""
+    """Evaluate `spec` over the catalog at `catalog_version` (or the spec's pin, or latest).
+
+    Args:
+        spec: the validated spec.
+        catalog: the catalog to read.
+        base_dir: root of the spec's `exclude.episode_ids_file` (the spec file's folder).
+        catalog_version: overrides the spec's `catalog_version` pin when given.
+
+    Returns:
+        The Selection (rows sorted by episode_id, the resolved catalog version, the spec hash).
+
+    Raises:
+        ConfigError: the exclusion file is invalid or unreachable.
+        CatalogError: the catalog or the version cannot be read, or evaluating over it failed.
+    """
     version = catalog_version if catalog_version is not None else spec.catalog_version
     lf, resolved = catalog.scan(version)
     rows, groups = evaluate(spec, lf, base_dir=base_dir)
@@ -45,7 +59,20 @@ def select(
 def evaluate(
     spec: CurationSpec, lf: pl.LazyFrame, *, base_dir: Path | None = None
 ) -> tuple[pl.DataFrame, dict[str, dict[str, float]]]:
-    """Manifest rows (sorted by episode_id) and per-group stats for catalog rows `lf`."""
+    """Manifest rows and per-group stats for the catalog rows `lf`.
+
+    Args:
+        spec: the validated spec.
+        lf: catalog rows (CATALOG_SCHEMA columns), e.g. `Catalog.scan()`.
+        base_dir: root of the spec's `exclude.episode_ids_file`.
+
+    Returns:
+        (rows with MANIFEST_SCHEMA columns sorted by episode_id, {group: {episodes, hours, share}}).
+
+    Raises:
+        ConfigError: the exclusion file is invalid or unreachable.
+        CatalogError: the scan failed (e.g. the catalog lacks a column the spec names).
+    """
     group_col = spec.mix.by if spec.mix else None
     needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
     needed |= {f.column for f in spec.filters}
@@ -63,7 +90,10 @@ def evaluate(
         [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
         + ([group_col] if group_col and group_col not in MANIFEST_SCHEMA.names else [])
     )
-    df = lf.collect().sort("episode_id").rechunk()
+    try:
+        df = lf.collect().sort("episode_id", maintain_order=True).rechunk()
+    except pl.exceptions.PolarsError as exc:
+        raise CatalogError(f"evaluating curation spec {spec.name!r} over the catalog failed: {exc}") from exc
     df, groups = _mix_and_budget(spec, df, group_col)
     split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
@@ -72,7 +102,7 @@ def evaluate(
 
 
 def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
-    exprs = [_filter_expr(f) for f in spec.filters]
+    exprs = [f.expr() for f in spec.filters]
     ex = spec.exclude
     if ids := spec.excluded_ids(base_dir):
         exprs.append(~pl.col("episode_id").is_in(ids))
@@ -92,69 +122,6 @@ def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
     for e in exprs[1:]:
         out = out & e
     return out
-
-
-def _filter_expr(f: Filter) -> pl.Expr:
-    col = pl.col(f.column)
-    value = _literal(f.column, f.value)
-    match f.op:
-        case "==":
-            return col == value
-        case "!=":
-            return col != value
-        case "<":
-            return col < value
-        case "<=":
-            return col <= value
-        case ">":
-            return col > value
-        case ">=":
-            return col >= value
-        case "in":
-            return col.is_in(value)
-        case "not_in":
-            return ~col.is_in(value)
-        case "between":
-            return col.is_between(_lit(value[0]), _lit(value[1]), closed="both")
-        case "is_null":
-            return col.is_null()
-        case "not_null":
-            return col.is_not_null()
-        case "contains":
-            return col.list.contains(value)
-    raise ConfigError(f"unhandled filter op {f.op!r}")  # pragma: no cover - spec validates ops
-
-
-def _lit(value: Any) -> pl.Expr:
-    return value if isinstance(value, pl.Expr) else pl.lit(value)
-
-
-def _literal(column: str, value: Any) -> Any:
-    """Coerce YAML values to the column's type (timestamps from ISO strings)."""
-    if isinstance(value, list):
-        return [_literal(column, v) for v in value]
-    if value is None:
-        return None
-    typ = CATALOG_SCHEMA.field(column).type
-    try:
-        if str(typ).startswith("timestamp"):
-            if isinstance(value, date) and not isinstance(value, datetime):
-                value = datetime(value.year, value.month, value.day)
-            dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-            return pl.lit(dt).dt.replace_time_zone("UTC") if dt.tzinfo is None else pl.lit(dt)
-        if column == "day":
-            return date.fromisoformat(str(value)).isoformat()
-        if str(typ) in ("float", "double"):
-            return float(value)
-        if str(typ).startswith("int"):
-            return int(value)
-        if str(typ) == "bool":
-            if not isinstance(value, bool):
-                raise ValueError("expected true or false")
-            return value
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"filter on {column!r}: bad value {value!r} for type {typ}: {exc}") from exc
-    return str(value) if not str(typ).startswith("list") else value
 
 
 def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None):

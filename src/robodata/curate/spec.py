@@ -16,8 +16,11 @@ Example (YAML)::
 
 Semantics (all deterministic):
 * `filters` are ANDed; any catalog column; ops `== != < <= > >= in not_in between
-  is_null not_null contains` (`contains` for list columns such as `cameras`).
-* `exclude` drops episode ids (inline or a file with one id per line), robots, batches.
+  is_null not_null contains` (`contains` for list columns such as `cameras`); each filter's
+  value is checked against its column's type up front (robodata.curate.filters).
+* `exclude` drops episode ids (inline or a file with one id per line), robots, batches. The
+  file (`episode_ids_file`) is relative to the spec file's folder and confined there
+  (robodata.curate.specfile); a spec built in code names that folder as `base_dir`.
 * `mix.by` (`task` or `site`) groups episodes; a group's share of the samples is
   weight / sum of weights (groups not listed get `default_weight`; 0 drops them).
   The manifest `weight` column is that share spread over the group's episodes in
@@ -27,6 +30,10 @@ Semantics (all deterministic):
   subset: episodes in `stable_hash64(episode_id, salt)` order until the cap is met.
 * `split`: an episode is `val` iff unit(stable_hash64(episode_id, salt)) < val_fraction,
   so an episode never moves between train and val when the catalog grows.
+
+Validation: every field is type-checked (robodata.curate.spec_checks) and range-checked before
+anything runs; the name and the excluded ids are names (robodata.names.check_name). Every bad
+spec, from a file or a dict, is a ConfigError naming the field; nothing else escapes.
 """
 
 from __future__ import annotations
@@ -38,56 +45,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robodata.catalog.schema import CATALOG_SCHEMA
-from robodata.config import from_dict, load_yaml, require
+from robodata.config import from_dict, require
+from robodata.curate.filters import OPS, Filter
+from robodata.curate.spec_checks import check_fields
+from robodata.curate.specfile import check_document, exclusion_file_ids, load_document
+from robodata.errors import ConfigError
+from robodata.names import UnsafeNameError, check_name
+
+__all__ = ["OPS", "Budget", "CurationSpec", "Exclusions", "Filter", "Mix", "Split", "load_spec", "spec_from_dict"]
 
 SPEC_VERSION = 1
-OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not_in", "between", "is_null", "not_null", "contains")
 MIX_KEYS = ("task", "site")
-
-
-@dataclass
-class Filter:
-    column: str
-    op: str
-    value: Any = None
-
-    def __post_init__(self) -> None:
-        require(
-            self.column in CATALOG_SCHEMA.names,
-            f"filter column {self.column!r} is not a catalog column; known: {CATALOG_SCHEMA.names}",
-        )
-        require(self.op in OPS, f"filter op {self.op!r} on {self.column!r} unknown; known: {list(OPS)}")
-        if self.op in ("in", "not_in"):
-            require(
-                isinstance(self.value, list) and len(self.value) > 0,
-                f"filter {self.column} {self.op}: value must be a non-empty list",
-            )
-        elif self.op == "between":
-            require(
-                isinstance(self.value, list) and len(self.value) == 2,
-                f"filter {self.column} between: value must be [low, high]",
-            )
-        elif self.op in ("is_null", "not_null"):
-            require(self.value is None, f"filter {self.column} {self.op}: takes no value")
-        else:
-            require(
-                self.value is not None and not isinstance(self.value, (list, dict)),
-                f"filter {self.column} {self.op}: value must be a scalar",
-            )
+MAX_CATALOG_VERSION = 2**63 - 1
+MAX_NUMBER = 1e12  # weights and hours: far above any real value, far below float overflow
 
 
 @dataclass
 class Mix:
+    """Mixing groups (`by`) and their weights."""
+
     by: str = "task"
     weights: dict[str, float] = field(default_factory=dict)
     default_weight: float = 1.0
 
     def __post_init__(self) -> None:
+        check_fields(self, "mix")
         require(self.by in MIX_KEYS, f"mix.by must be one of {list(MIX_KEYS)}, got {self.by!r}")
         for key, w in self.weights.items():
-            require(isinstance(w, (int, float)) and w >= 0, f"mix weight for {key!r} must be >= 0, got {w!r}")
-        require(self.default_weight >= 0, "mix.default_weight must be >= 0")
+            require(0 <= w <= MAX_NUMBER, f"mix weight for {key!r} must be in [0, {MAX_NUMBER:g}], got {w!r}")
+        require(0 <= self.default_weight <= MAX_NUMBER, f"mix.default_weight must be in [0, {MAX_NUMBER:g}]")
 
     def weight(self, group: str) -> float:
         return float(self.weights.get(group, self.default_weight))
@@ -95,34 +81,54 @@ class Mix:
 
 @dataclass
 class Budget:
+    """Hour caps, in total and per mix group."""
+
     total_hours: float | None = None
     per_group_hours: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        require(self.total_hours is None or self.total_hours > 0, "budget.total_hours must be > 0")
+        check_fields(self, "budget")
+        total = self.total_hours
+        require(total is None or 0 < total <= MAX_NUMBER, f"budget.total_hours must be in (0, {MAX_NUMBER:g}]")
         for key, h in self.per_group_hours.items():
-            require(isinstance(h, (int, float)) and h > 0, f"budget for {key!r} must be > 0 hours, got {h!r}")
+            require(0 < h <= MAX_NUMBER, f"budget for {key!r} must be in (0, {MAX_NUMBER:g}] hours, got {h!r}")
 
 
 @dataclass
 class Exclusions:
+    """Episodes, robots and ingest batches to leave out."""
+
     episode_ids: list[str] = field(default_factory=list)
-    episode_ids_file: str | None = None  # one id per line; relative to the spec file
+    episode_ids_file: str | None = None  # one id per line; relative to the spec file's folder, confined there
     robots: list[str] = field(default_factory=list)
     batches: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "exclude")
+        for i, e in enumerate(self.episode_ids):
+            _name(e, f"exclude.episode_ids[{i}]")
+        for kind in ("robots", "batches"):
+            for i, v in enumerate(getattr(self, kind)):
+                ok = 0 < len(v) <= 1024 and v.isprintable()
+                require(ok, f"exclude.{kind}[{i}]: {v[:60]!r} is not a printable name (1..1024 characters)")
 
 
 @dataclass
 class Split:
+    """The train/val split: fraction and hash salt."""
+
     val_fraction: float = 0.05
     salt: str = ""
 
     def __post_init__(self) -> None:
+        check_fields(self, "split")
         require(0.0 <= self.val_fraction < 1.0, f"split.val_fraction must be in [0, 1), got {self.val_fraction}")
 
 
 @dataclass
 class CurationSpec:
+    """A versioned, declarative training-set selection (see the module docstring)."""
+
     version: int
     name: str
     filters: list[Filter] = field(default_factory=list)
@@ -133,27 +139,50 @@ class CurationSpec:
     catalog_version: int | None = None  # pin a catalog version; None = latest at evaluation
 
     def __post_init__(self) -> None:
+        check_fields(self, "")
         require(
             self.version == SPEC_VERSION,
             f"curation spec version {self.version!r} not supported (this robodata reads version {SPEC_VERSION})",
         )
-        require(bool(self.name) and "/" not in self.name, f"spec name must be non-empty without '/', got {self.name!r}")
-        require(self.catalog_version is None or self.catalog_version >= 0, "catalog_version must be >= 0")
+        _name(self.name, "name")
+        require(
+            self.catalog_version is None or 0 <= self.catalog_version <= MAX_CATALOG_VERSION,
+            f"catalog_version must be in [0, {MAX_CATALOG_VERSION}], got {self.catalog_version}",
+        )
         if self.budget.per_group_hours:
             require(self.mix is not None, "budget.per_group_hours needs a mix (it is keyed by mix.by)")
 
     def excluded_ids(self, base_dir: Path | None = None) -> list[str]:
+        """Sorted, unique excluded episode ids: inline plus those in `episode_ids_file`.
+
+        Args:
+            base_dir: the folder `episode_ids_file` is relative to and confined to (the spec
+                file's folder); required when the spec names such a file.
+
+        Returns:
+            The ids, sorted.
+
+        Raises:
+            ConfigError: the file is missing, escapes `base_dir`, is not UTF-8 text, or lists an
+                invalid id; or the spec names a file and `base_dir` is None.
+        """
         ids = list(self.exclude.episode_ids)
         if self.exclude.episode_ids_file:
-            p = Path(self.exclude.episode_ids_file)
-            if not p.is_absolute() and base_dir is not None:
-                p = base_dir / p
-            require(p.is_file(), f"exclude.episode_ids_file not found: {p}")
-            ids += [line.strip() for line in p.read_text().splitlines() if line.strip() and not line.startswith("#")]
+            ids += exclusion_file_ids(self.exclude.episode_ids_file, base_dir, f"spec {self.name!r}")
         return sorted(set(ids))
 
     def spec_hash(self, base_dir: Path | None = None) -> str:
-        """sha256 of the canonical spec, with the resolved exclusion list inlined."""
+        """sha256 of the canonical spec, with the resolved exclusion list inlined.
+
+        Args:
+            base_dir: as for `excluded_ids`.
+
+        Returns:
+            A hex digest: equal for specs that select the same way.
+
+        Raises:
+            ConfigError: as for `excluded_ids`.
+        """
         doc = dataclasses.asdict(self)
         doc["exclude"]["episode_ids"] = self.excluded_ids(base_dir)
         doc["exclude"]["episode_ids_file"] = None
@@ -161,9 +190,48 @@ class CurationSpec:
         return hashlib.sha256(canon.encode()).hexdigest()
 
 
+def _name(value: str, field_name: str) -> None:
+    try:
+        check_name(value, field=field_name, source="spec")
+    except UnsafeNameError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 def load_spec(path: str | Path) -> CurationSpec:
-    return load_yaml(CurationSpec, path)
+    """Load and validate a curation spec file (YAML or JSON).
+
+    Args:
+        path: the spec file; its folder is the root of `exclude.episode_ids_file`.
+
+    Returns:
+        The validated CurationSpec.
+
+    Raises:
+        ConfigError: the file is missing, too large, not UTF-8, not valid YAML, nested too deeply,
+            or any field is invalid (the message names the file and the field).
+    """
+    p = Path(path)
+    data = load_document(p)
+    return spec_from_dict(data, source=p.name)
 
 
-def spec_from_dict(data: dict[str, Any]) -> CurationSpec:
-    return from_dict(CurationSpec, data)
+def spec_from_dict(data: dict[str, Any], source: str = "CurationSpec") -> CurationSpec:
+    """Build and validate a CurationSpec from a plain mapping (as parsed from YAML or JSON).
+
+    Args:
+        data: the spec document.
+        source: what to call it in error messages (the file name when loaded from a file).
+
+    Returns:
+        The validated CurationSpec.
+
+    Raises:
+        ConfigError: `data` is not a mapping, holds non-string keys or nests too deeply, has
+            unknown keys, or any field is invalid.
+    """
+    check_document(data, source)
+    try:
+        return from_dict(CurationSpec, data, path=source)
+    except ConfigError as exc:
+        msg = str(exc)
+        raise ConfigError(msg if msg.startswith(source) else f"{source}: {msg}") from exc

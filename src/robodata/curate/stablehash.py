@@ -19,7 +19,15 @@ _M64 = (1 << 64) - 1
 
 
 def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
-    """uint64 hash of each string in `values` (nulls hash as the empty string)."""
+    """uint64 hash of each string in `values` (nulls hash as the empty string).
+
+    Args:
+        values: strings (any Arrow string type, chunked or not).
+        salt: prepended to every string (e.g. the spec's split salt).
+
+    Returns:
+        A uint64 array, one hash per value; stable across versions and machines.
+    """
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     values = values.cast(pa.large_string())
@@ -51,7 +59,14 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
 
 
 def unit_interval(hashes: np.ndarray) -> np.ndarray:
-    """Map uint64 hashes to floats in [0, 1) (top 53 bits)."""
+    """Map uint64 hashes to floats in [0, 1) (top 53 bits).
+
+    Args:
+        hashes: uint64 hashes from `stable_hash64`.
+
+    Returns:
+        float64 values in [0, 1).
+    """
     return (hashes >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 
 
