@@ -44,22 +44,39 @@ def test_a_start_moved_by_any_number_of_days_keeps_one_row(tmp_path, shift_days)
         assert days[e] == [start.strftime("%Y-%m-%d")]
 
 
-def test_a_failed_reingest_replaces_the_good_row_not_beside_it(tmp_path):
-    """Last writer wins: the latest merge's row stays, in its own day, and only that row."""
+def test_a_failed_reingest_never_demotes_a_row_with_a_container(tmp_path):
+    """A re-ingest that failed before conversion (no container, no start time) keeps the earlier
+    good row, in its day, as the only row; a QC verdict on a container does replace it."""
     cat = Catalog(str(tmp_path / "cat"))
     good = pl.from_arrow(synthetic.rows(SHAPE, 0, 10))
     cat.merge(good)
-    failed = good.head(2).with_columns(
+    failed = good.head(3).with_columns(
         start_time=None, day=pl.lit(None, pl.String), qc_status=pl.lit("quarantined"), uri=pl.lit("")
     )
-    assert cat.merge(failed).moved == 2
+    new_failure = pl.from_arrow(synthetic.rows(SHAPE, 50, 1)).with_columns(
+        start_time=None, day=pl.lit(None, pl.String), qc_status=pl.lit("quarantined"), uri=pl.lit("")
+    )
+    result = cat.merge(pl.concat([failed, new_failure]))
+    assert (result.not_demoted, result.inserted, result.moved) == (3, 1, 0)
     df = pl.read_delta(cat.uri)
-    assert df.height == 10 and df["episode_id"].n_unique() == 10
-    q = df.filter(pl.col("episode_id").is_in(failed["episode_id"].to_list()))
-    assert set(q["day"]) == {"unknown"} and set(q["qc_status"]) == {"quarantined"}
-    cat.merge(good)  # the batch is re-run and converts again: back to its day, still one row
+    assert df.height == 11 and df["episode_id"].n_unique() == 11
+    kept = df.filter(pl.col("episode_id").is_in(failed["episode_id"].to_list()))
+    assert set(kept["qc_status"]) == {"pass"} and "unknown" not in set(kept["day"]) and "" not in set(kept["uri"])
+    assert df.filter(pl.col("episode_id") == new_failure["episode_id"][0])["day"].to_list() == ["unknown"]
+
+    verdict = good.head(2).with_columns(qc_status=pl.lit("quarantined"))  # relabel: same containers
+    assert cat.merge(verdict).updated == 2
     df = pl.read_delta(cat.uri)
-    assert df.height == 10 and "unknown" not in set(df["day"])
+    assert df.height == 11
+    assert set(df.filter(pl.col("episode_id").is_in(verdict["episode_id"].to_list()))["qc_status"]) == {"quarantined"}
+
+    moved = good.slice(5, 1).with_columns(
+        start_time=pl.col("start_time") + pl.duration(days=5), day=pl.lit(None, pl.String), uri=pl.lit("s3://b/n.rdep")
+    )
+    assert cat.merge(moved).moved == 1  # a row with a container moves to its new day, still one row
+    df = pl.read_delta(cat.uri)
+    new_day = moved["start_time"][0].strftime("%Y-%m-%d")
+    assert df.height == 11 and df.filter(pl.col("episode_id") == moved["episode_id"][0])["day"].to_list() == [new_day]
 
 
 def test_two_merges_from_one_version_conflict_through_the_lock(tmp_path):

@@ -11,7 +11,10 @@ re-ingest that now fails has no start time and goes to `unknown`). A merge keyed
    column of the remaining files, never video or the other columns;
 2. adds a **tombstone** source row per copy in another day (`with_tombstones`), which the
    merge deletes in the same commit that writes the new row (last writer wins: the row that
-   stays is the latest merge's, whatever its day);
+   stays is the latest merge's, whatever its day), except that a row **without a container**
+   (uri "": the re-ingest failed before conversion) never replaces a row that has one
+   (`without_demotions`): the earlier container stays in the catalog, and the failure stays on
+   record in its batch's ingest tables (aligned_tracks / conversions / qc_results);
 3. **commits under one lock**: every merge carries the Delta app transaction `MERGE_APP_ID`.
    delta-rs fails a commit whose app transaction a concurrent winning commit also carries
    (CommitConflictError::ConcurrentTransaction -> `CommitFailedError`), so two merges never
@@ -28,30 +31,51 @@ from __future__ import annotations
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
 MERGE_APP_ID = "robodata.catalog.merge"  # the app transaction every merge carries (the lock)
 DROP = "_robodata_drop"  # source-only column: true on tombstones of rows that moved to another day
-_ID_DAY = pa.schema([("episode_id", pa.string()), ("day", pa.string())])
+_ID_DAY = pa.schema([("episode_id", pa.string()), ("day", pa.string()), ("has_container", pa.bool_())])
 
 
 def current_days(dt: DeltaTable, ids: list[str]) -> pa.Table:
-    """(episode_id, day) of every catalog row, at `dt`'s version, whose id is in `ids`."""
+    """(episode_id, day, has_container) of every catalog row, at `dt`'s version, whose id is in `ids`."""
     if not ids or not dt.file_uris():
         return _ID_DAY.empty_table()
     found = (
         pl.scan_delta(dt)
-        .select("episode_id", "day")
+        .select("episode_id", "day", (pl.col("uri") != "").alias("has_container"))
         .filter(pl.col("episode_id").is_in(ids))
         .collect(engine="streaming")
     )
     return found.unique(maintain_order=True).to_arrow().cast(_ID_DAY)
 
 
-def stale_copies(dt: DeltaTable, source: pa.Table) -> pa.Table:
-    """(episode_id, day) of rows of `source`'s episodes that sit in a day other than their new one."""
+def without_demotions(source: pa.Table, found: pa.Table) -> tuple[pa.Table, int]:
+    """`source` less its rows without a container whose episode has a row with one; and how many."""
+    with_container = {
+        e
+        for e, has in zip(
+            found.column("episode_id").to_pylist(), found.column("has_container").to_pylist(), strict=True
+        )
+        if has
+    }
+    if not with_container:
+        return source, 0
+    keep = [
+        not (u == "" and e in with_container)
+        for e, u in zip(source.column("episode_id").to_pylist(), source.column("uri").to_pylist(), strict=True)
+    ]
+    kept = source.filter(pa.array(keep, pa.bool_()))
+    return kept, source.num_rows - kept.num_rows
+
+
+def stale_copies(found: pa.Table, source: pa.Table) -> pa.Table:
+    """(episode_id, day) of rows (in `found`, from current_days) of `source`'s episodes that sit
+    in a day other than their new one."""
     ids = source.column("episode_id").to_pylist()
-    found = current_days(dt, ids)
+    found = found.filter(pc.is_in(found.column("episode_id"), pa.array(ids, pa.string()))).select(["episode_id", "day"])
     if found.num_rows == 0:
         return found
     new_day = dict(zip(ids, source.column("day").to_pylist(), strict=True))

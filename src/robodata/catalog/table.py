@@ -26,8 +26,8 @@ each merge looks its ids up in every day, deletes copies in other days in the sa
 carries, so delta-rs fails the second of two concurrent merges with `CommitFailedError`); the
 loser re-runs lookup and merge on the new table version, with jittered backoff. So concurrent
 batch writers never lose a row and never duplicate one, and the row that stays is the latest
-merge's (a re-ingest that now fails, without a start time, replaces an earlier good row with its
-quarantined row in `unknown`; curation reads `pass` rows). `backfill` is a blind append outside
+merge's, except that a row without a container (a re-ingest that failed before conversion)
+never replaces a row that has one (curation reads `pass` rows). `backfill` is a blind append outside
 the lock, for ids known to be absent. On S3 the object store must provide atomic put-if-absent
 (pass `{"aws_conditional_put": "etag"}` or a locking provider in storage_options).
 """
@@ -45,7 +45,14 @@ import polars as pl
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from robodata.catalog.identity import DROP, locked_commit, stale_copies, with_tombstones
+from robodata.catalog.identity import (
+    DROP,
+    current_days,
+    locked_commit,
+    stale_copies,
+    with_tombstones,
+    without_demotions,
+)
 from robodata.catalog.rows import CatalogError, conform
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import require
@@ -85,6 +92,7 @@ class MergeResult:
     updated: int
     attempts: int
     moved: int = 0  # stale rows of these episodes deleted from the day(s) they left
+    not_demoted: int = 0  # rows without a container skipped: their episode has a row with one
 
 
 class Catalog:
@@ -149,7 +157,8 @@ class Catalog:
 
         Returns:
             MergeResult: the new table version, rows inserted / updated, copies moved out of
-            other days, and the attempts it took (merges from one version conflict and re-run).
+            other days, rows without a container that did not replace a row with one, and the
+            attempts it took (merges from one version conflict and re-run).
 
         Raises:
             CatalogError: the rows are invalid (nothing is written), the table cannot be
@@ -163,7 +172,11 @@ class Catalog:
         for attempt in range(1, self.config.max_attempts + 1):
             dt = self.create_if_missing()
             try:
-                merge_source = with_tombstones(source, stale_copies(dt, source))
+                found = current_days(dt, source.column("episode_id").to_pylist())
+                rows_in, not_demoted = without_demotions(source, found)
+                if rows_in.num_rows == 0:
+                    return MergeResult(dt.version(), 0, 0, attempt, not_demoted=not_demoted)
+                merge_source = with_tombstones(rows_in, stale_copies(found, rows_in))
                 metrics = (
                     dt.merge(
                         merge_source,
@@ -193,6 +206,7 @@ class Catalog:
                 updated=int(metrics.get("num_target_rows_updated", 0)),
                 attempts=attempt,
                 moved=int(metrics.get("num_target_rows_deleted", 0)),
+                not_demoted=not_demoted,
             )
         raise CatalogError(
             f"merge into catalog {self.uri} still conflicting after {self.config.max_attempts} attempts: {last}"
