@@ -116,5 +116,6 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         "inserted": stats.get("inserted", 0),
         "updated": stats.get("updated", 0),
         "moved": stats.get("moved", 0),
+        "not_demoted": stats.get("not_demoted", 0),
         "errors": errors[:10],
     }
