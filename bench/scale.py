@@ -36,8 +36,8 @@ from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteJobO
 
 from bench.common import emit, peak_rss_mb
 from deploy.services import PrivatePostgres
-from resources.deployment import BATCH_RUN_TAGS
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
+from robodata_dagster.lib.deployment import BATCH_RUN_TAGS
 
 JOB = "ingest_batch"
 # Queued runs carry the origin of the code location that defines their job (as submitted by a sensor).

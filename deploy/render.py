@@ -2,9 +2,9 @@
 
     python -m deploy.render [--out deploy/k8s] [--image registry/robodata:TAG] [--check]
 
-For every kind in resources/step_kinds.py (light, encode, train) this builds the executor's container
-context exactly as `k8s_job_executor` does (executor config from resources/deployment.py merged with
-the step's `dagster-k8s/config` op tag) and calls `dagster_k8s.job.construct_dagster_k8s_job`.
+For every kind in robodata_dagster/lib/step_kinds.py (light, encode, train) this builds the executor's
+container context exactly as `k8s_job_executor` does (executor config from robodata_dagster/lib/deployment.py
+merged with the step's `dagster-k8s/config` op tag) and calls `dagster_k8s.job.construct_dagster_k8s_job`.
 The YAML written is what the step pod will look like (run id and step args are placeholders).
 `--check` exits 1 when the committed files differ from a fresh render.
 """
@@ -27,8 +27,8 @@ from dagster_k8s.job import (
 )
 from kubernetes.client import ApiClient
 
-from resources.deployment import K8sSettings
-from resources.step_kinds import STEP_SIZES, step_resources
+from robodata_dagster.lib.deployment import K8sSettings
+from robodata_dagster.lib.step_kinds import STEP_SIZES, step_resources
 
 OUT = Path(__file__).resolve().parent / "k8s"
 DEFAULT_IMAGE = "registry.example.com/robodata:0.1.0"
@@ -80,7 +80,7 @@ def render_step_job(kind: str, settings: K8sSettings, image: str) -> dict[str, A
 def render_all(image: str = DEFAULT_IMAGE, settings: K8sSettings | None = None) -> dict[str, str]:
     """File name -> YAML text for every step kind."""
     settings = settings or K8sSettings(image=image)
-    header = "# Rendered by `python -m deploy.render` from resources/step_kinds.py; do not edit.\n"
+    header = "# Rendered by `python -m deploy.render` from robodata_dagster/lib/step_kinds.py; do not edit.\n"
     return {
         f"step-{kind}.yaml": header + yaml.safe_dump(render_step_job(kind, settings, image), sort_keys=True)
         for kind in STEP_SIZES

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from resources.cluster_repair import ClusterRepairResource
 from robodata.cluster.audit import read_audit
 from robodata.cluster.fake_apiserver import FakeApiServer
-from sensors.cluster_repair import cluster_cordon_repair, cluster_stale_allocation_repair
+from robodata_dagster.defs.cluster.resources import ClusterRepairResource
+from robodata_dagster.defs.cluster.sensors import cluster_cordon_repair, cluster_stale_allocation_repair
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fixtures' "now"

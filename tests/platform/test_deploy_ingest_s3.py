@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
+from robodata_dagster.definitions import full_job
 from tests.platform.deploy_support import postgres, prod_instance_home
 
 
@@ -31,12 +32,6 @@ def prod_instance(monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.from_config(str(home)) as inst:
         yield inst
-
-
-def full_job():
-    from jobs.ingest_profiles import resolved_full_job
-
-    return resolved_full_job()
 
 
 def _landing_on_s3(tmp_path, s3) -> dict[str, str]:
@@ -65,7 +60,7 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     """Sensor (S3 landing, manifests on S3) -> the full graph with its QC checks -> state on S3."""
     from robodata.container import EpisodeReader
     from robodata.ingest.tables import IngestPaths
-    from sensors.landing_zone import landing_zone_sensor
+    from robodata_dagster.defs.ingest.sensors import landing_zone_sensor
 
     cases = _landing_on_s3(tmp_path, s3)
     cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"

@@ -56,7 +56,7 @@ def _ingest_to_s3(s3, tmp_path, root: str) -> None:
 
 
 def _run(instance, root: str, run_dir: Path, steps: int):
-    from definitions import defs
+    from robodata_dagster.definitions import loaded
 
     cfg = {
         "resources": {
@@ -80,8 +80,10 @@ def _run(instance, root: str, run_dir: Path, steps: int):
             },
         },
     }
-    res = defs.get_job_def("curate_and_train").execute_in_process(
-        instance=instance, run_config=cfg, raise_on_error=False
+    res = (
+        loaded()
+        .resolve_job_def("curate_and_train")
+        .execute_in_process(instance=instance, run_config=cfg, raise_on_error=False)
     )
     assert res.success, [e.message for e in res.all_events if e.is_failure]
     return {

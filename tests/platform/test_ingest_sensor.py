@@ -6,7 +6,7 @@ from robodata.ingest.synth import SynthConfig, synthesize
 
 
 def test_landing_zone_sensor_requests_batch_partitions_and_runs(tmp_path, monkeypatch):
-    from sensors.landing_zone import landing_zone_sensor
+    from robodata_dagster.defs.ingest.sensors import landing_zone_sensor
 
     land = tmp_path / "landing"
     synthesize(SynthConfig(episodes=3, duration_s=0.5, height=16, width=16, fps=4.0, state_hz=10.0), land)

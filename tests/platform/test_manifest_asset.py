@@ -3,10 +3,10 @@ from datetime import UTC
 import dagster as dg
 import polars as pl
 
-from assets.curation import manifest, site_acceptance
-from resources.catalog import CatalogResource
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
+from robodata_dagster.defs.curation.assets import manifest, site_acceptance
+from robodata_dagster.defs.curation.resources import CatalogResource
 
 SPEC = """
 version: 1
@@ -83,7 +83,7 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
 def test_catalog_compaction_job(tmp_path):
     from datetime import datetime
 
-    from jobs.catalog_maintenance import catalog_compaction
+    from robodata_dagster.defs.maintenance.jobs import catalog_compaction
 
     cat = Catalog(str(tmp_path / "catalog"))
     today = datetime.now(UTC).date().isoformat()

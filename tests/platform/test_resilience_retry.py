@@ -12,10 +12,10 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.training import training_run
 from bench.resilience_training import _is_python, children
-from jobs.training import training_job
 from robodata.health.recovery import FAILURE_NOTE
+from robodata_dagster.defs.train.assets import training_run
+from robodata_dagster.defs.train.jobs import training_job
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -3,7 +3,7 @@
 import dagster as dg
 import pytest
 
-from assets.training import training_run
+from robodata_dagster.defs.train.assets import training_run
 
 pytestmark = pytest.mark.timeout(400)
 

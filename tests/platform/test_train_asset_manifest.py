@@ -4,7 +4,7 @@ upstream materialization's `path` metadata and records that manifest's lineage."
 import dagster as dg
 import pytest
 
-from assets.training import training_run
+from robodata_dagster.defs.train.assets import training_run
 from tests.core.helpers_dataset import write_manifest_of_small_episodes
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,7 +1,7 @@
 """`make demo`: synthetic recordings -> landing zone -> one batch -> the whole ingestion graph,
 on the embedded default instance (SQLite under DAGSTER_HOME, local files).
 
-    python -m jobs.demo --root .demo [--episodes 6] [--duration 10]
+    python -m robodata_dagster.demo --root .demo [--episodes 6] [--duration 10]
 
 then curate the catalog into a manifest, evaluate site acceptance and train briefly on it.
 """
@@ -13,12 +13,6 @@ import time
 from pathlib import Path
 
 import dagster as dg
-
-curate_and_train = dg.define_asset_job(
-    "curate_and_train",
-    selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
-    description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.",
-)
 
 # The demo's training run: 2 simulated nodes x 2 ranks (HSDP on gloo), a few steps.
 DEMO_TRAIN = [
@@ -49,11 +43,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--duration", type=float, default=10.0)
     args = ap.parse_args(argv)
-    from definitions import defs
-    from jobs.ingest_profiles import profile_config
     from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
     from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.tables import IngestPaths
+    from robodata_dagster.definitions import loaded
+    from robodata_dagster.defs.ingest.jobs import profile_config
 
     root = Path(args.root).resolve()
     landing = root / "landing"
@@ -73,7 +67,8 @@ def main(argv: list[str]) -> int:
         return 0
     instance = dg.DagsterInstance.get()
     instance.add_dynamic_partitions("ingest_batch", t.new_batches)
-    job = defs.get_job_def("full")
+    defs = loaded()
+    job = defs.resolve_job_def("full")
     ok = True
     for batch in t.new_batches:
         res = job.execute_in_process(
@@ -102,7 +97,7 @@ def main(argv: list[str]) -> int:
 def run_downstream(defs, instance: dg.DagsterInstance, root: Path) -> bool:
     """Curate the fresh catalog into a manifest and train on it (the rest of the asset graph)."""
     cfg = {"ops": {"training_run": {"config": {"run_dir": str(root / "train"), "overrides": DEMO_TRAIN}}}}
-    res = defs.get_job_def("curate_and_train").execute_in_process(
+    res = defs.resolve_job_def("curate_and_train").execute_in_process(
         instance=instance, run_config=cfg, raise_on_error=False
     )
     print(f"curate_and_train: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")

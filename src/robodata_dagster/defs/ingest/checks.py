@@ -9,15 +9,15 @@ steps, only when the batch as a whole is broken: at least BROKEN_MIN episodes an
 
 import dagster as dg
 
-from assets.ingest import aligned_tracks, batch_key, episodes
-from resources.ingest import IngestResource
 from robodata.ingest.qc import POST_CHECKS, PRE_CHECKS
 from robodata.ingest.steps.qc_results import post_qc, pre_qc
+from robodata_dagster.defs.ingest.partitions import batch_key
+from robodata_dagster.defs.ingest.resources import IngestResource
 
 BROKEN_MIN = 10
 
 
-def _results(summary: dict, names, asset) -> list[dg.AssetCheckResult]:
+def _results(summary: dict, names, asset: str) -> list[dg.AssetCheckResult]:
     out = []
     for n in names:
         s = summary.get(n, {"evaluated": 0, "failed": 0, "episodes_quarantined": 0})
@@ -25,7 +25,7 @@ def _results(summary: dict, names, asset) -> list[dg.AssetCheckResult]:
         out.append(
             dg.AssetCheckResult(
                 check_name=n,
-                asset_key=asset.key,
+                asset_key=dg.AssetKey(asset),
                 passed=s["failed"] == 0,
                 severity=dg.AssetCheckSeverity.ERROR if broken else dg.AssetCheckSeverity.WARN,
                 metadata={"evaluated": s["evaluated"], "failed": s["failed"], "quarantined": s["episodes_quarantined"]},
@@ -35,16 +35,16 @@ def _results(summary: dict, names, asset) -> list[dg.AssetCheckResult]:
 
 
 @dg.multi_asset_check(
-    specs=[dg.AssetCheckSpec(n, asset=aligned_tracks, blocking=True) for n in PRE_CHECKS], name="qc_pre_conversion"
+    specs=[dg.AssetCheckSpec(n, asset="aligned_tracks", blocking=True) for n in PRE_CHECKS], name="qc_pre_conversion"
 )
 def qc_pre_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = pre_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
-    yield from _results(summary, PRE_CHECKS, aligned_tracks)
+    yield from _results(summary, PRE_CHECKS, "aligned_tracks")
 
 
 @dg.multi_asset_check(
-    specs=[dg.AssetCheckSpec(n, asset=episodes, blocking=True) for n in POST_CHECKS], name="qc_post_conversion"
+    specs=[dg.AssetCheckSpec(n, asset="episodes", blocking=True) for n in POST_CHECKS], name="qc_post_conversion"
 )
 def qc_post_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = post_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
-    yield from _results(summary, POST_CHECKS, episodes)
+    yield from _results(summary, POST_CHECKS, "episodes")

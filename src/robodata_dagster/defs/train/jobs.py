@@ -16,3 +16,9 @@ training_job = dg.define_asset_job(
     tags=TRAINING_TAGS,
     description="Train on the latest curated manifest; killed or preempted runs are retried and resume.",
 )
+
+curate_and_train = dg.define_asset_job(
+    "curate_and_train",
+    selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
+    description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.",
+)

@@ -10,8 +10,7 @@ from robodata.config import load_yaml
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.relayout import RelayoutConfig, relayout_partition
 from robodata.storage import StorageLocation
-
-relayout_days = dg.DynamicPartitionsDefinition(name="relayout_day")
+from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
 
 
 class LayoutPlanConfig(dg.Config):
@@ -68,8 +67,8 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
 
 @dg.asset(
     group_name="layout",
-    deps=[layout_plan],
-    partitions_def=relayout_days,
+    deps=["layout_plan"],
+    partitions_def=RELAYOUT_DAY,
     description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.",
 )
 def relaid_containers(context: dg.AssetExecutionContext, config: RelayoutRunConfig) -> dg.MaterializeResult:

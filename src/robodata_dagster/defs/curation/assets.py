@@ -7,10 +7,10 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from resources.catalog import CatalogResource
 from robodata.curate.acceptance import evaluate, load_acceptance, read_yield, summary_markdown
 from robodata.curate.acceptance_plot import png_markdown, yield_png
 from robodata.curate.run import curate
+from robodata_dagster.defs.curation.resources import CatalogResource
 
 GROUP = "curation"
 

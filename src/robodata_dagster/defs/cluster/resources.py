@@ -14,7 +14,7 @@ from robodata.cluster.kube import api_client
 
 
 class ClusterRepairResource(dg.ConfigurableResource):
-    """Settings for the scheduler-record repair sensors (sensors/cluster_repair.py)."""
+    """Settings for the scheduler-record repair sensors (defs/cluster/sensors.py)."""
 
     dry_run: bool = True
     audit_uri: str = ".robodata/cluster_repair_audit"
@@ -45,8 +45,13 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
-RESOURCES = {
-    "cluster_repair": ClusterRepairResource(
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"cluster_repair": _from_env()})
+
+
+def _from_env() -> ClusterRepairResource:
+    return ClusterRepairResource(
         dry_run=not _env_flag("ROBODATA_REPAIR_APPLY"),
         audit_uri=os.environ.get("ROBODATA_REPAIR_AUDIT", ".robodata/cluster_repair_audit"),
         health_uri=os.environ.get("ROBODATA_HEALTH_TABLE", ".robodata/node_health"),
@@ -55,4 +60,3 @@ RESOURCES = {
         kube_context=os.environ.get("ROBODATA_KUBE_CONTEXT") or None,
         in_cluster=_env_flag("ROBODATA_KUBE_IN_CLUSTER"),
     )
-}

@@ -9,8 +9,7 @@ prod: storage on S3 (ROBODATA_STORAGE_ROOT=s3://bucket/prefix; endpoint, region 
 Other variables: ROBODATA_K8S_NAMESPACE (default "robodata"), ROBODATA_K8S_IMAGE (default: the
 code location's image from the Helm user deployment), ROBODATA_MAX_CONCURRENT_STEPS (per run).
 
-Exposes RESOURCES (merged by resources/__init__.py), EXECUTOR (used by definitions.py) and
-re-exports step_resources/step_pool for asset authors.
+`Deployment.from_env().executor()` is the code location's default executor (definitions.py).
 """
 
 from __future__ import annotations
@@ -23,32 +22,11 @@ from typing import Any
 
 import dagster as dg
 
-from resources.step_kinds import (
-    POOL_LIMITS,
-    STEP_SIZES,
-    STEP_TAG_LIMITS,
-    apply_pool_limits,
-    step_pool,
-    step_resources,
-)
 from robodata.config import require
 from robodata.storage import StorageLocation
+from robodata_dagster.lib.step_kinds import STEP_SIZES, STEP_TAG_LIMITS
 
-__all__ = [
-    "Deployment",
-    "K8sSettings",
-    "StorageResource",
-    "RESOURCES",
-    "EXECUTOR",
-    "DEPLOYMENT",
-    "step_resources",
-    "step_pool",
-    "apply_pool_limits",
-    "POOL_LIMITS",
-    "BATCH_RUN_TAGS",
-]
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEPLOYMENTS = ("local", "prod")
 INSTANCE_YAML = {"local": REPO_ROOT / "resources" / "dagster.local.yaml", "prod": REPO_ROOT / "deploy" / "dagster.yaml"}
 # Tags the ingestion sensor puts on batch runs; the run queue limits them (deploy/dagster.yaml).
@@ -137,21 +115,3 @@ class Deployment:
             {"max_concurrent": self.max_concurrent_steps, "tag_concurrency_limits": STEP_TAG_LIMITS},
             name="robodata_local",
         )
-
-
-class StorageResource(dg.ConfigurableResource):
-    """The storage root for containers and Delta tables. Credentials never enter run config:
-    `location()` reads AWS_* from the environment of the process (pod) that runs the step."""
-
-    root: str
-
-    def location(self) -> StorageLocation:
-        return StorageLocation.from_env(self.root)
-
-    def uri(self, *parts: str) -> str:
-        return self.location().join(*parts)
-
-
-DEPLOYMENT = Deployment.from_env()
-EXECUTOR = DEPLOYMENT.executor()
-RESOURCES: dict[str, Any] = {"storage": StorageResource(root=DEPLOYMENT.storage.root)}

@@ -2,7 +2,7 @@
 
 `root` is a local folder or s3://bucket/prefix. S3 endpoint, region and credentials never enter
 run config: `paths()` reads the AWS_* variables of the process that runs the step
-(StorageLocation.from_env), as the `storage` resource does (resources/deployment.py).
+(StorageLocation.from_env).
 """
 
 import os
@@ -63,4 +63,6 @@ class IngestResource(dg.ConfigurableResource):
         )
 
 
-RESOURCES = {"ingest": IngestResource()}
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"ingest": IngestResource()})

@@ -12,12 +12,12 @@ import os
 
 import dagster as dg
 
-from assets.ingest import INGEST_BATCH
-from jobs.ingest_profiles import profile_config
-from resources.ingest import default_root
 from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
 from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.tables import IngestPaths
+from robodata_dagster.defs.ingest.jobs import profile_config
+from robodata_dagster.defs.ingest.partitions import INGEST_BATCH
+from robodata_dagster.defs.ingest.resources import default_root
 
 
 def _env(name: str, default: str) -> str:

@@ -1,6 +1,6 @@
-"""The `relayout` run profile: re-lay catalog partitions (days) into the advised layout.
+"""Re-lay catalog partitions (days) into the advised layout with the `relayout` job.
 
-    python -m jobs.relayout --catalog CATALOG_URI --plan PLAN.json [--day YYYY-MM-DD ...]
+    python -m robodata_dagster.relayout --catalog CATALOG_URI --plan PLAN.json [--day YYYY-MM-DD ...]
 
 Without --day, every day of the catalog is registered as a partition and re-laid in turn.
 Each partition run re-encodes its episodes, verifies every new object and flips the
@@ -13,14 +13,7 @@ import sys
 
 import dagster as dg
 
-from assets.layout import relaid_containers, relayout_days
-
-relayout_job = dg.define_asset_job(
-    "relayout",
-    selection=dg.AssetSelection.assets(relaid_containers),  # partitioned by relayout_day
-    tags={"robodata/profile": "relayout"},
-    description="Re-encode / re-chunk one catalog day into the advised layout, then flip its pointers.",
-)
+from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
 
 
 def catalog_days(catalog_uri: str) -> list[str]:
@@ -30,7 +23,7 @@ def catalog_days(catalog_uri: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from definitions import defs
+    from robodata_dagster.definitions import job
 
     def opt(name: str, many: bool = False):
         vals = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == name]
@@ -42,12 +35,12 @@ def main(argv: list[str]) -> int:
         return 2
     days = opt("--day", many=True) or catalog_days(catalog)
     instance = dg.DagsterInstance.get()
-    instance.add_dynamic_partitions(relayout_days.name, days)
-    job = defs.get_job_def("relayout")
+    instance.add_dynamic_partitions(RELAYOUT_DAY.name, days)
+    relayout = job("relayout")
     ok = True
     for day in days:
         cfg = {"ops": {"relaid_containers": {"config": {"catalog_uri": catalog, "plan_path": plan}}}}
-        res = job.execute_in_process(instance=instance, run_config=cfg, partition_key=day)
+        res = relayout.execute_in_process(instance=instance, run_config=cfg, partition_key=day)
         ok &= res.success
         for ev in res.get_asset_materialization_events():
             md = ev.materialization.metadata

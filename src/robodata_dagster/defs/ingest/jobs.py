@@ -18,9 +18,9 @@ import os
 
 import dagster as dg
 
-from assets.ingest import INGEST_BATCH, episode_metadata, features, segments
-from resources.deployment import BATCH_RUN_TAGS, step_resources
 from robodata.ingest.settings import IngestSettings
+from robodata_dagster.lib.deployment import BATCH_RUN_TAGS
+from robodata_dagster.lib.step_kinds import step_resources
 
 INGEST = dg.AssetSelection.groups("ingest")
 
@@ -48,27 +48,23 @@ RUN_TAGS = {**BATCH_RUN_TAGS, **step_resources("encode")}
 full_job = dg.define_asset_job(
     "full",
     selection=INGEST,
-    partitions_def=INGEST_BATCH,
     executor_def=dg.in_process_executor,
     tags=RUN_TAGS,
     description="All ingestion assets and checks for one batch.",
 )
 metadata_backfill_job = dg.define_asset_job(
     "metadata_backfill",
-    selection=dg.AssetSelection.assets(episode_metadata).without_checks(),
-    partitions_def=INGEST_BATCH,
+    selection=dg.AssetSelection.assets("episode_metadata").without_checks(),
     description="Recompute catalog rows from existing containers (footers only).",
 )
 relabel_job = dg.define_asset_job(
     "relabel",
-    selection=dg.AssetSelection.assets(segments, features).without_checks(),
-    partitions_def=INGEST_BATCH,
+    selection=dg.AssetSelection.assets("segments", "features").without_checks(),
     description="Recompute segments and features only.",
 )
 live_job = dg.define_asset_job(
     "live",
     selection=INGEST,
-    partitions_def=INGEST_BATCH,
     executor_def=dg.in_process_executor,
     config=_cfg(**PROFILE_FIELDS["live"]),
     tags={**RUN_TAGS, "robodata/profile": "live"},
@@ -77,22 +73,8 @@ live_job = dg.define_asset_job(
 bulk_job = dg.define_asset_job(
     "bulk",
     selection=INGEST,
-    partitions_def=INGEST_BATCH,
     executor_def=dg.in_process_executor,
     config=_cfg(**PROFILE_FIELDS["bulk"]),
     tags={**RUN_TAGS, "robodata/profile": "bulk"},
     description="Throughput: bins on every core.",
 )
-
-
-def resolved_full_job():
-    """The resolved `full` job, importable for dg.reconstructable (execute_job, re-execution)."""
-    from definitions import defs
-
-    return defs.get_job_def("full")
-
-
-def resolved_bulk_job():
-    from definitions import defs
-
-    return defs.get_job_def("bulk")

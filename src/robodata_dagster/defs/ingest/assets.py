@@ -2,29 +2,22 @@
 
 raw_episodes -> aligned_tracks -> episodes -> qc_results -> episode_metadata   (critical path)
                                    episodes -> segments, features              (non-critical leaves)
-QC runs as asset checks (assets/ingest_checks.py). Per-episode facts go to Delta tables under
+QC runs as asset checks (checks.py). Per-episode facts go to Delta tables under
 <root>/ingest/; each step emits one materialization with batch-level counts.
 """
 
 import dagster as dg
 
-from resources.ingest import IngestResource
 from robodata.ingest.steps.aligned_tracks import align_batch
 from robodata.ingest.steps.derived import features_batch, segments_batch
 from robodata.ingest.steps.episode_metadata import metadata_batch
 from robodata.ingest.steps.episodes import convert_batch
 from robodata.ingest.steps.qc_results import qc_rollup
 from robodata.ingest.steps.raw_episodes import observe
+from robodata_dagster.defs.ingest.partitions import INGEST_BATCH, batch_key
+from robodata_dagster.defs.ingest.resources import IngestResource
 
-INGEST_BATCH = dg.DynamicPartitionsDefinition(name="ingest_batch")
 GROUP = "ingest"
-
-
-def batch_key(context) -> str:
-    key = context.run.tags.get("dagster/partition") if context.run else None
-    if not key:
-        raise dg.Failure("ingestion runs need a batch partition (tag dagster/partition)")
-    return key
 
 
 def _result(out: dict, **extra) -> dg.MaterializeResult:

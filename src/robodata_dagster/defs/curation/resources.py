@@ -7,9 +7,9 @@ import os
 
 import dagster as dg
 
-from resources.ingest import default_root
 from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.storage import StorageLocation
+from robodata_dagster.defs.ingest.resources import default_root
 
 _ROOT = default_root().rstrip("/")  # the ingestion root: ingestion merges into <root>/catalog/episodes
 
@@ -33,4 +33,6 @@ class CatalogResource(dg.ConfigurableResource):
         return StorageLocation.from_env(self.acceptance_uri).delta_options()
 
 
-RESOURCES = {"catalog": CatalogResource()}
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"catalog": CatalogResource()})
