@@ -35,9 +35,9 @@ from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializa
 from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
 from bench.common import emit, peak_rss_mb
-from deploy.services import PrivatePostgres
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 from robodata_dagster.lib.deployment import BATCH_RUN_TAGS
+from robodata_testing.services import PrivatePostgres
 
 JOB = "ingest_batch"
 # Queued runs carry the origin of the code location that defines their job (as submitted by a sensor).

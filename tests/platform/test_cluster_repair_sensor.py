@@ -7,9 +7,9 @@ from pathlib import Path
 import dagster as dg
 
 from robodata.cluster.audit import read_audit
-from robodata.cluster.fake_apiserver import FakeApiServer
 from robodata_dagster.defs.cluster.resources import ClusterRepairResource
 from robodata_dagster.defs.cluster.sensors import cluster_cordon_repair, cluster_stale_allocation_repair
+from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fixtures' "now"

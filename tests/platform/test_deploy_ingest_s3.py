@@ -16,7 +16,7 @@ from tests.platform.deploy_support import postgres, prod_instance_home
 
 @pytest.fixture
 def s3(monkeypatch):
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"robodata-ingest-{uuid.uuid4().hex[:8]}") as srv:  # moto state is per process
         for k, v in srv.env().items():  # how prod is configured: AWS_* in the pods' environment

@@ -33,7 +33,7 @@ TRAIN = [
 
 @pytest.fixture
 def s3(monkeypatch, tmp_path):
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"train-{uuid.uuid4().hex[:12]}") as srv:  # moto state is per process
         for k, v in srv.env().items():  # as prod: AWS_* in the environment

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from deploy.browser import HeadlessChromium
-from deploy.services import free_port
+from robodata_testing.browser import HeadlessChromium
+from robodata_testing.services import free_port
 from tests.platform.deploy_support import chromium
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -156,7 +156,7 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def __enter__(self) -> FakeApiServer:
         self._thread.start()
