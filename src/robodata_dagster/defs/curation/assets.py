@@ -11,6 +11,7 @@ from robodata.curate.acceptance import evaluate, load_acceptance, read_yield, su
 from robodata.curate.acceptance_plot import png_markdown, yield_png
 from robodata.curate.run import curate
 from robodata_dagster.defs.curation.resources import CatalogResource
+from robodata_dagster.lib import steps
 
 GROUP = "curation"
 
@@ -24,7 +25,8 @@ class AcceptanceConfigPath(dg.Config):
     config: str = "specs/site_acceptance.yaml"
 
 
-@dg.asset(
+@steps.asset(
+    "light",
     group_name=GROUP,
     deps=[dg.AssetKey("episode_metadata")],
     description="Immutable, content-addressed training manifest from a curation spec over the catalog.",
@@ -57,7 +59,8 @@ def manifest(
     )
 
 
-@dg.asset(
+@steps.asset(
+    "light",
     group_name=GROUP,
     deps=[dg.AssetKey("episode_metadata")],
     description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).",

@@ -16,6 +16,7 @@ from robodata.ingest.steps.qc_results import qc_rollup
 from robodata.ingest.steps.raw_episodes import observe
 from robodata_dagster.defs.ingest.partitions import INGEST_BATCH, batch_key
 from robodata_dagster.defs.ingest.resources import IngestResource
+from robodata_dagster.lib import steps
 
 GROUP = "ingest"
 
@@ -25,15 +26,19 @@ def _result(out: dict, **extra) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata=md)
 
 
-@dg.asset(
-    partitions_def=INGEST_BATCH, group_name=GROUP, description="Landing-zone items of the batch (Delta raw_episodes)."
+@steps.asset(
+    "light",
+    partitions_def=INGEST_BATCH,
+    group_name=GROUP,
+    description="Landing-zone items of the batch (Delta raw_episodes).",
 )
 def raw_episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     paths = ingest.paths()
     return _result(observe(paths, batch_key(context)), table=paths.table("raw_episodes"))
 
 
-@dg.asset(
+@steps.asset(
+    "encode",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[raw_episodes],
@@ -44,7 +49,8 @@ def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) ->
     return _result(align_batch(paths, batch_key(context), ingest.settings()), table=paths.table("aligned_tracks"))
 
 
-@dg.asset(
+@steps.asset(
+    "encode",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[aligned_tracks],
@@ -55,7 +61,8 @@ def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.Ma
     return _result(convert_batch(paths, batch_key(context), ingest.settings()), table=paths.table("conversions"))
 
 
-@dg.asset(
+@steps.asset(
+    "light",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[episodes],
@@ -66,7 +73,8 @@ def qc_results(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.
     return _result(qc_rollup(paths, batch_key(context)), table=paths.table("qc_results"))
 
 
-@dg.asset(
+@steps.asset(
+    "light",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[episodes, qc_results],
@@ -76,7 +84,8 @@ def episode_metadata(context: dg.AssetExecutionContext, ingest: IngestResource) 
     return _result(metadata_batch(ingest.paths(), batch_key(context)))
 
 
-@dg.asset(
+@steps.asset(
+    "light",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[episodes, qc_results],
@@ -87,7 +96,8 @@ def segments(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.Ma
     return _result(segments_batch(paths, batch_key(context)), table=paths.table("segments"))
 
 
-@dg.asset(
+@steps.asset(
+    "encode",
     partitions_def=INGEST_BATCH,
     group_name=GROUP,
     deps=[episodes, qc_results],

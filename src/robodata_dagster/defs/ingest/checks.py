@@ -13,6 +13,7 @@ from robodata.ingest.qc import POST_CHECKS, PRE_CHECKS
 from robodata.ingest.steps.qc_results import post_qc, pre_qc
 from robodata_dagster.defs.ingest.partitions import batch_key
 from robodata_dagster.defs.ingest.resources import IngestResource
+from robodata_dagster.lib import steps
 
 BROKEN_MIN = 10
 
@@ -34,16 +35,20 @@ def _results(summary: dict, names, asset: str) -> list[dg.AssetCheckResult]:
     return out
 
 
-@dg.multi_asset_check(
-    specs=[dg.AssetCheckSpec(n, asset="aligned_tracks", blocking=True) for n in PRE_CHECKS], name="qc_pre_conversion"
+@steps.multi_asset_check(
+    "light",
+    specs=[dg.AssetCheckSpec(n, asset="aligned_tracks", blocking=True) for n in PRE_CHECKS],
+    name="qc_pre_conversion",
 )
 def qc_pre_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = pre_qc(ingest.paths(), batch_key(context), ingest.settings().qc)
     yield from _results(summary, PRE_CHECKS, "aligned_tracks")
 
 
-@dg.multi_asset_check(
-    specs=[dg.AssetCheckSpec(n, asset="episodes", blocking=True) for n in POST_CHECKS], name="qc_post_conversion"
+@steps.multi_asset_check(
+    "encode",
+    specs=[dg.AssetCheckSpec(n, asset="episodes", blocking=True) for n in POST_CHECKS],
+    name="qc_post_conversion",
 )
 def qc_post_conversion(context: dg.AssetCheckExecutionContext, ingest: IngestResource):
     summary = post_qc(ingest.paths(), batch_key(context), ingest.settings().qc)

@@ -55,11 +55,13 @@ full_job = dg.define_asset_job(
 metadata_backfill_job = dg.define_asset_job(
     "metadata_backfill",
     selection=dg.AssetSelection.assets("episode_metadata").without_checks(),
+    tags=BATCH_RUN_TAGS,
     description="Recompute catalog rows from existing containers (footers only).",
 )
 relabel_job = dg.define_asset_job(
     "relabel",
     selection=dg.AssetSelection.assets("segments", "features").without_checks(),
+    tags=BATCH_RUN_TAGS,
     description="Recompute segments and features only.",
 )
 live_job = dg.define_asset_job(

@@ -11,6 +11,7 @@ from robodata.layout.config import AdvisorConfig
 from robodata.layout.relayout import RelayoutConfig, relayout_partition
 from robodata.storage import StorageLocation
 from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
+from robodata_dagster.lib import steps
 
 
 class LayoutPlanConfig(dg.Config):
@@ -30,8 +31,10 @@ class RelayoutRunConfig(dg.Config):
     min_psnr_db: float = 30.0
 
 
-@dg.asset(
-    group_name="layout", description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern."
+@steps.asset(
+    "encode",
+    group_name="layout",
+    description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern.",
 )
 def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> dg.MaterializeResult:
     from robodata.container import EpisodeReader
@@ -65,7 +68,8 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     )
 
 
-@dg.asset(
+@steps.asset(
+    "encode",
     group_name="layout",
     deps=["layout_plan"],
     partitions_def=RELAYOUT_DAY,

@@ -6,6 +6,6 @@ import dagster as dg
 relayout_job = dg.define_asset_job(
     "relayout",
     selection=dg.AssetSelection.assets("relaid_containers"),  # partitioned by relayout_day
-    tags={"robodata/profile": "relayout"},
+    tags={"robodata/profile": "relayout", "robodata/run-kind": "relayout"},
     description="Re-encode / re-chunk one catalog day into the advised layout, then flip its pointers.",
 )

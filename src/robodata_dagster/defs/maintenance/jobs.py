@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 
 from robodata_dagster.defs.curation.resources import CatalogResource
+from robodata_dagster.lib import steps
 from robodata_dagster.lib.retention import prune_runs
-from robodata_dagster.lib.step_kinds import step_resources
 
 MAINTENANCE_TAGS = {"robodata/run-kind": "maintenance"}
 
@@ -26,7 +26,7 @@ class CleanupConfig(dg.Config):
     max_batches: int = 100
 
 
-@dg.op(tags=step_resources("light"), description="Delete finished runs (and their event logs) older than the cutoff.")
+@steps.op("light", description="Delete finished runs (and their event logs) older than the cutoff.")
 def prune_old_runs(context: dg.OpExecutionContext, config: CleanupConfig) -> dg.Output:
     cutoff = datetime.now(UTC) - timedelta(days=config.older_than_days)
     res = prune_runs(context.instance, cutoff, config.batch_size, config.max_batches)
@@ -55,7 +55,7 @@ class CompactConfig(dg.Config):
     days: int = 3
 
 
-@dg.op(tags=step_resources("light"), description="Compact and Z-order the catalog's most recent days.")
+@steps.op("light", description="Compact and Z-order the catalog's most recent days.")
 def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, catalog: CatalogResource) -> None:
     cat = catalog.catalog()
     if not cat.exists():

@@ -29,6 +29,7 @@ from robodata.train.commands import apply_overrides, load_with_overrides
 from robodata.train.config import config_from_dict
 from robodata.train.goodput import Heartbeat
 from robodata.train.launch import train_in_subprocess
+from robodata_dagster.lib import steps
 
 MANIFEST_KEYS = ("manifest_path", "manifest", "path")
 
@@ -94,7 +95,8 @@ def recovery_metadata(
     return cost.as_metadata()
 
 
-@dg.asset(
+@steps.asset(
+    "train",
     group_name="train",
     deps=["manifest"],
     retry_policy=dg.RetryPolicy(max_retries=2, delay=5),

@@ -8,7 +8,13 @@ retry resumes from the newest complete checkpoint and records its recovery cost 
 
 import dagster as dg
 
-TRAINING_TAGS = {"dagster/max_retries": "2", "dagster/retry_strategy": "FROM_FAILURE", "robodata/profile": "training"}
+# robodata/run-kind: the Helm run queue caps concurrent training runs on it (deploy/helm/values.yaml).
+TRAINING_TAGS = {
+    "dagster/max_retries": "2",
+    "dagster/retry_strategy": "FROM_FAILURE",
+    "robodata/profile": "training",
+    "robodata/run-kind": "train",
+}
 
 training_job = dg.define_asset_job(
     "training",
@@ -20,5 +26,6 @@ training_job = dg.define_asset_job(
 curate_and_train = dg.define_asset_job(
     "curate_and_train",
     selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
+    tags={"robodata/run-kind": "train"},
     description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.",
 )
