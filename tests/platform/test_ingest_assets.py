@@ -132,7 +132,10 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     cfg2 = {
         "resources": {
             "ingest": {
-                "config": {"root": str(tmp_path / "state"), "qc_blocking": ["readable", "min_duration", "converted"]}
+                "config": {
+                    "root": str(tmp_path / "state"),
+                    "qc": {"blocking": ["readable", "min_duration", "converted"]},
+                }
             }
         }
     }
@@ -145,20 +148,23 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
 
 
 def test_profiles_choose_threads():
-    """bulk: a conversion process per core, each decoding and encoding on its one thread
-    (IngestSettings.for_bulk); live and full: read-ahead threads and the codec's own threads.
-    Run config reaches the conversion's settings."""
-    from robodata.ingest.settings import IngestSettings
-    from robodata_dagster.defs.ingest.jobs import PROFILE_FIELDS, profile_config
-    from robodata_dagster.defs.ingest.resources import IngestResource
+    """bulk: a conversion process per core of the machine that runs the step, each decoding and
+    encoding on its one thread (IngestSettings.for_bulk); live and full: read-ahead threads and the
+    codec's own threads. Run config reaches the conversion's settings."""
+    import os
 
-    def settings(profile):
-        return IngestResource(**profile_config(profile, root="r")["resources"]["ingest"]["config"]).settings()
+    from robodata.ingest.settings import IngestSettings
+    from robodata_dagster.defs.ingest.jobs import profile_config
+    from robodata_dagster.defs.ingest.resources import IngestResource, VideoConfig
+
+    def settings(profile, **fields):
+        return IngestResource(**profile_config(profile, root="r", **fields)["resources"]["ingest"]["config"]).settings()
 
     bulk = settings("bulk")
-    assert bulk == IngestSettings(root="r").for_bulk(PROFILE_FIELDS["bulk"]["workers"])
+    assert bulk == IngestSettings(root="r").for_bulk(os.cpu_count() or 1)
     assert (bulk.video.threads, bulk.decode_threads) == (1, 0)
+    assert settings("bulk", workers=3).workers == 3  # an explicit worker count wins
     assert (settings("live").video.threads, settings("live").video.preset) == (0, "ultrafast")
     assert settings("full").video.threads == 0 and settings("full").decode_threads == 2
     with pytest.raises(Exception, match="threads"):
-        IngestResource(root="r", encoder_threads=-2).settings()
+        IngestResource(root="r", video=VideoConfig(threads=-2)).settings()

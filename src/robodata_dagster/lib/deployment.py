@@ -1,6 +1,6 @@
 """Deployment selection, in one place: ROBODATA_DEPLOYMENT=local|prod.
 
-local (default): storage root on the filesystem (ROBODATA_STORAGE_ROOT, default <repo>/.storage),
+local (default): storage root on the filesystem (ROBODATA_STORAGE_ROOT, default .demo),
     SQLite instance (resources/dagster.local.yaml), multiprocess executor.
 prod: storage on S3 (ROBODATA_STORAGE_ROOT=s3://bucket/prefix; endpoint, region and credentials
     from the standard AWS_* variables or the pod's IAM role), Postgres instance (deploy/dagster.yaml,
@@ -24,6 +24,7 @@ import dagster as dg
 
 from robodata.config import require
 from robodata.storage import StorageLocation
+from robodata_dagster.lib.env import DEFAULT_STORAGE_ROOT, STORAGE_ROOT, setting
 from robodata_dagster.lib.step_kinds import STEP_SIZES, STEP_TAG_LIMITS
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -90,20 +91,24 @@ class Deployment:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Deployment:
-        e = os.environ if env is None else env
-        name = e.get("ROBODATA_DEPLOYMENT", "local").strip().lower() or "local"
+        """From `env`, else this process's environment (through dg.EnvVar; called when the
+        definitions are built, never at import)."""
+
+        def get(name: str, default: str) -> str:
+            return (env.get(name) or default) if env is not None else setting(name, default)
+
+        name = get("ROBODATA_DEPLOYMENT", "local").strip().lower() or "local"
         require(name in DEPLOYMENTS, f"ROBODATA_DEPLOYMENT must be one of {DEPLOYMENTS}, got {name!r}")
-        default_root = str(REPO_ROOT / ".storage") if name == "local" else ""
-        root = e.get("ROBODATA_STORAGE_ROOT", default_root)
+        root = get(STORAGE_ROOT, DEFAULT_STORAGE_ROOT if name == "local" else "")
         require(bool(root), "ROBODATA_STORAGE_ROOT must be set for the prod deployment (s3://bucket/prefix)")
-        raw = e.get("ROBODATA_MAX_CONCURRENT_STEPS", str(os.cpu_count() or 2) if name == "local" else "64")
+        raw = get("ROBODATA_MAX_CONCURRENT_STEPS", str(os.cpu_count() or 2) if name == "local" else "64")
         require(raw.isdigit(), f"ROBODATA_MAX_CONCURRENT_STEPS must be a positive integer, got {raw!r}")
         k8s = None
         if name == "prod":
             k8s = K8sSettings(
-                namespace=e.get("ROBODATA_K8S_NAMESPACE", "robodata"), image=e.get("ROBODATA_K8S_IMAGE") or None
+                namespace=get("ROBODATA_K8S_NAMESPACE", "robodata"), image=get("ROBODATA_K8S_IMAGE", "") or None
             )
-        return cls(name=name, storage=StorageLocation.from_env(root, e), max_concurrent_steps=int(raw), k8s=k8s)
+        return cls(name=name, storage=StorageLocation.from_env(root, env), max_concurrent_steps=int(raw), k8s=k8s)
 
     def executor(self) -> dg.ExecutorDefinition:
         if self.name == "prod":

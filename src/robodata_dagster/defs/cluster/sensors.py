@@ -23,7 +23,12 @@ def _tick(context: dg.SensorEvaluationContext, res: ClusterRepairResource, repai
         state.load_state_dict(json.loads(context.cursor))
     with res.api() as api:
         report = run_repair(
-            api, res.repair_config(), audit_uri=res.audit_uri, health_uri=res.health_uri, state=state, repairs=repairs
+            api,
+            res.repair_config(),
+            audit_uri=res.audit_table(),
+            health_uri=res.health_table(),
+            state=state,
+            repairs=repairs,
         )
     for row in report.rows:
         log = (

@@ -38,7 +38,7 @@ def manifest(
     info, selection = curate(
         config.spec,
         catalog.catalog(),
-        catalog.manifests_dir,
+        catalog.manifests_uri(),
         catalog_version=version,
         storage_options=catalog.manifest_options(),
     )
@@ -69,16 +69,16 @@ def site_acceptance(
     context: dg.AssetExecutionContext, config: AcceptanceConfigPath, catalog: CatalogResource
 ) -> dg.MaterializeResult:
     opts = catalog.acceptance_options()
-    result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_uri, opts)
+    result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_table(), opts)
     # plot / summarise the two weeks up to the newest evaluated day (not the whole history)
     since = None
     if result.days:
         since = (date.fromisoformat(max(result.days)) - timedelta(days=14)).isoformat()
-    table = read_yield(catalog.acceptance_uri, opts, since_day=since)
+    table = read_yield(catalog.acceptance_table(), opts, since_day=since)
     below = int((~table["meets_target"]).sum()) if table.height else 0
     return dg.MaterializeResult(
         metadata={
-            "table": dg.MetadataValue.path(catalog.acceptance_uri),
+            "table": dg.MetadataValue.path(catalog.acceptance_table()),
             "catalog_version": result.catalog_version,
             "days_evaluated": dg.MetadataValue.json(result.days),
             "episodes_evaluated": result.episodes,

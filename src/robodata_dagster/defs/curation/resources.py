@@ -1,36 +1,46 @@
 """Where the episode catalog, manifests and the acceptance table live (one resource).
 
-Defaults follow the ingestion root, so with ROBODATA_STORAGE_ROOT=s3://bucket/prefix all three
-are on S3 (reached with the AWS_* variables of the process that runs the step)."""
-
-import os
+Empty fields follow the state root (`root`, else ROBODATA_STORAGE_ROOT, else .demo; resolved when a
+step uses them), so with ROBODATA_STORAGE_ROOT=s3://bucket/prefix all three are on S3 (reached with
+the AWS_* variables of the process that runs the step)."""
 
 import dagster as dg
+from pydantic import Field
 
 from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.storage import StorageLocation
-from robodata_dagster.defs.ingest.resources import default_root
-
-_ROOT = default_root().rstrip("/")  # the ingestion root: ingestion merges into <root>/catalog/episodes
+from robodata_dagster.lib.env import storage_root
 
 
 class CatalogResource(dg.ConfigurableResource):
-    uri: str = os.environ.get("ROBODATA_CATALOG", f"{_ROOT}/catalog/episodes")
-    manifests_dir: str = os.environ.get("ROBODATA_MANIFESTS", f"{_ROOT}/manifests")
-    acceptance_uri: str = os.environ.get("ROBODATA_ACCEPTANCE", f"{_ROOT}/catalog/site_acceptance")
+    root: str = Field(default="", description="state root; empty: ROBODATA_STORAGE_ROOT, else .demo")
+    uri: str = Field(default="", description="catalog Delta table; empty: <root>/catalog/episodes (ingestion's)")
+    manifests_dir: str = Field(default="", description="empty: <root>/manifests")
+    acceptance_uri: str = Field(
+        default="", description="site acceptance Delta table; empty: <root>/catalog/site_acceptance"
+    )
+
+    def catalog_uri(self) -> str:
+        return self.uri or f"{storage_root(self.root)}/catalog/episodes"
+
+    def manifests_uri(self) -> str:
+        return self.manifests_dir or f"{storage_root(self.root)}/manifests"
+
+    def acceptance_table(self) -> str:
+        return self.acceptance_uri or f"{storage_root(self.root)}/catalog/site_acceptance"
 
     def catalog(self) -> Catalog:
         """On S3 with the delta-rs options of this process's AWS_* variables (as ingestion writes it)."""
-        opts = StorageLocation.from_env(self.uri).delta_options()
-        return Catalog(CatalogConfig(uri=self.uri, storage_options=opts))
+        uri = self.catalog_uri()
+        return Catalog(CatalogConfig(uri=uri, storage_options=StorageLocation.from_env(uri).delta_options()))
 
     def manifest_options(self) -> dict:
-        """fsspec options for manifests_dir (a folder or s3://...; AWS_* of this process)."""
-        return StorageLocation.from_env(self.manifests_dir).fsspec_options()
+        """fsspec options for the manifests folder (a folder or s3://...; AWS_* of this process)."""
+        return StorageLocation.from_env(self.manifests_uri()).fsspec_options()
 
     def acceptance_options(self) -> dict[str, str]:
         """delta-rs options for the site acceptance table."""
-        return StorageLocation.from_env(self.acceptance_uri).delta_options()
+        return StorageLocation.from_env(self.acceptance_table()).delta_options()
 
 
 @dg.definitions

@@ -14,32 +14,30 @@ step_resources("encode"), which the k8s run launcher applies to the run's pod; b
 BATCH_RUN_TAGS so the run queue limits how many run at once.
 """
 
-import os
+from typing import Any
 
 import dagster as dg
 
-from robodata.ingest.settings import IngestSettings
 from robodata_dagster.lib.deployment import BATCH_RUN_TAGS
 from robodata_dagster.lib.step_kinds import step_resources
 
 INGEST = dg.AssetSelection.groups("ingest")
 
-# A conversion process per core, each on one thread: the values come from IngestSettings.for_bulk.
-_BULK = IngestSettings().for_bulk(int(os.environ.get("ROBODATA_INGEST_WORKERS", max(1, os.cpu_count() or 2))))
-
-PROFILE_FIELDS = {
-    "live": {"workers": 1, "decode_threads": 1, "preset": "ultrafast", "visual_frames": 2},
-    "bulk": {"workers": _BULK.workers, "decode_threads": _BULK.decode_threads, "encoder_threads": _BULK.video.threads},
+# `ingest` resource fields per profile. bulk: a conversion process per core of the machine that runs
+# the step, each on one thread (IngestSettings.for_bulk, applied when the step runs).
+PROFILE_FIELDS: dict[str, dict[str, Any]] = {
+    "live": {"workers": 1, "decode_threads": 1, "video": {"preset": "ultrafast"}, "visual_frames": 2},
+    "bulk": {"bulk": True},
 }
 
 
-def profile_config(profile: str, **fields) -> dict:
+def profile_config(profile: str, **fields: Any) -> dict[str, Any]:
     """Run config for a profile: its fields plus the caller's (e.g. root). Pass it whole when
     launching: a launch's run config replaces the job's defaults, it is not merged into them."""
     return {"resources": {"ingest": {"config": {**PROFILE_FIELDS.get(profile, {}), **fields}}}}
 
 
-def _cfg(**fields) -> dict:
+def _cfg(**fields: Any) -> dict[str, Any]:
     return {"resources": {"ingest": {"config": fields}}} if fields else {}
 
 

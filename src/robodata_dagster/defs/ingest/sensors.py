@@ -1,34 +1,27 @@
-"""landing_zone_sensor: new complete recordings -> batch partitions -> staggered `bulk` runs.
+"""landing_zone_sensor: new complete recordings -> batch partitions -> staggered `bulk` runs
+(landing_zone_live_sensor: the same per arrival, small batches, `live` runs).
 
-Listing, batching and the stagger policy are Dagster-free (robodata.ingest.landing.launches); this file
-only turns a tick into dynamic-partition requests and run requests. Configure with env vars:
-ROBODATA_LANDING (local dir or s3://bucket/prefix), ROBODATA_ROOT (ingest state root: local dir or
-s3://...; default ROBODATA_STORAGE_ROOT, else .demo), ROBODATA_BATCH_ITEMS, ROBODATA_SETTLE_S,
-ROBODATA_MAX_CONCURRENT_RUNS, ROBODATA_RUN_S. S3 endpoint and credentials: the AWS_* variables.
+Listing, batching and the stagger policy are Dagster-free (robodata.ingest.landing.launches); this
+file only turns a tick into dynamic-partition requests and run requests. Where to list and how to
+cut and launch: the `landing` resource; the state root: the `ingest` resource (defs/ingest/resources.py).
 """
 
 import json
-import os
 
 import dagster as dg
 
-from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
-from robodata.ingest.landing.stagger import StaggerPolicy
+from robodata.ingest.landing.launches import LaunchState, tick
 from robodata.ingest.tables import IngestPaths
 from robodata_dagster.defs.ingest.jobs import profile_config
 from robodata_dagster.defs.ingest.partitions import INGEST_BATCH
-from robodata_dagster.defs.ingest.resources import default_root
-
-
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
+from robodata_dagster.defs.ingest.resources import IngestResource, LandingResource, LaunchConfig
 
 
 def _evaluate(
-    context: dg.SensorEvaluationContext, profile: str, batches: BatchPolicy, stagger: StaggerPolicy
+    context: dg.SensorEvaluationContext, profile: str, ingest: IngestResource, landing: str, launch: LaunchConfig
 ) -> dg.SensorResult:
-    root = default_root()
-    landing = _env("ROBODATA_LANDING", os.path.join(root, "landing"))
+    root = ingest.root_uri()
+    batches, stagger = launch.policies()
     state = LaunchState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
@@ -47,17 +40,10 @@ def _evaluate(
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Lists the landing zone with a cursor, cuts batches, requests staggered `bulk` runs.",
 )
-def landing_zone_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    return _evaluate(
-        context,
-        "bulk",
-        BatchPolicy(
-            max_items=int(_env("ROBODATA_BATCH_ITEMS", "1000")), settle_s=float(_env("ROBODATA_SETTLE_S", "2"))
-        ),
-        StaggerPolicy(
-            max_concurrent=int(_env("ROBODATA_MAX_CONCURRENT_RUNS", "8")), run_s=float(_env("ROBODATA_RUN_S", "60"))
-        ),
-    )
+def landing_zone_sensor(
+    context: dg.SensorEvaluationContext, ingest: IngestResource, landing: LandingResource
+) -> dg.SensorResult:
+    return _evaluate(context, "bulk", ingest, landing.landing_uri(ingest.root_uri()), landing.bulk)
 
 
 @dg.sensor(
@@ -66,10 +52,7 @@ def landing_zone_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Per-arrival ingestion: whatever landed since the last tick (small batches), launched at once.",
 )
-def landing_zone_live_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    return _evaluate(
-        context,
-        "live",
-        BatchPolicy(max_items=int(_env("ROBODATA_LIVE_BATCH_ITEMS", "16")), settle_s=0.5),
-        StaggerPolicy(max_concurrent=int(_env("ROBODATA_MAX_CONCURRENT_RUNS", "8")), run_s=0.0),
-    )
+def landing_zone_live_sensor(
+    context: dg.SensorEvaluationContext, ingest: IngestResource, landing: LandingResource
+) -> dg.SensorResult:
+    return _evaluate(context, "live", ingest, landing.landing_uri(ingest.root_uri()), landing.live)

@@ -12,6 +12,7 @@ from robodata.layout.relayout import RelayoutConfig, relayout_partition
 from robodata.storage import StorageLocation
 from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
 from robodata_dagster.lib import steps
+from robodata_dagster.lib.settings import to_settings
 
 
 class LayoutPlanConfig(dg.Config):
@@ -24,6 +25,8 @@ class LayoutPlanConfig(dg.Config):
 
 
 class RelayoutRunConfig(dg.Config):
+    """robodata.layout.relayout.RelayoutConfig (storage options: from the AWS_* variables)."""
+
     catalog_uri: str
     plan_path: str = ".robodata/layout/plan.json"
     max_episodes: int = 0  # 0: the whole partition
@@ -76,13 +79,7 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.",
 )
 def relaid_containers(context: dg.AssetExecutionContext, config: RelayoutRunConfig) -> dg.MaterializeResult:
-    cfg = RelayoutConfig(
-        catalog_uri=config.catalog_uri,
-        plan_path=config.plan_path,
-        min_psnr_db=config.min_psnr_db,
-        merge_every=config.merge_every,
-        max_episodes=config.max_episodes,
-    )
+    cfg = to_settings(RelayoutConfig, config)
     report = relayout_partition(context.partition_key, cfg, log=context.log.warning)
     md = report.as_dict()
     md["errors"] = dg.MetadataValue.json(md["errors"])

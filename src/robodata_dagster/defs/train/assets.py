@@ -25,8 +25,7 @@ from robodata.health.recovery import (
     read_failure,
     recovery_cost,
 )
-from robodata.train.commands import apply_overrides, load_with_overrides
-from robodata.train.config import config_from_dict
+from robodata.train.config import apply_overrides, config_from_dict, load_with_overrides
 from robodata.train.goodput import Heartbeat
 from robodata.train.launch import train_in_subprocess
 from robodata_dagster.lib import steps
