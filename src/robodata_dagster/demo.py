@@ -3,26 +3,19 @@ on the embedded default instance (SQLite under DAGSTER_HOME, local files).
 
     python -m robodata_dagster.demo --root .demo [--episodes 6] [--duration 10]
 
-then curate the catalog into a manifest, evaluate site acceptance and train briefly on it.
+then register the named specs (specs/curation, specs/training), curate the catalog into the manifest
+partition "demo", evaluate site acceptance and train the "demo" config on it (partition "demo|demo").
 """
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
-# The demo's training run: 2 simulated nodes x 2 ranks (HSDP on gloo), a few steps.
-DEMO_TRAIN = [
-    "steps=8",
-    "global_batch_size=4",
-    "checkpoint.every_steps=4",
-    "log_every=4",
-    "topology.nodes=2",
-    "topology.gpus_per_node=2",
-]
+SPEC, TRAIN_CONFIG = "demo", "demo"  # specs/curation/demo.yaml, specs/training/demo.yaml
 
 
 def prepare_landing(landing: Path, episodes: int, duration_s: float) -> None:
@@ -43,11 +36,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--duration", type=float, default=10.0)
     args = ap.parse_args(argv)
-    from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
-    from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.tables import IngestPaths
-    from robodata_dagster.definitions import loaded
+    from robodata_dagster.definitions import job
     from robodata_dagster.defs.ingest.jobs import profile_config
+    from robodata_dagster.lib.batches import add_batch
 
     root = Path(args.root).resolve()
     landing = root / "landing"
@@ -55,62 +47,76 @@ def main(argv: list[str]) -> int:
     if not landing.exists():
         prepare_landing(landing, args.episodes, args.duration)
     print(f"landing zone ready: {landing} ({time.perf_counter() - t0:.1f} s)")
-    state_file = root / "ingest" / "sensor_cursor.json"
-    state = LaunchState()
-    if state_file.exists():
-        state.load_state_dict(json.loads(state_file.read_text()))
-    t = tick(state, str(landing), IngestPaths(str(root)), BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
-    state_file.parent.mkdir(parents=True, exist_ok=True)
-    state_file.write_text(json.dumps(state.state_dict()))
-    if not t.new_batches:
+    instance = dg.DagsterInstance.get()
+    added = add_batch(instance, str(root), str(landing))
+    if added is None:
         print("no new landing items since the last demo run (delete the root to start over)")
         return 0
-    instance = dg.DagsterInstance.get()
-    instance.add_dynamic_partitions("ingest_batch", t.new_batches)
-    defs = loaded()
-    job = defs.resolve_job_def("full")
-    ok = True
-    for batch in t.new_batches:
-        res = job.execute_in_process(
-            instance=instance,
-            partition_key=batch,
-            raise_on_error=False,
-            run_config=profile_config("bulk", root=str(root)),
+    batch = added[0]
+    res = job("full").execute_in_process(
+        instance=instance, partition_key=batch, raise_on_error=False, run_config=profile_config("bulk", root=str(root))
+    )
+    print(f"batch {batch} ({added[1]} landing items): run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
+    _show(res)
+    for check in res.get_asset_check_evaluations():
+        print(
+            f"  check {check.asset_key.to_user_string()}:{check.check_name} passed={check.passed} "
+            + ", ".join(f"{k}={v.value}" for k, v in check.metadata.items())
         )
-        ok &= res.success
-        print(f"batch {batch}: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
-        for ev in res.get_asset_materialization_events():
-            md = ev.materialization.metadata
-            print(f"  {ev.asset_key.to_user_string()}: " + ", ".join(f"{k}={v.value}" for k, v in md.items()))
-        for ev in res.get_asset_check_evaluations():
-            print(
-                f"  check {ev.asset_key.to_user_string()}:{ev.check_name} passed={ev.passed} "
-                + ", ".join(f"{k}={v.value}" for k, v in ev.metadata.items())
-            )
     print(f"catalog: {IngestPaths(str(root)).catalog} ({time.perf_counter() - t0:.1f} s)")
-    if ok:
-        ok = run_downstream(defs, instance, root)
+    ok = res.success and run_downstream(instance, root)
     print(f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1
 
 
-def run_downstream(defs, instance: dg.DagsterInstance, root: Path) -> bool:
-    """Curate the fresh catalog into a manifest and train on it (the rest of the asset graph)."""
-    cfg = {"ops": {"training_run": {"config": {"run_dir": str(root / "train"), "overrides": DEMO_TRAIN}}}}
-    res = defs.resolve_job_def("curate_and_train").execute_in_process(
-        instance=instance, run_config=cfg, raise_on_error=False
-    )
-    print(f"curate_and_train: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
-    show = {
-        "manifest": ("path", "episodes", "hours", "catalog_version", "content_hash"),
-        "site_acceptance": ("table", "episodes_evaluated", "shifts_updated", "shifts_below_target"),
-        "training_run": ("checkpoint", "step", "loss", "mesh", "manifest_hash", "goodput_fraction"),
-    }
+SHOW = {
+    "manifest": ("path", "episodes", "hours", "catalog_version", "content_hash"),
+    "site_acceptance": ("table", "episodes_evaluated", "shifts_updated", "shifts_below_target"),
+    "training_run": ("checkpoint", "step", "loss", "mesh", "manifest_partition", "manifest_hash", "goodput_fraction"),
+}
+
+
+def _show(res: dg.ExecuteInProcessResult) -> None:
     for ev in res.get_asset_materialization_events():
-        key = ev.asset_key.to_user_string()
+        key = ev.asset_key.to_user_string() if ev.asset_key else "?"
         md = ev.materialization.metadata
-        print(f"  {key}: " + ", ".join(f"{k}={md[k].value}" for k in show.get(key, ()) if k in md))
-    return res.success
+        keys = SHOW.get(key) or tuple(md)
+        print(f"  {key}: " + ", ".join(f"{k}={md[k].value}" for k in keys if k in md))
+
+
+def run_downstream(instance: dg.DagsterInstance, root: Path) -> bool:
+    """Register the named specs, curate the catalog into the demo spec's manifest, evaluate site
+    acceptance, and train the demo config on that manifest (the rest of the asset graph)."""
+    from robodata_dagster.definitions import job, loaded
+    from robodata_dagster.defs.train.partitions import training_key
+    from robodata_dagster.lib.registry import SpecDirs, register
+
+    register(instance, SpecDirs())
+    assets = loaded().resolve_implicit_global_asset_job_def()
+    catalog: dict[str, Any] = {"resources": {"catalog": {"config": {"root": str(root)}}}}
+    runs: list[tuple[str, Any, dict[str, Any]]] = [
+        (
+            "manifest",
+            assets,
+            {"partition_key": SPEC, "asset_selection": [dg.AssetKey("manifest")], "run_config": catalog},
+        ),
+        ("site_acceptance", assets, {"asset_selection": [dg.AssetKey("site_acceptance")], "run_config": catalog}),
+        (
+            "training",
+            job("training"),
+            {
+                "partition_key": training_key(SPEC, TRAIN_CONFIG),
+                "run_config": {"ops": {"training_run": {"config": {"run_dir": str(root / "train")}}}},
+            },
+        ),
+    ]
+    for name, target, kwargs in runs:
+        res = target.execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+        print(f"{name}: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
+        _show(res)
+        if not res.success:
+            return False
+    return True
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 
 import dagster as dg
 
-from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
+from robodata_dagster.defs.layout.partitions import DAY
 
 
 def catalog_days(catalog_uri: str) -> list[str]:
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         return 2
     days = opt("--day", many=True) or catalog_days(catalog)
     instance = dg.DagsterInstance.get()
-    instance.add_dynamic_partitions(RELAYOUT_DAY.name, days)
+    instance.add_dynamic_partitions(DAY, days)
     relayout = job("relayout")
     ok = True
     for day in days:

@@ -20,6 +20,7 @@ from robodata.ingest.settings import IngestSettings
 from robodata.ingest.topics import TopicRule
 from robodata.layout.relayout import RelayoutConfig
 from robodata_dagster.defs.cluster.resources import ClusterRepairResource, RepairSettings
+from robodata_dagster.defs.curation.resources import SpecsResource
 from robodata_dagster.defs.ingest.resources import (
     BatchConfig,
     IngestResource,
@@ -30,6 +31,7 @@ from robodata_dagster.defs.ingest.resources import (
     VideoConfig,
 )
 from robodata_dagster.defs.layout.assets import RelayoutRunConfig
+from robodata_dagster.lib.registry import SpecDirs
 from robodata_dagster.lib.settings import plain, to_settings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "robodata_dagster"
@@ -45,6 +47,7 @@ MIRRORS = [
     (BatchConfig, BatchPolicy, set(), set(), set()),
     (StaggerConfig, StaggerPolicy, set(), set(), set()),
     (RepairSettings, RepairConfig, set(), set(), set()),
+    (SpecsResource, SpecDirs, set(), set(), set()),
     # storage options: from AWS_*; plan_path: where layout_plan writes by default
     (RelayoutRunConfig, RelayoutConfig, set(), {"storage_options"}, {"plan_path"}),
 ]

@@ -41,15 +41,24 @@ def train(
 def lineage(
     checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
     as_json: bool = typer.Option(False, "--json", help="print the whole meta.json"),
+    episodes: bool = typer.Option(
+        False, "--episodes", help="list the exact episodes trained on: id, split, container, byte ranges (TSV)"
+    ),
 ) -> None:
     """Print the data and code a checkpoint was trained on."""
-    from robodata.train.lineage import LINEAGE_KEYS, read_checkpoint_meta
+    from robodata.train.lineage import LINEAGE_KEYS, byte_ranges, read_checkpoint_meta, trained_episodes
 
     console = Console()
     try:
         meta = read_checkpoint_meta(checkpoint)
+        if episodes:
+            print("episode_id\tsplit\turi\tbytes\tfooter_bytes")
+            for row in trained_episodes(meta):
+                whole, footer = byte_ranges(row)
+                print(f"{row['episode_id']}\t{row['split']}\t{row['uri']}\t{whole}\t{footer}")
+            return
     except RobodataError as exc:
-        console.print(f"[red]RobodataError:[/red] {exc}")
+        console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps(meta, indent=1, default=str))

@@ -1,6 +1,9 @@
-"""Curation assets: the manifest (content-addressed) and site acceptance yield.
+"""Curation assets: the manifest of each named curation spec (content-addressed) and site acceptance yield.
 
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
+`manifest` is partitioned by spec name (defs/curation/partitions.py): partition "demo" curates
+specs/curation/demo.yaml. Its materialization names the manifest (path, content hash, spec hash,
+catalog Delta version), which training_run reads through its partition mapping.
 """
 
 from datetime import date, timedelta
@@ -10,14 +13,15 @@ import dagster as dg
 from robodata.curate.acceptance import evaluate, load_acceptance, read_yield, summary_markdown
 from robodata.curate.acceptance_plot import png_markdown, yield_png
 from robodata.curate.run import curate
-from robodata_dagster.defs.curation.resources import CatalogResource
+from robodata_dagster.defs.curation.partitions import CURATION_SPECS
+from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
 from robodata_dagster.lib import steps
+from robodata_dagster.lib.registry import curation_spec
 
 GROUP = "curation"
 
 
 class ManifestConfig(dg.Config):
-    spec: str = "specs/demo_manifest.yaml"
     catalog_version: int = -1  # -1: the spec's pin, else the latest catalog version
 
 
@@ -28,15 +32,17 @@ class AcceptanceConfigPath(dg.Config):
 @steps.asset(
     "light",
     group_name=GROUP,
-    deps=[dg.AssetKey("episode_metadata")],
-    description="Immutable, content-addressed training manifest from a curation spec over the catalog.",
+    partitions_def=CURATION_SPECS,
+    deps=[dg.AssetDep("episode_metadata", partition_mapping=dg.AllPartitionMapping())],  # the whole catalog
+    description="Immutable, content-addressed training manifest of a named curation spec over the catalog.",
 )
 def manifest(
-    context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource
+    context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource, specs: SpecsResource
 ) -> dg.MaterializeResult:
     version = None if config.catalog_version < 0 else config.catalog_version
+    spec = curation_spec(specs.dirs(), context.partition_key)
     info, selection = curate(
-        config.spec,
+        str(spec),
         catalog.catalog(),
         catalog.manifests_uri(),
         catalog_version=version,
@@ -46,6 +52,7 @@ def manifest(
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(info.path)),
+            "spec": dg.MetadataValue.path(str(spec)),
             "content_hash": info.content_hash,
             "spec_hash": info.spec_hash,
             "catalog_version": info.catalog_version,

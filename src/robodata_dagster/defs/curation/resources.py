@@ -10,6 +10,8 @@ from pydantic import Field
 from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.storage import StorageLocation
 from robodata_dagster.lib.env import storage_root
+from robodata_dagster.lib.registry import SpecDirs
+from robodata_dagster.lib.settings import to_settings
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -43,6 +45,17 @@ class CatalogResource(dg.ConfigurableResource):
         return StorageLocation.from_env(self.acceptance_table()).delta_options()
 
 
+class SpecsResource(dg.ConfigurableResource):
+    """lib.registry.SpecDirs: where the named curation specs and training configs are (relative
+    paths: from the code location's working directory)."""
+
+    curation_dir: str = "specs/curation"
+    training_dir: str = "specs/training"
+
+    def dirs(self) -> SpecDirs:
+        return to_settings(SpecDirs, self)
+
+
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"catalog": CatalogResource()})
+    return dg.Definitions(resources={"catalog": CatalogResource(), "specs": SpecsResource()})

@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-INGEST_BATCH = dg.DynamicPartitionsDefinition(name="ingest_batch")
+BATCH = "ingest_batch"
+INGEST_BATCH = dg.DynamicPartitionsDefinition(name=BATCH)
 
 
 def batch_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str:

@@ -2,4 +2,5 @@
 
 import dagster as dg
 
-RELAYOUT_DAY = dg.DynamicPartitionsDefinition(name="relayout_day")
+DAY = "relayout_day"
+RELAYOUT_DAY = dg.DynamicPartitionsDefinition(name=DAY)

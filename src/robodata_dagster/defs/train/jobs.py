@@ -1,4 +1,4 @@
-"""The `training` job: materializes `training_run`, with automatic resume.
+"""The `training` job: materializes `training_run` partitions, with automatic resume.
 
 A failed attempt is retried twice: inside the run by the asset's RetryPolicy, and as a whole
 run by the instance's run retries (`run_retries` in dagster.yaml; this job's
@@ -20,12 +20,5 @@ training_job = dg.define_asset_job(
     "training",
     selection=dg.AssetSelection.assets("training_run"),
     tags=TRAINING_TAGS,
-    description="Train on the latest curated manifest; killed or preempted runs are retried and resume.",
-)
-
-curate_and_train = dg.define_asset_job(
-    "curate_and_train",
-    selection=dg.AssetSelection.assets("manifest", "site_acceptance", "training_run"),
-    tags={"robodata/run-kind": "train"},
-    description="Catalog -> manifest (+ site acceptance) -> a short hybrid-sharded training run.",
+    description="Train a config on its spec's manifest (partition <spec>|<config>); retried runs resume.",
 )
