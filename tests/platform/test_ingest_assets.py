@@ -145,6 +145,9 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     assert md["qc_results"]["quarantined"].value == 1 and md["episodes"]["converted"].value == 2
     warn = {e.check_name: e for e in res2.get_asset_check_evaluations()}["min_duration"]
     assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
+    (reason,) = warn.metadata["quarantine_reasons"].value.splitlines()  # the one short episode, and why
+    assert reason.startswith("x-robot-") and "episode spans 0.29 s < 0.5 s" in reason
+    assert warn.description.startswith("1 of 3 failed; first: x-robot-")
 
 
 def test_profiles_choose_threads():
