@@ -27,6 +27,7 @@ import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import psycopg2
@@ -65,7 +66,8 @@ def pool_connections(instance: dg.DagsterInstance, size: int) -> None:
     open connections shared by the simulated run workers removes that, as PgBouncer does for pods."""
     from dagster_postgres.utils import create_pg_engine
 
-    for storage in (instance.run_storage, instance.event_log_storage, instance.schedule_storage):
+    storages: list[Any] = [instance.run_storage, instance.event_log_storage, instance.schedule_storage]
+    for storage in storages:  # the Postgres storages (their private engine is what gets pooled)
         storage._engine = create_pg_engine(
             storage.postgres_url,
             None,
@@ -181,7 +183,7 @@ def lost(instance: dg.DagsterInstance, runs: int) -> int:
     return runs - done
 
 
-def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argparse.Namespace) -> dict[str, float]:
+def run_mode(pg: PrivatePostgres, name: str, offsets: list[float], args: argparse.Namespace) -> dict[str, Any]:
     inst = _instance(pg, f"bench_{name}")
     if args.pool:
         pool_connections(inst, args.pool)

@@ -57,7 +57,12 @@ def render_step_job(kind: str, settings: K8sSettings, image: str) -> dict[str, A
     """The V1Job (as a plain camelCase dict) for one step of `kind`."""
     tags = {k: v if isinstance(v, str) else json.dumps(v) for k, v in step_resources(kind).items()}
     ctx = _executor_context(settings).merge(K8sContainerContext(run_k8s_config=get_user_defined_k8s_config(tags)))
-    job_config = DagsterK8sJobConfig(job_image=image, **RUN_LAUNCHER)
+    job_config = DagsterK8sJobConfig(
+        job_image=image,
+        dagster_home=RUN_LAUNCHER["dagster_home"],
+        instance_config_map=RUN_LAUNCHER["instance_config_map"],
+        postgres_password_secret=RUN_LAUNCHER["postgres_password_secret"],
+    )
     name = f"dagster-step-example-{kind}"
     job = construct_dagster_k8s_job(
         job_config=job_config,
