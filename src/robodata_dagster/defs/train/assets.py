@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 
 from robodata.health.recovery import clear_failure, note_failure
-from robodata.train.config import apply_overrides, config_from_dict
+from robodata.train.config import TrainConfig, apply_overrides, config_from_dict
 from robodata.train.goodput import Heartbeat
 from robodata.train.launch import train_in_subprocess
 from robodata_dagster.defs.curation.resources import SpecsResource
@@ -39,8 +39,9 @@ class TrainingRunConfig(dg.Config):
     use_upstream_manifest: bool = True  # false: the config's own data (e.g. synthetic), no manifest
 
 
-def _train_config(config: TrainingRunConfig, base: dict[str, Any], folder: str, ref: ManifestRef | None):
-    overrides = [f"run_dir={Path(config.run_dir) / folder}", *config.overrides]
+def _train_config(config: TrainingRunConfig, base: dict[str, Any], folder: str, ref: ManifestRef | None) -> TrainConfig:
+    """The config file, the run's overrides, then the partition's own fields (which nothing overrides)."""
+    overrides = [*config.overrides, f"run_dir={Path(config.run_dir) / folder}"]
     if config.checkpoint_root:
         overrides.append(f"checkpoint.root={config.checkpoint_root.rstrip('/')}/{folder}")
     if ref is not None:
