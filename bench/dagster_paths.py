@@ -98,6 +98,12 @@ class User:
                 argv, cwd=REPO, env=self.env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
             )
 
+    def init_instance(self) -> None:
+        """Create the instance's SQLite storages once, before several processes open it at the same
+        time (concurrent first opens of a fresh instance race on its schema migrations)."""
+        with self.instance() as instance:
+            instance.get_run_records(limit=1)
+
     def instance(self):
         import dagster as dg
 
@@ -312,6 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-dagster-paths-") as d:
         u = User(Path(d))
         result["preview_warnings"] = load_warnings(u)
+        u.init_instance()
         # The daemon path is mostly waiting (sensor ticks, run start-up): it runs alongside the CLI
         # paths, on the same instance, as a deployment would; the webserver starts meanwhile too.
         daemon: dict[str, Any] = {}
