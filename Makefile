@@ -24,7 +24,7 @@ $(DAGSTER_HOME)/dagster.yaml: resources/dagster.local.yaml
 	cp resources/dagster.local.yaml $@
 
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(PY) -m jobs.demo --root .demo
+	$(PY) -m robodata_dagster.demo --root .demo
 
 test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pytest -q tests

@@ -310,11 +310,11 @@ def makespan(tmp: Path, n: int, workers: int) -> dict:
 def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     import dagster as dg
 
-    from definitions import defs
     from robodata.ingest.landing.batch import write_manifest
     from robodata.ingest.landing.scan import LandingCursor, new_items
     from robodata.ingest.synth import SynthConfig, synthesize
     from robodata.ingest.tables import IngestPaths
+    from robodata_dagster.definitions import bulk_job, loaded
 
     out: dict[int, dict[str, Any]] = {}
     (tmp / "dh").mkdir()
@@ -331,13 +331,19 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
             write_manifest(IngestPaths(str(tmp / "state")), name, new_items(str(land), LandingCursor()))
             instance.add_dynamic_partitions("ingest_batch", [name])
             t0 = time.perf_counter()
-            res = defs.get_job_def("full").execute_in_process(
-                instance=instance,
-                partition_key=name,
-                raise_on_error=False,
-                run_config={
-                    "resources": {"ingest": {"config": {"root": str(tmp / "state"), "workers": 2, "visual_frames": 2}}}
-                },
+            res = (
+                loaded()
+                .resolve_job_def("full")
+                .execute_in_process(
+                    instance=instance,
+                    partition_key=name,
+                    raise_on_error=False,
+                    run_config={
+                        "resources": {
+                            "ingest": {"config": {"root": str(tmp / "state"), "workers": 2, "visual_frames": 2}}
+                        }
+                    },
+                )
             )
             rows = len(instance.all_logs(res.run_id))
             conv = [
@@ -353,11 +359,11 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
             }
         big = max(sizes)
         # The same batch again as the sensor launches it: the `bulk` profile through execute_job.
-        from jobs.ingest_profiles import profile_config, resolved_bulk_job
+        from robodata_dagster.defs.ingest.jobs import profile_config
 
         t0 = time.perf_counter()
         with dg.execute_job(
-            dg.reconstructable(resolved_bulk_job),
+            dg.reconstructable(bulk_job),
             instance,
             tags={"dagster/partition": f"ev-{big}"},
             run_config=profile_config("bulk", root=str(tmp / "state"), workers=2),

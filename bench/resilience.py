@@ -30,15 +30,15 @@ from bench import resilience_training
 from bench.common import emit, parse, size_of
 from robodata.cluster.audit import read_audit
 from robodata.cluster.config import RepairConfig
-from robodata.cluster.fake_apiserver import FakeApiServer
 from robodata.cluster.kube import api_client
 from robodata.cluster.repair import run_repair
 from robodata.cluster.snapshot import is_active
 from robodata.cluster.state import RepairState
 from robodata.health.config import HealthConfig
-from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.preflight import PreflightResult, run_preflight
 from robodata.health.store import latest_by_node, write_results
+from robodata_testing.fake_apiserver import FakeApiServer
+from robodata_testing.fake_nvml import FakeGpu, FakeNvml
 
 KEYS = ("faults_tried", "faults_survived", "data_lost", "failed", "scale_nodes", "scale_pass_s", "peak_rss_mb")
 SCALE_NODES = {"smoke": 20, "quick": 140, "full": 2000}
@@ -232,7 +232,7 @@ register(Fault("corrupt_newest_checkpoint", "training", resilience_training.corr
 
 def scaled_repair_pass(nodes: int) -> dict[str, Any]:
     """One dry-run repair pass over a cluster of `nodes` cloned from the recorded one."""
-    from robodata.cluster.fake_apiserver import FakeStore
+    from robodata_testing.fake_apiserver import FakeStore
 
     base = FakeStore()
     for name in ("nodelist.json", "podlist.json", "leaselist.json"):

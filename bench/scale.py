@@ -37,9 +37,9 @@ from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializa
 from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
 
 from bench.common import emit, parse, peak_rss_mb, size_of
-from deploy.services import PrivatePostgres
-from resources.deployment import BATCH_RUN_TAGS
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
+from robodata_dagster.lib.deployment import BATCH_RUN_TAGS
+from robodata_testing.services import PrivatePostgres
 
 JOB = "ingest_batch"
 RUNS = {"smoke": 20, "quick": 200, "full": 2000}

@@ -2,7 +2,7 @@
 
     DAGSTER_HOME=... python -m deploy.pools          # idempotent; run after each deploy
 
-Limits live in resources/step_kinds.py POOL_LIMITS (see docs/operations.md).
+Limits live in robodata_dagster/lib/step_kinds.py POOL_LIMITS (see docs/operations.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import dagster as dg
 
-from resources.step_kinds import apply_pool_limits
+from robodata_dagster.lib.step_kinds import apply_pool_limits
 
 
 def main() -> int:

@@ -2,9 +2,9 @@
 
     python -m deploy.render [--out deploy/k8s] [--image registry/robodata:TAG] [--check]
 
-For every kind in resources/step_kinds.py (light, encode, train) this builds the executor's container
-context exactly as `k8s_job_executor` does (executor config from resources/deployment.py merged with
-the step's `dagster-k8s/config` op tag) and calls `dagster_k8s.job.construct_dagster_k8s_job`.
+For every kind in robodata_dagster/lib/step_kinds.py (light, encode, train) this builds the executor's
+container context exactly as `k8s_job_executor` does (executor config from robodata_dagster/lib/deployment.py
+merged with the step's `dagster-k8s/config` op tag) and calls `dagster_k8s.job.construct_dagster_k8s_job`.
 The YAML written is what the step pod will look like (run id and step args are placeholders).
 `--check` exits 1 when the committed files differ from a fresh render.
 """
@@ -27,8 +27,8 @@ from dagster_k8s.job import (
 )
 from kubernetes.client import ApiClient
 
-from resources.deployment import K8sSettings
-from resources.step_kinds import STEP_SIZES, step_resources
+from robodata_dagster.lib.deployment import K8sSettings
+from robodata_dagster.lib.step_kinds import STEP_SIZES, step_resources
 
 OUT = Path(__file__).resolve().parent / "k8s"
 DEFAULT_IMAGE = "registry.example.com/robodata:0.1.0"
@@ -57,7 +57,12 @@ def render_step_job(kind: str, settings: K8sSettings, image: str) -> dict[str, A
     """The V1Job (as a plain camelCase dict) for one step of `kind`."""
     tags = {k: v if isinstance(v, str) else json.dumps(v) for k, v in step_resources(kind).items()}
     ctx = _executor_context(settings).merge(K8sContainerContext(run_k8s_config=get_user_defined_k8s_config(tags)))
-    job_config = DagsterK8sJobConfig(job_image=image, **RUN_LAUNCHER)
+    job_config = DagsterK8sJobConfig(
+        job_image=image,
+        dagster_home=RUN_LAUNCHER["dagster_home"],
+        instance_config_map=RUN_LAUNCHER["instance_config_map"],
+        postgres_password_secret=RUN_LAUNCHER["postgres_password_secret"],
+    )
     name = f"dagster-step-example-{kind}"
     job = construct_dagster_k8s_job(
         job_config=job_config,
@@ -80,7 +85,7 @@ def render_step_job(kind: str, settings: K8sSettings, image: str) -> dict[str, A
 def render_all(image: str = DEFAULT_IMAGE, settings: K8sSettings | None = None) -> dict[str, str]:
     """File name -> YAML text for every step kind."""
     settings = settings or K8sSettings(image=image)
-    header = "# Rendered by `python -m deploy.render` from resources/step_kinds.py; do not edit.\n"
+    header = "# Rendered by `python -m deploy.render` from robodata_dagster/lib/step_kinds.py; do not edit.\n"
     return {
         f"step-{kind}.yaml": header + yaml.safe_dump(render_step_job(kind, settings, image), sort_keys=True)
         for kind in STEP_SIZES

@@ -1,11 +1,9 @@
 import os
-import sys
 from pathlib import Path
 
+# Every package is installed (robodata, robodata_dagster, robodata_testing: `pip install -e .`);
+# `tests` and `bench` are found from the repo root, which pytest puts on sys.path (rootdir).
 ROOT = Path(__file__).resolve().parents[1]
-# The Dagster layer (assets/, jobs/, ...) and bench/ live at the repo root.
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DAGSTER_HOME", str(ROOT / ".dagster_home"))
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 

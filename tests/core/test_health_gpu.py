@@ -6,9 +6,9 @@ import pytest
 from robodata.config import from_dict
 from robodata.errors import ConfigError
 from robodata.health.config import GpuPolicy
-from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.findings import Level, NodeVerdict
 from robodata.health.gpu_checks import check_gpus
+from robodata_testing.fake_nvml import FakeGpu, FakeNvml
 
 
 def verdict(*gpus, policy=None, **kw):

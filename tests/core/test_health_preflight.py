@@ -3,12 +3,12 @@
 from datetime import timedelta
 
 from robodata.health.config import HealthConfig, HostPolicy, ProbePolicy
-from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.findings import Level
 from robodata.health.host_checks import _clock, check_host
 from robodata.health.preflight import run_preflight
 from robodata.health.probes import allreduce_probe, matmul_probe
 from robodata.health.store import latest_by_node, split_assignable, write_results
+from robodata_testing.fake_nvml import FakeGpu, FakeNvml
 
 NO_PROBES = HealthConfig()
 

@@ -23,7 +23,7 @@ TINY = dict(duration_s=1.0, height=32, width=32, fps=10.0, state_hz=20.0)
 
 @pytest.fixture
 def s3(monkeypatch, tmp_path):
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     # moto keeps its buckets in process-global state: a fresh bucket per test
     with LoopbackS3.start(f"ingest-{uuid.uuid4().hex[:12]}") as srv:

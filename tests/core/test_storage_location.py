@@ -8,7 +8,7 @@ from robodata.storage import StorageLocation
 
 @pytest.fixture(scope="module")
 def s3():
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start("robodata-core-test") as srv:
         yield srv

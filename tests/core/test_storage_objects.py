@@ -10,7 +10,7 @@ from robodata.storage import objects
 
 @pytest.fixture(scope="module")
 def s3():
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"objects-{uuid.uuid4().hex[:12]}") as srv:
         yield srv

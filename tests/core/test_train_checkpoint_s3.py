@@ -12,7 +12,7 @@ from robodata.train.checkpoint import checkpoint_problem, complete_checkpoints, 
 
 @pytest.fixture(scope="module")
 def s3():
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"ckpt-{uuid.uuid4().hex[:12]}") as srv:
         yield srv

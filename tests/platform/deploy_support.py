@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deploy.services import PrivatePostgres, ServiceUnavailable
+from robodata_testing.services import PrivatePostgres, ServiceUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 

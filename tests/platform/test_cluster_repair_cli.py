@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from robodata.cli import app
 from robodata.cluster.audit import read_audit
-from robodata.cluster.fake_apiserver import FakeApiServer
+from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fixtures' "now"

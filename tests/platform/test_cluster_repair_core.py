@@ -11,14 +11,14 @@ import pytest
 
 from robodata.cluster.audit import read_audit
 from robodata.cluster.config import RepairConfig
-from robodata.cluster.fake_apiserver import FakeApiServer
 from robodata.cluster.kube import api_client
 from robodata.cluster.repair import run_repair
 from robodata.cluster.state import RepairState
 from robodata.health.config import HealthConfig
-from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.preflight import run_preflight
 from robodata.health.store import write_results
+from robodata_testing.fake_apiserver import FakeApiServer
+from robodata_testing.fake_nvml import FakeGpu, FakeNvml
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from robodata.cluster.fake_apiserver import FakeApiServer
 from robodata.cluster.kube import api_client, list_all
 from robodata.cluster.patching import PatchError, apply_json_patch, apply_merge_patch
+from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 

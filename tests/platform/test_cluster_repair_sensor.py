@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from resources.cluster_repair import ClusterRepairResource
 from robodata.cluster.audit import read_audit
-from robodata.cluster.fake_apiserver import FakeApiServer
-from sensors.cluster_repair import cluster_cordon_repair, cluster_stale_allocation_repair
+from robodata_dagster.defs.cluster.resources import ClusterRepairResource, RepairSettings
+from robodata_dagster.defs.cluster.sensors import cluster_cordon_repair, cluster_stale_allocation_repair
+from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 RECORDED_NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fixtures' "now"
@@ -31,7 +31,10 @@ def test_sensors_dry_run_then_apply(tmp_path):
             again = cluster_stale_allocation_repair(ctx)
         assert "nothing new" in again.skip_reason.skip_message  # no repeat alerts every tick
         applying = ClusterRepairResource(
-            kube_host=srv.url, audit_uri=str(tmp_path / "audit"), health_uri=str(tmp_path / "health"), dry_run=False
+            kube_host=srv.url,
+            audit_uri=str(tmp_path / "audit"),
+            health_uri=str(tmp_path / "health"),
+            repair=RepairSettings(dry_run=False),
         )
         with dg.build_sensor_context(resources={"cluster_repair": applying}) as ctx:
             cluster_stale_allocation_repair(ctx)

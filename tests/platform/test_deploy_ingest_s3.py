@@ -10,12 +10,13 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
+from robodata_dagster.definitions import full_job
 from tests.platform.deploy_support import postgres, prod_instance_home
 
 
 @pytest.fixture
 def s3(monkeypatch):
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"robodata-ingest-{uuid.uuid4().hex[:8]}") as srv:  # moto state is per process
         for k, v in srv.env().items():  # how prod is configured: AWS_* in the pods' environment
@@ -31,12 +32,6 @@ def prod_instance(monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.from_config(str(home)) as inst:
         yield inst
-
-
-def full_job():
-    from jobs.ingest_profiles import resolved_full_job
-
-    return resolved_full_job()
 
 
 def _landing_on_s3(tmp_path, s3) -> dict[str, str]:
@@ -65,7 +60,14 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     """Sensor (S3 landing, manifests on S3) -> the full graph with its QC checks -> state on S3."""
     from robodata.container import EpisodeReader
     from robodata.ingest.tables import IngestPaths
-    from sensors.landing_zone import landing_zone_sensor
+    from robodata_dagster.defs.ingest.resources import (
+        BatchConfig,
+        IngestResource,
+        LandingResource,
+        LaunchConfig,
+        StaggerConfig,
+    )
+    from robodata_dagster.defs.ingest.sensors import landing_zone_sensor
 
     cases = _landing_on_s3(tmp_path, s3)
     cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"
@@ -73,15 +75,11 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     monkeypatch.chdir(cwd)  # a relative path written by mistake lands here
     monkeypatch.setenv("ROBODATA_SCRATCH", str(scratch))  # staged inputs / outputs: must be cleaned up
     root = f"s3://{s3.bucket}/state"
-    monkeypatch.delenv("ROBODATA_ROOT", raising=False)  # ingestion follows the deployment's storage root
-    for k, v in {
-        "ROBODATA_STORAGE_ROOT": root,
-        "ROBODATA_LANDING": f"s3://{s3.bucket}/landing",
-        "ROBODATA_RUN_S": "0",
-        "ROBODATA_SETTLE_S": "0",
-    }.items():
-        monkeypatch.setenv(k, v)
-    tick = landing_zone_sensor(dg.build_sensor_context(instance=prod_instance))
+    monkeypatch.setenv("ROBODATA_STORAGE_ROOT", root)  # ingestion follows the deployment's storage root
+    monkeypatch.setenv("ROBODATA_LANDING", f"s3://{s3.bucket}/landing")
+    launch = LaunchConfig(batch=BatchConfig(settle_s=0), stagger=StaggerConfig(run_s=0))
+    resources = {"ingest": IngestResource(), "landing": LandingResource(bulk=launch)}
+    tick = landing_zone_sensor(dg.build_sensor_context(instance=prod_instance, resources=resources))
     (rr,) = tick.run_requests
     batch = rr.partition_key
     assert rr.run_config["resources"]["ingest"]["config"]["root"] == root

@@ -6,7 +6,8 @@ import pytest
 from dagster_k8s import K8sRunLauncher
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage
 
-from resources.step_kinds import POOL_LIMITS, apply_pool_limits
+from robodata_dagster.definitions import full_job
+from robodata_dagster.lib.step_kinds import POOL_LIMITS, apply_pool_limits
 from tests.platform.deploy_support import postgres, prod_instance_home
 
 
@@ -34,12 +35,6 @@ def test_prod_instance_yaml_runs_on_postgres(prod_instance):
     apply_pool_limits(inst)  # idempotent
     for pool, n in POOL_LIMITS.items():
         assert inst.event_log_storage.get_concurrency_info(pool).slot_count == n
-
-
-def full_job():
-    from jobs.ingest_profiles import resolved_full_job
-
-    return resolved_full_job()
 
 
 def test_ingestion_graph_end_to_end_on_postgres(prod_instance, tmp_path, monkeypatch):

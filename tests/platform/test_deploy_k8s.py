@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from deploy.render import render_all
-from resources.step_kinds import POOL_LIMITS, STEP_SIZES
+from robodata_dagster.lib.step_kinds import POOL_LIMITS, STEP_SIZES
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S_VERSION = "1.37.0"

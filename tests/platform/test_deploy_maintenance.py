@@ -4,7 +4,9 @@ from datetime import UTC, datetime
 import dagster as dg
 import pytest
 
-from jobs.maintenance import event_log_cleanup, event_log_cleanup_schedule, prune_runs
+from robodata_dagster.defs.maintenance.jobs import event_log_cleanup
+from robodata_dagster.defs.maintenance.schedules import event_log_cleanup_schedule
+from robodata_dagster.lib.retention import prune_runs
 
 
 @dg.op

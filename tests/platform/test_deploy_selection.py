@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from dagster_k8s.job import get_user_defined_k8s_config
 
-from resources.deployment import Deployment, StorageResource, step_pool, step_resources
-from resources.step_kinds import GPU_RESOURCE, POOL_LIMITS, apply_pool_limits
 from robodata.errors import ConfigError
+from robodata_dagster.lib.deployment import Deployment
+from robodata_dagster.lib.step_kinds import GPU_RESOURCE, POOL_LIMITS, apply_pool_limits, step_pool, step_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,28 +89,14 @@ def test_pool_limits_applied_to_instance():
             assert inst.event_log_storage.get_concurrency_info(pool).slot_count == n
 
 
-def test_storage_resource_reads_credentials_from_env(monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    r = StorageResource(root="s3://robodata-test/x")
-    assert r.uri("containers", "a.rdep") == "s3://robodata-test/x/containers/a.rdep"
-    assert r.location().fsspec_options()["client_kwargs"]["endpoint_url"] == "http://127.0.0.1:9"
-    with pytest.raises(ConfigError):
-        r.uri("../escape")
-
-
-def test_definitions_use_k8s_executor_in_prod():
+def test_definitions_use_k8s_executor_in_prod(tmp_path):
     code = (
-        "from definitions import defs\n"
-        "names = {j.executor_def.name for j in defs.resolve_all_job_defs()}\n"
+        "from robodata_dagster.definitions import loaded\n"
+        "names = {j.executor_def.name for j in loaded().resolve_all_job_defs()}\n"
         "print(sorted(names))\n"
     )
-    env = dict(
-        os.environ,
-        ROBODATA_DEPLOYMENT="prod",
-        ROBODATA_STORAGE_ROOT="s3://robodata-prod/v1",
-        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    env = dict(os.environ, ROBODATA_DEPLOYMENT="prod", ROBODATA_STORAGE_ROOT="s3://robodata-prod/v1")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     names = set(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
     # every job gets the k8s executor unless it pins its own (ingestion profiles run in one pod on purpose)
@@ -122,8 +108,8 @@ def test_executor_configs_pass_the_executors_own_schemas():
     from dagster._config import validate_config
     from dagster_k8s import k8s_job_executor
 
-    from resources.deployment import K8sSettings
-    from resources.step_kinds import STEP_TAG_LIMITS
+    from robodata_dagster.lib.deployment import K8sSettings
+    from robodata_dagster.lib.step_kinds import STEP_TAG_LIMITS
 
     k8s = validate_config(
         k8s_job_executor.config_schema.config_type, K8sSettings(image="reg/robodata:1").executor_config(64)

@@ -33,7 +33,7 @@ TRAIN = [
 
 @pytest.fixture
 def s3(monkeypatch, tmp_path):
-    from deploy.services import LoopbackS3
+    from robodata_testing.services import LoopbackS3
 
     with LoopbackS3.start(f"train-{uuid.uuid4().hex[:12]}") as srv:  # moto state is per process
         for k, v in srv.env().items():  # as prod: AWS_* in the environment
@@ -56,38 +56,39 @@ def _ingest_to_s3(s3, tmp_path, root: str) -> None:
 
 
 def _run(instance, root: str, run_dir: Path, steps: int):
-    from definitions import defs
+    """manifest[demo], site_acceptance and training_run[demo|demo] (the repo's specs/), as a user runs them."""
+    from robodata_dagster.definitions import job, loaded
+    from robodata_dagster.defs.train.partitions import training_key
+    from robodata_dagster.lib.registry import SpecDirs, register
 
-    cfg = {
-        "resources": {
-            "catalog": {
-                "config": {
-                    "uri": f"{root}/catalog/episodes",
-                    "manifests_dir": f"{root}/manifests",
-                    "acceptance_uri": f"{root}/catalog/site_acceptance",
-                }
+    dirs = {"curation_dir": str(REPO / "specs" / "curation"), "training_dir": str(REPO / "specs" / "training")}
+    register(instance, SpecDirs(**dirs))
+    resources = {"catalog": {"config": {"root": root}}, "specs": {"config": dirs}}
+    train = {
+        "run_dir": str(run_dir),
+        "checkpoint_root": f"{root}/train/checkpoints",
+        "overrides": [f"steps={steps}", f"data.cache_dir={run_dir.parent / 'cache'}", *TRAIN],
+    }
+    accept = {"config": str(REPO / "specs" / "site_acceptance.yaml")}
+    assets = loaded().resolve_implicit_global_asset_job_def()
+    runs = [
+        (assets, {"partition_key": "demo", "asset_selection": [dg.AssetKey("manifest")]}, {}),
+        (assets, {"asset_selection": [dg.AssetKey("site_acceptance")]}, {"site_acceptance": {"config": accept}}),
+        (job("training"), {"partition_key": training_key("demo", "demo")}, {"training_run": {"config": train}}),
+    ]
+    out = {}
+    for target, kwargs, ops in runs:
+        res = target.execute_in_process(
+            instance=instance, run_config={"resources": resources, "ops": ops}, raise_on_error=False, **kwargs
+        )
+        assert res.success, [e.message for e in res.all_events if e.is_failure]
+        out.update(
+            {
+                ev.asset_key.to_user_string(): {k: v.value for k, v in ev.materialization.metadata.items()}
+                for ev in res.get_asset_materialization_events()
             }
-        },
-        "ops": {
-            "manifest": {"config": {"spec": str(REPO / "specs" / "demo_manifest.yaml")}},
-            "site_acceptance": {"config": {"config": str(REPO / "specs" / "site_acceptance.yaml")}},
-            "training_run": {
-                "config": {
-                    "run_dir": str(run_dir),
-                    "checkpoint_root": f"{root}/train/demo/checkpoints",
-                    "overrides": [f"steps={steps}", f"data.cache_dir={run_dir.parent / 'cache'}", *TRAIN],
-                }
-            },
-        },
-    }
-    res = defs.get_job_def("curate_and_train").execute_in_process(
-        instance=instance, run_config=cfg, raise_on_error=False
-    )
-    assert res.success, [e.message for e in res.all_events if e.is_failure]
-    return {
-        ev.asset_key.to_user_string(): {k: v.value for k, v in ev.materialization.metadata.items()}
-        for ev in res.get_asset_materialization_events()
-    }
+        )
+    return out
 
 
 def test_curate_and_train_on_s3_resumes_from_s3_checkpoint(s3, tmp_path, monkeypatch):
@@ -114,7 +115,7 @@ def test_curate_and_train_on_s3_resumes_from_s3_checkpoint(s3, tmp_path, monkeyp
         assert acc.to_pyarrow_table()["episodes"].to_pylist() and first["site_acceptance"]["episodes_evaluated"] == 3
         # the checkpoint on S3, with the lineage of the manifest it was trained on
         t = first["training_run"]
-        ckroot = f"{root}/train/demo/checkpoints"
+        ckroot = f"{root}/train/checkpoints/demo/demo/{digest[:16]}"  # <config>/<spec>/<manifest>
         assert t["checkpoint"] == f"{ckroot}/step-00000004" and t["step"] == 4 and t["resumed_from"] == "None"
         meta = read_checkpoint_meta(t["checkpoint"], opts)
         assert meta["lineage"]["manifest_hash"] == digest == t["manifest_hash"]

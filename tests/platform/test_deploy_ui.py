@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from deploy.browser import HeadlessChromium
-from deploy.services import free_port
+from robodata_testing.browser import HeadlessChromium
+from robodata_testing.services import free_port
 from tests.platform.deploy_support import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,6 @@ def webserver():
         DAGSTER_HOME=str(home),
         DAGSTER_DISABLE_TELEMETRY="1",
         ROBODATA_DEPLOYMENT="local",
-        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")]),
     )
     exe = Path(sys.executable).parent / "dagster"
     log = open(home / "dev.log", "w")  # noqa: SIM115 - the server's log, closed after it stops

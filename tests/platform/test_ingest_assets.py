@@ -7,11 +7,11 @@ import dagster as dg
 import pytest
 from deltalake import DeltaTable
 
-from jobs.ingest_profiles import resolved_full_job as full_job
 from robodata.ingest.landing.batch import write_manifest
 from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.tables import IngestPaths
+from robodata_dagster.definitions import full_job
 
 
 def _config(root):
@@ -85,31 +85,29 @@ def test_event_rows_per_batch_do_not_grow_with_episodes(instance, tmp_path):
 
 
 def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance, tmp_path):
-    from definitions import defs
+    from robodata_dagster.definitions import job
 
     _batch(instance, tmp_path, "b-prof", 2)
     cfg = {"resources": _config(tmp_path / "state")["resources"]}
-    assert (
-        defs.get_job_def("full").execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg).success
-    )
+
+    def run(name: str):
+        return job(name).execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg)
+
+    assert run("full").success
     containers = sorted((tmp_path / "state" / "containers").rglob("*.rdep"))
     mtimes = [p.stat().st_mtime_ns for p in containers]
     for name, assets in (("metadata_backfill", {"episode_metadata"}), ("relabel", {"segments", "features"})):
-        res = defs.get_job_def(name).execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg)
+        res = run(name)
         assert res.success
         assert {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()} == assets
     assert [p.stat().st_mtime_ns for p in containers] == mtimes  # no video touched
     shutil.rmtree(tmp_path / "state" / "catalog")
-    assert (
-        defs.get_job_def("metadata_backfill")
-        .execute_in_process(instance=instance, partition_key="b-prof", run_config=cfg)
-        .success
-    )
+    assert run("metadata_backfill").success
     assert DeltaTable(IngestPaths(str(tmp_path / "state")).catalog).to_pyarrow_table().num_rows == 2
 
 
 def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(instance, tmp_path):
-    from assets.ingest_checks import BROKEN_MIN
+    from robodata_dagster.defs.ingest.checks import BROKEN_MIN
 
     land = tmp_path / "land-short"  # every episode shorter than the QC minimum: a systemic problem
     synthesize(SynthConfig(episodes=BROKEN_MIN, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0), land)
@@ -134,7 +132,10 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     cfg2 = {
         "resources": {
             "ingest": {
-                "config": {"root": str(tmp_path / "state"), "qc_blocking": ["readable", "min_duration", "converted"]}
+                "config": {
+                    "root": str(tmp_path / "state"),
+                    "qc": {"blocking": ["readable", "min_duration", "converted"]},
+                }
             }
         }
     }
@@ -144,23 +145,29 @@ def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(
     assert md["qc_results"]["quarantined"].value == 1 and md["episodes"]["converted"].value == 2
     warn = {e.check_name: e for e in res2.get_asset_check_evaluations()}["min_duration"]
     assert not warn.passed and warn.severity == dg.AssetCheckSeverity.WARN
+    (reason,) = warn.metadata["quarantine_reasons"].value.splitlines()  # the one short episode, and why
+    assert reason.startswith("x-robot-") and "episode spans 0.29 s < 0.5 s" in reason
+    assert warn.description.startswith("1 of 3 failed; first: x-robot-")
 
 
 def test_profiles_choose_threads():
-    """bulk: a conversion process per core, each decoding and encoding on its one thread
-    (IngestSettings.for_bulk); live and full: read-ahead threads and the codec's own threads.
-    Run config reaches the conversion's settings."""
-    from jobs.ingest_profiles import PROFILE_FIELDS, profile_config
-    from resources.ingest import IngestResource
-    from robodata.ingest.settings import IngestSettings
+    """bulk: a conversion process per core of the machine that runs the step, each decoding and
+    encoding on its one thread (IngestSettings.for_bulk); live and full: read-ahead threads and the
+    codec's own threads. Run config reaches the conversion's settings."""
+    import os
 
-    def settings(profile):
-        return IngestResource(**profile_config(profile, root="r")["resources"]["ingest"]["config"]).settings()
+    from robodata.ingest.settings import IngestSettings
+    from robodata_dagster.defs.ingest.jobs import profile_config
+    from robodata_dagster.defs.ingest.resources import IngestResource, VideoConfig
+
+    def settings(profile, **fields):
+        return IngestResource(**profile_config(profile, root="r", **fields)["resources"]["ingest"]["config"]).settings()
 
     bulk = settings("bulk")
-    assert bulk == IngestSettings(root="r").for_bulk(PROFILE_FIELDS["bulk"]["workers"])
+    assert bulk == IngestSettings(root="r").for_bulk(os.cpu_count() or 1)
     assert (bulk.video.threads, bulk.decode_threads) == (1, 0)
+    assert settings("bulk", workers=3).workers == 3  # an explicit worker count wins
     assert (settings("live").video.threads, settings("live").video.preset) == (0, "ultrafast")
     assert settings("full").video.threads == 0 and settings("full").decode_threads == 2
     with pytest.raises(Exception, match="threads"):
-        IngestResource(root="r", encoder_threads=-2).settings()
+        IngestResource(root="r", video=VideoConfig(threads=-2)).settings()

@@ -12,8 +12,9 @@ from tests.core.test_layout_relayout import DAY, _row
 
 
 def test_plan_asset_then_relayout_job_flips_the_catalog(tmp_path):
-    from assets.layout import layout_plan
-    from jobs.relayout import catalog_days, relayout_job
+    from robodata_dagster.defs.layout.assets import layout_plan
+    from robodata_dagster.defs.layout.jobs import relayout_job
+    from robodata_dagster.relayout import catalog_days
 
     eps = tmp_path / "eps"
     eps.mkdir()
@@ -51,9 +52,9 @@ def test_plan_asset_then_relayout_job_flips_the_catalog(tmp_path):
     instance = dg.DagsterInstance.ephemeral()
     assert catalog_days(uri) == [DAY]
     instance.add_dynamic_partitions("relayout_day", [DAY])
-    from definitions import defs
+    from robodata_dagster.definitions import loaded
 
-    job = defs.get_job_def(relayout_job.name)
+    job = loaded().resolve_job_def(relayout_job.name)
     cfg = {"ops": {"relaid_containers": {"config": {"catalog_uri": uri, "plan_path": plan_path}}}}
     out = job.execute_in_process(instance=instance, run_config=cfg, partition_key=DAY)
     assert out.success

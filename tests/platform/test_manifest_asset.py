@@ -3,14 +3,14 @@ from datetime import UTC
 import dagster as dg
 import polars as pl
 
-from assets.curation import manifest, site_acceptance
-from resources.catalog import CatalogResource
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
+from robodata_dagster.defs.curation.assets import manifest, site_acceptance
+from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
 
 SPEC = """
 version: 1
-name: asset-test
+name: asset-test  # the partition key: specs/asset-test.yaml
 filters:
   - {column: qc_status, op: "==", value: pass}
 mix: {by: site, weights: {sfo-1: 2}}
@@ -25,21 +25,23 @@ sites:
 
 
 def _run(tmp_path, resource, instance):
-    return dg.materialize(
-        [manifest, site_acceptance],
-        resources={"catalog": resource},
-        instance=instance,
-        run_config={
-            "ops": {
-                "manifest": {"config": {"spec": str(tmp_path / "spec.yaml")}},
-                "site_acceptance": {"config": {"config": str(tmp_path / "accept.yaml")}},
-            }
-        },
+    resources = {"catalog": resource, "specs": SpecsResource(curation_dir=str(tmp_path / "specs"))}
+    res = dg.materialize(
+        [manifest], resources=resources, instance=instance, partition_key="asset-test", selection=[manifest]
     )
+    acc = dg.materialize(
+        [site_acceptance],
+        resources=resources,
+        instance=instance,
+        run_config={"ops": {"site_acceptance": {"config": {"config": str(tmp_path / "accept.yaml")}}}},
+    )
+    assert res.success and acc.success
+    return res, acc
 
 
 def test_manifest_asset_records_provenance_and_data_version(tmp_path):
-    (tmp_path / "spec.yaml").write_text(SPEC)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "asset-test.yaml").write_text(SPEC)
     (tmp_path / "accept.yaml").write_text(ACCEPT)
     shape = synthetic.FleetShape(rows_per_day=150, robots_per_site=2)
     cat = Catalog(str(tmp_path / "catalog"))
@@ -48,8 +50,8 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         uri=cat.uri, manifests_dir=str(tmp_path / "manifests"), acceptance_uri=str(tmp_path / "acceptance")
     )
     with dg.instance_for_test() as instance:
-        res = _run(tmp_path, resource, instance)
-        assert res.success
+        instance.add_dynamic_partitions("curation_spec", ["asset-test"])
+        res, acc_res = _run(tmp_path, resource, instance)
         mat = res.asset_materializations_for_node("manifest")[0]
         md = mat.metadata
         content_hash = md["content_hash"].value
@@ -57,8 +59,9 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         assert md["catalog_version"].value == cat.version()
         assert md["episodes"].value == pl.read_parquet(md["path"].value).height > 0
         assert mat.tags["dagster/data_version"] == content_hash
+        assert mat.partition == "asset-test" and md["spec"].value == str(tmp_path / "specs" / "asset-test.yaml")
 
-        acc = res.asset_materializations_for_node("site_acceptance")[0].metadata
+        acc = acc_res.asset_materializations_for_node("site_acceptance")[0].metadata
         assert acc["episodes_evaluated"].value == 450
         assert acc["yield_plot"].value.startswith("![yield vs target](data:image/png;base64,")
         table = pl.read_delta(str(tmp_path / "acceptance"))
@@ -66,24 +69,43 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         assert (table["passes"] <= table["episodes"]).all()
 
         # unchanged catalog: same manifest, same data version; acceptance has nothing new
-        res2 = _run(tmp_path, resource, instance)
+        res2, acc2 = _run(tmp_path, resource, instance)
         mat2 = res2.asset_materializations_for_node("manifest")[0]
         assert mat2.tags["dagster/data_version"] == content_hash
-        assert res2.asset_materializations_for_node("site_acceptance")[0].metadata["episodes_evaluated"].value == 0
+        assert acc2.asset_materializations_for_node("site_acceptance")[0].metadata["episodes_evaluated"].value == 0
 
         # new episodes: new manifest version; acceptance evaluates only the new day's shifts
         cat.merge(synthetic.rows(shape, 450, 150))
-        res3 = _run(tmp_path, resource, instance)
+        res3, acc3_res = _run(tmp_path, resource, instance)
         assert res3.asset_materializations_for_node("manifest")[0].tags["dagster/data_version"] != content_hash
-        acc3 = res3.asset_materializations_for_node("site_acceptance")[0].metadata
+        acc3 = acc3_res.asset_materializations_for_node("site_acceptance")[0].metadata
         assert acc3["days_evaluated"].value == ["2024-01-04"]
         assert pl.read_delta(str(tmp_path / "acceptance"))["episodes"].sum() == 600
+
+
+def test_a_spec_whose_name_is_not_its_partition_fails_clearly_without_retry(tmp_path):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "other.yaml").write_text(SPEC)  # name: asset-test
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.merge(synthetic.rows(synthetic.FleetShape(rows_per_day=20), 0, 20))
+    resources = {
+        "catalog": CatalogResource(uri=cat.uri, manifests_dir=str(tmp_path / "m")),
+        "specs": SpecsResource(curation_dir=str(tmp_path / "specs")),
+    }
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("curation_spec", ["other", "missing"])
+        for key, why in (("other", "must match the file name"), ("missing", "no file")):
+            res = dg.materialize(
+                [manifest], resources=resources, instance=instance, partition_key=key, raise_on_error=False
+            )
+            (failure,) = [e for e in res.all_events if e.event_type_value == "STEP_FAILURE"]
+            assert why in str(failure.event_specific_data.error)
 
 
 def test_catalog_compaction_job(tmp_path):
     from datetime import datetime
 
-    from jobs.catalog_maintenance import catalog_compaction
+    from robodata_dagster.defs.maintenance.jobs import catalog_compaction
 
     cat = Catalog(str(tmp_path / "catalog"))
     today = datetime.now(UTC).date().isoformat()

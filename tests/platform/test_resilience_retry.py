@@ -12,14 +12,37 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.training import training_run
 from bench.resilience_training import _is_python, children
-from jobs.training import training_job
 from robodata.health.recovery import FAILURE_NOTE
+from robodata_dagster.defs.curation.resources import SpecsResource
+from robodata_dagster.defs.train.assets import training_run
+from robodata_dagster.defs.train.jobs import training_job
 
 pytestmark = pytest.mark.timeout(240)
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+WORK = ("tiny", "s", "own-data")  # the partition's folder under run_dir: <config>/<spec>/<data>
+
+
+def _materialize(tmp_path: Path, run_dir: Path, instance=None, **kw):
+    """training_run partition "s|tiny" (synthetic data) with its run_dir; the training config is
+    specs/training/tiny.yaml in tmp_path, the settings are overrides."""
+    instance = instance or dg.DagsterInstance.ephemeral()
+    (tmp_path / "training").mkdir(exist_ok=True)
+    (tmp_path / "training" / "tiny.yaml").write_text("steps: 8\n")
+    for kind, key in (("curation_spec", "s"), ("train_config", "tiny")):
+        if not instance.has_dynamic_partition(kind, key):
+            instance.add_dynamic_partitions(kind, [key])
+    return dg.materialize(
+        [training_run],
+        run_config=_run_config(run_dir),
+        instance=instance,
+        resources={"specs": SpecsResource(training_dir=str(tmp_path / "training"))},
+        partition_key="s|tiny",
+        **kw,
+    )
 
 
 def _run_config(run_dir: Path) -> dict:
@@ -88,11 +111,10 @@ def test_training_job_carries_the_run_retry_tags_and_the_instance_enables_run_re
 
 
 def test_a_killed_rank_is_retried_and_the_retry_resumes_with_recovery_metadata(tmp_path):
-    run_dir = tmp_path / "run"
-    killer = KillOneRank(run_dir, at_step=3)
+    killer = KillOneRank(tmp_path / "run" / Path(*WORK), at_step=3)
     killer.start()
     try:
-        res = dg.materialize([training_run], run_config=_run_config(run_dir), instance=dg.DagsterInstance.ephemeral())
+        res = _materialize(tmp_path, tmp_path / "run")
     finally:
         killer.done.set()
         killer.join(5)
@@ -107,24 +129,23 @@ def test_a_killed_rank_is_retried_and_the_retry_resumes_with_recovery_metadata(t
     assert md["resumed_from"].endswith(f"step-{resumed:08d}")
     assert 0 <= md["recovery/lost_steps"] <= 2  # at most one checkpoint interval
     assert md["recovery/restart_latency_s"] >= 4  # the RetryPolicy's 5 s delay, at least
-    assert not (run_dir / FAILURE_NOTE).exists()  # consumed by the successful attempt
-    assert "died" in (run_dir / "launch.log").read_text() or "exited" in (run_dir / "launch.log").read_text()
+    work = tmp_path / "run" / Path(*WORK)
+    assert not (work / FAILURE_NOTE).exists()  # consumed by the successful attempt
+    assert "died" in (work / "launch.log").read_text() or "exited" in (work / "launch.log").read_text()
 
 
 def test_a_run_retry_reads_the_parent_run_record_when_the_attempt_left_no_note(tmp_path):
     """A run retry (what the daemon launches after the whole process was killed): tags name the
     parent; the failed attempt left only its heartbeat, its end time is the parent run's record."""
     instance = dg.DagsterInstance.ephemeral()
-    parent = dg.materialize(
-        [training_run], run_config=_run_config(tmp_path / "other"), instance=instance, tags={"robodata/test": "parent"}
-    )
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "heartbeat.json").write_text(json.dumps({"step": 5, "time": time.time()}))
-    res = dg.materialize(
-        [training_run],
-        run_config=_run_config(run_dir),
-        instance=instance,
+    parent = _materialize(tmp_path, tmp_path / "other", instance, tags={"robodata/test": "parent"})
+    work = tmp_path / "run" / Path(*WORK)
+    work.mkdir(parents=True)
+    (work / "heartbeat.json").write_text(json.dumps({"step": 5, "time": time.time()}))
+    res = _materialize(
+        tmp_path,
+        tmp_path / "run",
+        instance,
         tags={
             "dagster/retry_number": "1",
             "dagster/parent_run_id": parent.run_id,

@@ -8,14 +8,11 @@ See docs/resilience.md.
 """
 
 from robodata.health.config import GpuPolicy, HealthConfig, HostPolicy, ProbePolicy
-from robodata.health.fake_nvml import FakeGpu, FakeNvml
 from robodata.health.findings import Finding, Level, NodeVerdict
 from robodata.health.preflight import PreflightResult, run_preflight
 from robodata.health.store import latest_by_node, split_assignable, write_results
 
 __all__ = [
-    "FakeGpu",
-    "FakeNvml",
     "Finding",
     "GpuPolicy",
     "HealthConfig",

@@ -34,13 +34,16 @@ def check(
     """Run the preflight on this node. Exit code 3 when the node is not assignable (one-shot mode)."""
     from robodata.config import load_yaml
     from robodata.health.config import HealthConfig
-    from robodata.health.fake_nvml import FakeNvml
     from robodata.health.preflight import run_preflight
     from robodata.health.store import write_results
 
     try:
         cfg = load_yaml(HealthConfig, config) if config else HealthConfig()
-        nvml = FakeNvml.from_file(fake_nvml) if fake_nvml else None
+        nvml = None
+        if fake_nvml:  # the test double, installed with robodata (robodata_testing)
+            from robodata_testing.fake_nvml import FakeNvml
+
+            nvml = FakeNvml.from_file(fake_nvml)
     except (ConfigError, OSError, json.JSONDecodeError) as exc:
         raise typer.BadParameter(str(exc)) from None
     if every is not None and (every <= 0 or not table):

@@ -2,7 +2,7 @@
 
 The checks call NVML through an object with pynvml's own function names and return
 shapes, so the real backend is simply the `pynvml` module and the fake one
-(`robodata.health.fake_nvml.FakeNvml`) mirrors those calls. Errors are always
+(`robodata_testing.fake_nvml.FakeNvml`) mirrors those calls. Errors are always
 `pynvml.NVMLError` subclasses, from either backend.
 """
 

@@ -3,51 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import typer
-import yaml
 from rich.console import Console
 
-from robodata.errors import ConfigError, RobodataError
+from robodata.errors import RobodataError
+from robodata.train.config import apply_overrides, load_with_overrides
+
+__all__ = ["apply_overrides", "load_with_overrides", "register"]
 
 
 def register(app: typer.Typer) -> None:
     app.command("train")(train)
     app.command("lineage")(lineage)
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
-    """Apply dotted `key=value` overrides (values parsed as YAML) to a config mapping, in place."""
-    for item in overrides or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        node = data
-        *parents, leaf = key.split(".")
-        for k in parents:
-            node = node.setdefault(k, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"--set {key}: {k} is not a mapping")
-        node[leaf] = yaml.safe_load(value)
-    return data
-
-
-def load_with_overrides(path: str, overrides: list[str] | None):
-    """Load and validate a TrainConfig from YAML plus overrides."""
-    from robodata.train.config import config_from_dict
-
-    p = Path(path)
-    try:
-        data: Any = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {p}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping at top level")
-    return config_from_dict(apply_overrides(data, overrides))
 
 
 def train(
@@ -73,15 +41,24 @@ def train(
 def lineage(
     checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
     as_json: bool = typer.Option(False, "--json", help="print the whole meta.json"),
+    episodes: bool = typer.Option(
+        False, "--episodes", help="list the exact episodes trained on: id, split, container, byte ranges (TSV)"
+    ),
 ) -> None:
     """Print the data and code a checkpoint was trained on."""
-    from robodata.train.lineage import LINEAGE_KEYS, read_checkpoint_meta
+    from robodata.train.lineage import LINEAGE_KEYS, byte_ranges, read_checkpoint_meta, trained_episodes
 
     console = Console()
     try:
         meta = read_checkpoint_meta(checkpoint)
+        if episodes:
+            print("episode_id\tsplit\turi\tbytes\tfooter_bytes")
+            for row in trained_episodes(meta):
+                whole, footer = byte_ranges(row)
+                print(f"{row['episode_id']}\t{row['split']}\t{row['uri']}\t{whole}\t{footer}")
+            return
     except RobodataError as exc:
-        console.print(f"[red]RobodataError:[/red] {exc}")
+        console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps(meta, indent=1, default=str))

@@ -13,6 +13,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from robodata.config import from_dict, load_yaml, require
 from robodata.errors import ConfigError
@@ -213,3 +216,38 @@ def load_config(path: str | Path) -> TrainConfig:
 
 def config_from_dict(data: dict) -> TrainConfig:
     return from_dict(TrainConfig, data)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """Apply dotted `key=value` overrides (values parsed as YAML) to a config mapping, in place."""
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        node = data
+        *parents, leaf = key.split(".")
+        for k in parents:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {key}: {k} is not a mapping")
+        node[leaf] = yaml.safe_load(value)
+    return data
+
+
+def read_config_dict(path: str | Path) -> dict[str, Any]:
+    """A training config YAML as a mapping (not yet validated)."""
+    p = Path(path)
+    try:
+        data: Any = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at top level")
+    return data
+
+
+def load_with_overrides(path: str | Path, overrides: list[str] | None) -> TrainConfig:
+    """Load and validate a TrainConfig from YAML plus overrides."""
+    return config_from_dict(apply_overrides(read_config_dict(path), overrides))

@@ -4,6 +4,7 @@ Every checkpoint's meta.json (and the training_run materialization) carries
 manifest_hash, catalog_version, spec_hash (from the manifest's Parquet key-value metadata,
 written by curation), layout_version(s) of the containers in the manifest, code_version
 (git sha, or the package version outside a checkout) and the sampler position.
+`trained_episodes` lists the exact episodes (ids, container objects, byte ranges) behind it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -109,3 +111,51 @@ def read_checkpoint_meta(path: str | Path, storage_options: dict[str, Any] | Non
         return json.loads(objects.read_bytes(f"{p}/{META}", opts)) | {"checkpoint": p}
     except (OSError, ValueError) as exc:
         raise RobodataError(f"checkpoint {p}: unreadable meta.json: {exc}") from exc
+
+
+EPISODE_COLUMNS = ("episode_id", "split", "uri", "size_bytes", "footer_offset", "footer_length")
+
+
+def trained_episodes(
+    meta: dict[str, Any], storage_options: dict[str, Any] | None = None, batch_size: int = 1 << 16
+) -> Iterator[dict[str, Any]]:
+    """The exact episodes a checkpoint was trained on, streamed from its manifest (memory does not
+    grow with the row count): the manifest rows of the training split (`data.split` of the
+    checkpoint's config; every row when it is None), with the container objects' byte ranges.
+
+    The manifest must be the one in the lineage: its content hash (Parquet metadata, written by
+    curation) must equal the checkpoint's manifest_hash."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    from robodata.storage import StorageLocation
+
+    lin = meta.get("lineage") or {}
+    path = lin.get("manifest")
+    if not path:
+        raise RobodataError(
+            f"checkpoint {meta.get('checkpoint')} was not trained on a manifest (data source {lin.get('source')!r})"
+        )
+    split = ((meta.get("config") or {}).get("data") or {}).get("split")
+    opts = storage_options if storage_options is not None else StorageLocation.from_env(path).fsspec_options()
+    try:
+        with fsspec.open(path, "rb", **opts) as f:
+            pf = pq.ParquetFile(f)
+            found = (pf.schema_arrow.metadata or {}).get(MANIFEST_META_CONTENT_HASH, b"").decode()
+            want = lin.get("manifest_hash")
+            if found != want:
+                raise RobodataError(
+                    f"manifest {path}: content hash {found or 'missing'} is not the checkpoint's {want}"
+                )
+            for batch in pf.iter_batches(columns=list(EPISODE_COLUMNS), batch_size=batch_size):
+                for row in batch.to_pylist():
+                    if split is None or row["split"] == split:
+                        yield row
+    except (OSError, ValueError) as exc:
+        raise RobodataError(f"manifest {path!r} cannot be read: {exc}") from exc
+
+
+def byte_ranges(row: dict[str, Any]) -> tuple[str, str]:
+    """(`first-last` bytes of the container object, `first-last` bytes of its footer index)."""
+    size, off, length = int(row["size_bytes"]), int(row["footer_offset"]), int(row["footer_length"])
+    return f"0-{size - 1}", f"{off}-{off + length - 1}"

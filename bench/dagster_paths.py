@@ -1,0 +1,342 @@
+"""Each way a user drives the Dagster layer, exercised as they would, from the repo root with the
+installed commands (`dagster`, `dagster-daemon`, `dagster-webserver`, `robodata-dagster`) on a fresh
+instance (the embedded default: SQLite under a temporary DAGSTER_HOME, local files).
+
+    python -m bench.dagster_paths --quick        (--smoke: tiny episodes, same paths and keys)
+
+cli_materialize_ok: `robodata-dagster add-batch` (the batch manifest, then the `ingest_batch`
+    partition), then `dagster asset materialize --partition` of the ingestion graph in a subprocess:
+    exit 0, every good episode in a container and in the catalog, a broken one quarantined; and a
+    partition that was never added fails with an error naming it.
+daemon_sensor_runs: `dagster sensor start landing_zone_live_sensor` + `dagster-daemon run`; two
+    batches are dropped into the landing zone one after the other (moved in, as an uploader does):
+    successful runs the daemon launched from the sensor.
+incremental_second_batch_only: the second run's partition is the second batch, it converted only
+    that batch's episodes, and the first batch's containers were not touched.
+ui_pages_ok: pages of `dagster-webserver` rendered in headless Chromium with no error banner: the
+    asset graph, a partitioned asset's partitions, asset checks showing a quarantine reason, the
+    sensors (bench/dagster_paths_ui.py); of 4.
+lineage_resolves: after `robodata-dagster specs` and materializing manifest[demo] and
+    training_run[demo|demo] with `dagster asset materialize`, `robodata-dagster lineage` resolves the
+    newest checkpoint to its manifest partition and catalog Delta version from the event log alone,
+    matching the checkpoint's own meta.json and the catalog; `robodata lineage --episodes` lists
+    the manifest's training episodes.
+preview_warnings: Python warnings (preview, beta, deprecated APIs) while the code location is
+    imported and its definitions built. cli_superseded_warnings: Dagster's own notice that
+    `dagster asset materialize` is superseded by `dg launch` (printed by the CLI command itself,
+    counted over the bench's `dagster asset materialize` calls; not a warning of this code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import emit, parse, size_of
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+# episodes per batch, seconds per episode, frame size
+SIZES = {"smoke": (1, 1.0, 16), "quick": (2, 2.0, 32), "full": (6, 4.0, 64)}
+INGEST = "*episode_metadata,segments,features"  # the ingestion graph (and its QC checks)
+TINY_TRAIN = [
+    "steps=2",
+    "global_batch_size=2",
+    "topology.nodes=1",
+    "topology.gpus_per_node=2",
+    "model.channels=[8]",
+    "model.latent_dim=8",
+    "model.hidden_dim=16",
+    "data.image_size=16",
+    "data.stride_s=0.25",
+]
+
+
+class User:
+    """A shell in the repo root with the venv's commands and a fresh instance."""
+
+    def __init__(self, tmp: Path):
+        self.tmp, self.home, self.state = tmp, tmp / "dagster_home", tmp / "state"
+        self.home.mkdir()
+        local = (REPO / "resources" / "dagster.local.yaml").read_text()
+        (self.home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
+        self.env = dict(
+            os.environ,
+            PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            DAGSTER_HOME=str(self.home),
+            DAGSTER_DISABLE_TELEMETRY="1",
+            ROBODATA_DEPLOYMENT="local",
+            ROBODATA_STORAGE_ROOT=str(self.state),
+            ROBODATA_LANDING=str(tmp / "landing"),
+        )
+        self.superseded = 0
+
+    def run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        out = subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout)
+        self.superseded += out.stderr.count("SupersessionWarning")
+        return out
+
+    def materialize(self, select: str, partition: str, *extra: str) -> subprocess.CompletedProcess:
+        """`dagster asset materialize -m robodata_dagster.definitions --select ... --partition ...`"""
+        module = ("-m", "robodata_dagster.definitions")
+        return self.run(
+            "dagster", "asset", "materialize", *module, "--select", select, "--partition", partition, *extra
+        )
+
+    def spawn(self, *argv: str, log: str) -> subprocess.Popen:
+        with open(self.tmp / log, "w") as f:
+            return subprocess.Popen(
+                argv, cwd=REPO, env=self.env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def init_instance(self) -> None:
+        """Create the instance's SQLite storages once, before several processes open it at the same
+        time (concurrent first opens of a fresh instance race on its schema migrations)."""
+        with self.instance() as instance:
+            instance.get_run_records(limit=1)
+
+    def instance(self):
+        import dagster as dg
+
+        return dg.DagsterInstance.from_config(str(self.home))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def synth(dest: Path, n: int, duration: float, px: int, seed: int, broken: bool = False) -> list[str]:
+    """n episodes of site `site-<seed>` (+ one with a truncated JPEG when `broken`: quarantined with
+    its reason) written to a staging folder next to `dest`, then moved into `dest` one item at a
+    time (complete items appear atomically, as an upload does)."""
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    stage = dest.parent / f".stage-{seed}"
+
+    def cfg(episodes: int, seed: int, site: str) -> SynthConfig:
+        cams = ("cam_left", "wrist")
+        return SynthConfig(episodes, duration, cams, px, px, fps=10.0, state_hz=20.0, seed=seed, site=site)
+
+    synthesize(cfg(n, seed, f"site-{seed}"), stage)
+    if broken:
+        (bad,) = synthesize(cfg(1, seed + 1000, "site-broken"), stage)
+        victim = sorted((bad / "wrist").glob("*.jpg"))[1]
+        victim.write_bytes(victim.read_bytes()[:64])
+    dest.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in stage.iterdir())
+    for name in names:
+        os.rename(stage / name, dest / name)
+    shutil.rmtree(stage)
+    return names
+
+
+def batch_rows(state: Path, batch: str) -> list[dict]:
+    from deltalake import DeltaTable
+
+    cat = DeltaTable(str(state / "catalog" / "episodes")).to_pyarrow_table()
+    return [r for r in cat.to_pylist() if r["ingest_batch"] == batch]
+
+
+def cli_materialize(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
+    synth(u.tmp / "land-cli", n, duration, px, seed=1, broken=True)
+    added = u.run("robodata-dagster", "add-batch", str(u.tmp / "land-cli"), "--batch", "cli-1")
+    mat = u.run(
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "robodata_dagster.definitions",
+        "--select",
+        INGEST,
+        "--partition",
+        "cli-1",
+    )
+    rows = batch_rows(u.state, "cli-1") if mat.returncode == 0 else []
+    passed = [r for r in rows if r["qc_status"] == "pass"]
+    containers = list((u.state / "containers" / "cli-1").rglob("*.rdep"))
+    missing = u.run(
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "robodata_dagster.definitions",
+        "--select",
+        INGEST,
+        "--partition",
+        "never-added",
+    )
+    clear = missing.returncode != 0 and "never-added" in "\n".join(missing.stderr.strip().splitlines()[-3:])
+    ok = added.returncode == 0 and mat.returncode == 0 and len(rows) == n + 1 and len(passed) == n == len(containers)
+    return {
+        "cli_materialize_ok": ok and clear,
+        "cli_missing_partition_error": missing.stderr.strip().splitlines()[-1][:200] if missing.stderr else "",
+        "cli_errors": "" if ok else (added.stderr + mat.stderr)[-2000:],
+    }
+
+
+def wait_runs(u: User, instance, k: int, timeout_s: float) -> list:
+    import dagster as dg
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/sensor_name": "landing_zone_live_sensor"}))
+        done = [r for r in runs if r.is_finished]
+        if len(done) >= k:
+            return sorted(done, key=lambda r: instance.get_run_record_by_id(r.run_id).create_timestamp)
+        time.sleep(1)
+    return []
+
+
+def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
+    import dagster as dg
+
+    started = u.run("dagster", "sensor", "start", "landing_zone_live_sensor", "-w", "workspace.yaml")
+    daemon = u.spawn("dagster-daemon", "run", "-w", "workspace.yaml", log="daemon.log")
+    landing = Path(u.env["ROBODATA_LANDING"])
+    t0 = time.perf_counter()
+    try:
+        with u.instance() as instance:
+            synth(landing, n, duration, px, seed=2)
+            first = wait_runs(u, instance, 1, 300)
+            before = {p: p.stat().st_mtime_ns for p in (u.state / "containers").rglob("*.rdep")}
+            synth(landing, n, duration, px, seed=3)
+            runs = wait_runs(u, instance, 2, 300)
+            ok = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS]
+            incremental = False
+            if len(ok) == 2 and first:
+                second = ok[1]
+                mats = {
+                    r.event_log_entry.dagster_event.asset_key.to_user_string(): r.event_log_entry.asset_materialization
+                    for r in instance.get_records_for_run(
+                        second.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION, limit=100
+                    ).records
+                }
+                seen = {k: v.metadata for k, v in mats.items() if v is not None}
+                batch2 = second.tags.get("dagster/partition")
+                untouched = all(p.stat().st_mtime_ns == t for p, t in before.items())
+                incremental = (
+                    batch2 != first[0].tags.get("dagster/partition")
+                    and seen["raw_episodes"]["episodes"].value == n
+                    and seen["episodes"]["converted"].value == n
+                    and len(batch_rows(u.state, batch2)) == n
+                    and bool(before)
+                    and untouched
+                )
+    finally:
+        stop(daemon)
+    return {
+        "daemon_sensor_runs": len(ok),
+        "incremental_second_batch_only": incremental,
+        "daemon_paths_s": round(time.perf_counter() - t0, 1),
+        "daemon_errors": "" if len(ok) == 2 else (started.stderr + (u.tmp / "daemon.log").read_text())[-2000:],
+    }
+
+
+def lineage(u: User) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from robodata.catalog.schema import MANIFEST_META_CATALOG_VERSION
+    from robodata.train.lineage import read_checkpoint_meta
+
+    specs = u.run("robodata-dagster", "specs")
+    curate = u.run(
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "robodata_dagster.definitions",
+        "--select",
+        "manifest",
+        "--partition",
+        "demo",
+    )
+    cfg = {"ops": {"training_run": {"config": {"run_dir": str(u.tmp / "train"), "overrides": TINY_TRAIN}}}}
+    train = u.materialize("training_run", "demo|demo", "--config-json", json.dumps(cfg))
+    out = u.run("robodata-dagster", "lineage")
+    ok = all(p.returncode == 0 for p in (specs, curate, train, out))
+    if not ok:
+        return {"lineage_resolves": False, "lineage_errors": (curate.stderr + train.stderr + out.stderr)[-2000:]}
+    lin = json.loads(out.stdout)
+    meta = read_checkpoint_meta(lin["checkpoint"])  # the checkpoint's own record, for comparison
+    manifest = pq.read_schema(lin["manifest_path"]).metadata
+    version = lin["catalog_version"]
+    catalog = str(u.state / "catalog" / "episodes")
+    listed = u.run("robodata", "lineage", lin["checkpoint"], "--episodes")
+    episodes = len(listed.stdout.strip().splitlines()) - 1
+    train_rows = pq.read_table(lin["manifest_path"], columns=["split"]).column("split").to_pylist().count("train")
+    resolves = (
+        lin["consistent"]
+        and lin["manifest_partition"] == "demo"
+        and version == meta["lineage"]["catalog_version"] == int(manifest[MANIFEST_META_CATALOG_VERSION])
+        and DeltaTable(catalog, version=version).version() == version  # that catalog version exists
+        and lin["manifest_hash"] == meta["lineage"]["manifest_hash"]
+        and episodes == train_rows > 0
+    )
+    return {"lineage_resolves": resolves, "lineage_catalog_version": version, "lineage_episodes": episodes}
+
+
+def load_warnings(u: User) -> int:
+    """Python warnings while the code location is imported and its definitions built."""
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from robodata_dagster.definitions import loaded\n"
+        "    d = loaded()\n"
+        "    d.resolve_asset_graph(), d.resolve_all_job_defs()\n"
+        "print(len(w))\n"
+    )
+    out = u.run(sys.executable, "-c", code)
+    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else -1
+
+
+def main(argv: list[str] | None = None) -> None:
+    from bench.dagster_paths_ui import start_webserver, ui_pages
+
+    args = parse(__doc__.splitlines()[0], argv)
+    size = size_of(args)
+    n, duration, px = SIZES[size]
+    result: dict[str, Any] = {"size": size}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-dagster-paths-") as d:
+        u = User(Path(d))
+        result["preview_warnings"] = load_warnings(u)
+        u.init_instance()
+        # The daemon path is mostly waiting (sensor ticks, run start-up): it runs alongside the CLI
+        # paths, on the same instance, as a deployment would; the webserver starts meanwhile too.
+        daemon: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: daemon.update(daemon_sensor(u, n, duration, px)))
+        thread.start()
+        web = start_webserver(u)
+        try:
+            result.update(cli_materialize(u, n, duration, px))
+            result.update(lineage(u))
+            thread.join()
+            result.update(daemon)
+            result.update(ui_pages(u, web, n_batches=3))
+        finally:
+            stop(web[0])
+        result["cli_superseded_warnings"] = u.superseded
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

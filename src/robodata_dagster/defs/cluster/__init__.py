@@ -1,0 +1,1 @@
+"""Scheduler-record repair sensors (cordons, stale allocations)."""

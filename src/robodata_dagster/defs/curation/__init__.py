@@ -1,0 +1,1 @@
+"""Curation: manifests per curation spec and site acceptance over the catalog."""

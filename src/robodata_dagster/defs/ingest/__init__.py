@@ -1,0 +1,1 @@
+"""Ingestion: landing zone -> batch partitions -> containers, QC checks and catalog rows."""

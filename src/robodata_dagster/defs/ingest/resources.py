@@ -1,0 +1,136 @@
+"""Ingestion's configuration: `ingest` (robodata.ingest.settings.IngestSettings, field for field)
+and `landing` (where the sensors list, how they cut batches and stagger launches).
+
+Roots are local folders or s3://bucket/prefix; empty means the deployment's (lib/env.py), resolved
+in the process that uses it. S3 endpoint, region and credentials never enter run config:
+`paths()` reads the AWS_* variables of the process that runs the step (StorageLocation.from_env).
+"""
+
+import math
+import os
+
+import dagster as dg
+from pydantic import Field
+
+from robodata.ingest.landing.launches import BatchPolicy
+from robodata.ingest.landing.stagger import StaggerPolicy
+from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.tables import IngestPaths
+from robodata.storage import StorageLocation
+from robodata_dagster.lib.env import setting, storage_root
+from robodata_dagster.lib.settings import to_settings
+
+
+class VideoConfig(dg.Config):
+    """robodata.container.meta.VideoSettings."""
+
+    codec: str = "h264"
+    gop: int = 30
+    crf: int = 23
+    preset: str = "veryfast"
+    bframes: int = 0
+    threads: int = 0  # encoder threads per camera; 0 = the codec's choice
+
+
+class QCThresholdsConfig(dg.Config):
+    """robodata.ingest.qc.QCThresholds."""
+
+    rate_tolerance: float = 0.15
+    max_gap_periods: float = 4.0
+    joint_abs_max: float = 2 * math.pi
+    max_clock_error_ms: float = 5.0
+    min_duration_s: float = 0.5
+    duration_tolerance_s: float = 0.5
+
+
+class QCConfig(dg.Config):
+    """robodata.ingest.qc.QCSelection: which checks run per vendor / source, which quarantine."""
+
+    checks: list[str] = list(ALL_CHECKS)
+    by_vendor: dict[str, list[str]] = {}
+    by_source: dict[str, list[str]] = {}
+    blocking: list[str] = list(DEFAULT_BLOCKING)
+    thresholds: QCThresholdsConfig = QCThresholdsConfig()
+
+
+class TopicRuleConfig(dg.Config):
+    """robodata.ingest.topics.TopicRule."""
+
+    topic: str
+    kind: str
+    stream: str = "{name}"
+    field: str = ""
+    rate_hz: float = 0.0
+    units: str = ""
+
+
+class IngestResource(dg.ConfigurableResource):
+    """IngestSettings, plus `bulk`: the throughput profile (IngestSettings.for_bulk) on the cores of
+    the machine that runs the step, unless `workers` is set above 1."""
+
+    root: str = Field(default="", description="state root (folder or s3://); empty: ROBODATA_STORAGE_ROOT, else .demo")
+    workers: int = 1
+    decode_threads: int = 2
+    video: VideoConfig = VideoConfig()
+    topics: list[TopicRuleConfig] = []
+    unknown_topics: str = "report"
+    qc: QCConfig = QCConfig()
+    visual_frames: int = 6
+    bulk: bool = False
+
+    def root_uri(self) -> str:
+        return storage_root(self.root)
+
+    def paths(self) -> IngestPaths:
+        return IngestPaths(StorageLocation.from_env(self.root_uri()))
+
+    def settings(self) -> IngestSettings:
+        s = to_settings(IngestSettings, self, root=self.root_uri())
+        if self.bulk:
+            s = s.for_bulk(self.workers if self.workers > 1 else max(1, os.cpu_count() or 1))
+        return s
+
+
+class BatchConfig(dg.Config):
+    """robodata.ingest.landing.launches.BatchPolicy: how a tick cuts new landing items into batches."""
+
+    max_items: int = 1000
+    max_bytes: int = 64 * 2**30
+    settle_s: float = 2.0
+    list_limit: int = 100_000
+
+
+class StaggerConfig(dg.Config):
+    """robodata.ingest.landing.stagger.StaggerPolicy: how batch runs are spread over time."""
+
+    max_concurrent: int = 32
+    run_s: float = 60.0
+    jitter: float = 0.5
+    seed: int = 0
+
+
+class LaunchConfig(dg.Config):
+    batch: BatchConfig = BatchConfig()
+    stagger: StaggerConfig = StaggerConfig()
+
+    def policies(self) -> tuple[BatchPolicy, StaggerPolicy]:
+        return to_settings(BatchPolicy, self.batch), to_settings(StaggerPolicy, self.stagger)
+
+
+class LandingResource(dg.ConfigurableResource):
+    """The landing zone the sensors list, and their batch / launch policies (bulk and live)."""
+
+    landing: str = Field(default="", description="folder or s3://; empty: ROBODATA_LANDING, else <root>/landing")
+    bulk: LaunchConfig = LaunchConfig(stagger=StaggerConfig(max_concurrent=8))
+    live: LaunchConfig = LaunchConfig(
+        batch=BatchConfig(max_items=16, settle_s=0.5), stagger=StaggerConfig(max_concurrent=8, run_s=0.0)
+    )
+
+    def landing_uri(self, root: str) -> str:
+        return self.landing or setting("ROBODATA_LANDING", f"{root.rstrip('/')}/landing")
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"ingest": IngestResource(), "landing": LandingResource()})

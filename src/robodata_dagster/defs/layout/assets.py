@@ -1,0 +1,86 @@
+"""Workload-aware layout: the advised plan for a read pattern, and catalog partitions re-laid into it.
+
+Core logic lives in robodata.layout; these assets only pass config and report a handful of
+facts per plan / per partition (never per episode).
+"""
+
+import dagster as dg
+
+from robodata.config import load_yaml
+from robodata.layout.config import AdvisorConfig
+from robodata.layout.relayout import RelayoutConfig, relayout_partition
+from robodata.storage import StorageLocation
+from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
+from robodata_dagster.lib import steps
+from robodata_dagster.lib.settings import to_settings
+
+
+class LayoutPlanConfig(dg.Config):
+    pattern: str = "wam"  # preset name or a ReadPattern YAML/JSON file
+    episodes: list[str] = []  # sample containers (paths, dirs, globs, URLs) ...
+    catalog_uri: str = ""  # ... or a random sample of this catalog
+    sample: int = 4
+    advisor_yaml: str = ""  # AdvisorConfig YAML (defaults if empty)
+    plan_path: str = ".robodata/layout/plan.json"
+
+
+class RelayoutRunConfig(dg.Config):
+    """robodata.layout.relayout.RelayoutConfig (storage options: from the AWS_* variables)."""
+
+    catalog_uri: str
+    plan_path: str = ".robodata/layout/plan.json"
+    max_episodes: int = 0  # 0: the whole partition
+    merge_every: int = 500
+    min_psnr_db: float = 30.0
+
+
+@steps.asset(
+    "encode",
+    group_name="layout",
+    description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern.",
+)
+def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> dg.MaterializeResult:
+    from robodata.container import EpisodeReader
+    from robodata.layout.advisor import advise
+    from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
+
+    cfg = load_yaml(AdvisorConfig, config.advisor_yaml) if config.advisor_yaml else AdvisorConfig()
+    # catalog, sample containers and the plan may be on S3 (options from the AWS_* variables)
+    if config.catalog_uri:
+        delta = StorageLocation.from_env(config.catalog_uri).delta_options()
+        uris = sample_catalog(config.catalog_uri, config.sample, cfg.seed, storage_options=delta)
+    else:
+        uris = expand_episodes(config.episodes)
+    opts = StorageLocation.from_env(uris[0]).fsspec_options()
+    first = EpisodeReader.open(uris[0], **opts)
+    pattern = resolve_pattern(config.pattern, first.meta)
+    first.close()
+    plan = advise(pattern, uris, cfg, log=context.log.info, **opts)
+    plan_path = StorageLocation.from_env(config.plan_path)
+    plan.save(plan_path.root, plan_path.fsspec_options())
+    return dg.MaterializeResult(
+        metadata={
+            "plan_path": plan_path.root,
+            "pattern": pattern.name,
+            "chosen": plan.chosen,
+            "layout_version": plan.version,
+            "page_size": plan.page_size,
+            "sample_episodes": len(uris),
+            "alternatives": dg.MetadataValue.json(plan.alternatives),
+        }
+    )
+
+
+@steps.asset(
+    "encode",
+    group_name="layout",
+    deps=["layout_plan"],
+    partitions_def=RELAYOUT_DAY,
+    description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.",
+)
+def relaid_containers(context: dg.AssetExecutionContext, config: RelayoutRunConfig) -> dg.MaterializeResult:
+    cfg = to_settings(RelayoutConfig, config)
+    report = relayout_partition(context.partition_key, cfg, log=context.log.warning)
+    md = report.as_dict()
+    md["errors"] = dg.MetadataValue.json(md["errors"])
+    return dg.MaterializeResult(metadata=md)

@@ -1,0 +1,1 @@
+"""Housekeeping: event-log retention and catalog compaction."""

@@ -1,0 +1,78 @@
+"""Housekeeping jobs: event-log retention and catalog compaction (scheduled in schedules.py).
+
+event_log_cleanup   Dagster keeps every run and event forever; this prunes old finished runs
+                    (robodata_dagster.lib.retention; see docs/operations.md for the index and
+                    pool setup that goes with it).
+catalog_compaction  merges leave small files in the days they touch; this folds the recent days
+                    back into `delta.targetFileSize` files Z-ordered by (site, task, robot) and
+                    writes a checkpoint, so selective queries keep skipping data. Older days are
+                    not touched by ingestion and stay as compacted.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+
+from robodata_dagster.defs.curation.resources import CatalogResource
+from robodata_dagster.lib import steps
+from robodata_dagster.lib.retention import prune_runs
+
+MAINTENANCE_TAGS = {"robodata/run-kind": "maintenance"}
+
+
+class CleanupConfig(dg.Config):
+    older_than_days: float = 30.0
+    batch_size: int = 500
+    max_batches: int = 100
+
+
+@steps.op("light", description="Delete finished runs (and their event logs) older than the cutoff.")
+def prune_old_runs(context: dg.OpExecutionContext, config: CleanupConfig) -> dg.Output:
+    cutoff = datetime.now(UTC) - timedelta(days=config.older_than_days)
+    res = prune_runs(context.instance, cutoff, config.batch_size, config.max_batches)
+    context.log.info(
+        f"pruned {res.deleted} runs created before {cutoff.isoformat()} "
+        f"in {res.batches} batches; kept {res.kept_latest} holding latest materializations"
+    )
+    return dg.Output(
+        res.deleted,
+        metadata={
+            "deleted_runs": res.deleted,
+            "batches": res.batches,
+            "kept_latest": res.kept_latest,
+            "more_left": res.more_left,
+            "cutoff": cutoff.isoformat(),
+        },
+    )
+
+
+@dg.job(tags=MAINTENANCE_TAGS, description="Prune old runs and event-log rows (Dagster has no retention).")
+def event_log_cleanup():
+    prune_old_runs()
+
+
+class CompactConfig(dg.Config):
+    days: int = 3
+
+
+@steps.op("light", description="Compact and Z-order the catalog's most recent days.")
+def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, catalog: CatalogResource) -> None:
+    cat = catalog.catalog()
+    if not cat.exists():
+        context.log.info(f"no catalog at {cat.uri} yet; nothing to compact")
+        return
+    today = datetime.now(UTC).date()
+    days = [(today - timedelta(days=k)).isoformat() for k in range(config.days)]
+    metrics = cat.optimize(days=days)
+    context.add_output_metadata(
+        {
+            "days": days,
+            "files_added": metrics.get("numFilesAdded", 0),
+            "files_removed": metrics.get("numFilesRemoved", 0),
+        }
+    )
+
+
+@dg.job(tags=MAINTENANCE_TAGS, description="Daily catalog compaction of the most recent days.")
+def catalog_compaction():
+    compact_recent_days()

@@ -1,0 +1,1 @@
+"""Training on a manifest partition, with checkpoints, resume and lineage."""
