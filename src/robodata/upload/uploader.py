@@ -307,9 +307,11 @@ class Uploader:
         except (OSError, SpoolError):
             moved = None
         if moved != ep.contents():  # written to between the last check and the rename: put it back
-            if not os.path.lexists(self.spool / name):
-                os.rename(target, self.spool / name)
-            raise LocalChangedError(f"episode {name!r} changed just before its delete; it stays local")
+            back = self.spool / name
+            if os.path.lexists(back):  # a new entry took the name meanwhile: keep both, never purge
+                back = self.spool / f"{name}.restored-{time.time_ns()}"
+            os.rename(target, back)
+            raise LocalChangedError(f"episode {name!r} changed just before its delete; it stays local as {back.name}")
         self._remove_marker(name)
         self.journal.drop_episode(name, counters={"episodes_deleted": 1})
         for f in ep.files:
