@@ -9,6 +9,8 @@ import random
 import signal
 import sqlite3
 
+import pytest
+
 from tests.core.helpers_upload import (
     BUCKET,
     PREFIX,
@@ -162,3 +164,29 @@ def test_one_process_hashes_an_unchanged_file_once_and_any_change_again(tmp_path
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime; ctime moves
     assert up.run_pass() == {"offline": 1}
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("kind", ["file", "dir"])
+def test_killed_between_the_rename_into_the_trash_and_the_purge_is_checked_again(tmp_path, kind):
+    """The kill leaves a verified episode in the trash; upstream then loses an object. The next
+    start must put the episode back and upload it again, never purge the trash unchecked."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    name = "a.mcap" if kind == "file" else "b"
+    expected = write_episode(spool, name, random.Random(7), kind=kind, max_bytes=100_000)
+    with moto_server() as url:
+        client = s3(url)
+        cfg = write_config(tmp_path / "u.yaml", spool, url)
+        proc = upload_once(cfg, kill_after_verified=1)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+        assert _verified(spool) == {name}
+        trash = spool / ".robodata-upload" / "trash"
+        trash.mkdir(parents=True, exist_ok=True)
+        (spool / name).rename(trash / name)  # the state a kill right after _delete's rename leaves
+        client.delete_object(Bucket=BUCKET, Key=sorted(expected)[-1])
+        proc = upload_once(cfg)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, (out + err).decode()[-2000:]
+        assert upstream_identical(client, expected) == [], "the trash was purged while upstream had lost a copy"
+        assert not episodes_in(spool) and not any(trash.iterdir())

@@ -97,13 +97,24 @@ class Uploader:
         self.journal.bump(retries=1)
 
     def _recover(self) -> None:
-        """Finish deletes a kill interrupted. Everything in the trash was verified first."""
+        """Undo deletes a kill interrupted. An episode in the trash was verified when it went there,
+        but upstream may have changed since: it goes back into the spool, where the next pass checks
+        it against upstream as it is now before deleting it. Nothing in the trash is purged unchecked."""
         if self.trash.exists():
-            shutil.rmtree(self.trash)
+            for entry in sorted(os.listdir(self.trash)):
+                self._restore(entry)
         for name, _ in self.journal.episodes("verified"):
-            if not os.path.lexists(self.spool / name):
+            if not os.path.lexists(self.spool / name):  # the kill came after the purge
                 self._remove_marker(name)
                 self.journal.drop_episode(name, counters={"episodes_deleted": 1})
+
+    def _restore(self, entry: str) -> Path:
+        """Move trash/entry back into the spool (under a fresh name if a new entry took its own)."""
+        back = self.spool / entry
+        if os.path.lexists(back):  # keep both, never purge
+            back = self.spool / f"{entry}.restored-{time.time_ns()}"
+        os.rename(self.trash / entry, back)
+        return back
 
     def close(self) -> None:
         self.journal.close()
@@ -299,21 +310,21 @@ class Uploader:
         assert self.journal.episode_state(name) == ("verified", ""), name
         self.trash.mkdir(parents=True, exist_ok=True)
         target = self.trash / name
-        if os.path.lexists(target):
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        if os.path.lexists(target):  # left by a failed delete in this process: back to the spool, unpurged
+            self._restore(name)
+            raise LocalChangedError(f"episode {name!r}: an earlier copy was in the trash; it is back in the spool")
         os.rename(self.spool / name, target)  # atomic: the episode leaves the spool in one step
         try:
             moved = describe(self.trash, name).contents()
         except (OSError, SpoolError):
             moved = None
         if moved != ep.contents():  # written to between the last check and the rename: put it back
-            back = self.spool / name
-            if os.path.lexists(back):  # a new entry took the name meanwhile: keep both, never purge
-                back = self.spool / f"{name}.restored-{time.time_ns()}"
-            os.rename(target, back)
+            back = self._restore(name)
             raise LocalChangedError(f"episode {name!r} changed just before its delete; it stays local as {back.name}")
+        # Purge first, then forget: a kill before the purge leaves the trash entry, its marker and
+        # its "verified" row, so the next start restores and re-checks it (see _recover).
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
         self._remove_marker(name)
         self.journal.drop_episode(name, counters={"episodes_deleted": 1})
         for f in ep.files:
             self._digests.pop(episode_key(self.cfg.site_prefix, name, f.relpath), None)
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
