@@ -8,6 +8,9 @@ import http.client
 import logging
 import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -245,7 +248,7 @@ class Monitor(threading.Thread):
                 time.sleep(0.01)
             if name in self.expected:
                 self.deleted.append(name)
-                keys = dict(self.expected[name])
+                keys: dict[str, bytes | None] = dict(self.expected[name])
                 if any(k.startswith(f"{PREFIX}/{name}/") for k in keys):  # directories: manifest too
                     keys[f"{PREFIX}/{name}/_UPLOADED.json"] = None
                 bad = upstream_identical(self.client, {k: v for k, v in keys.items() if v is not None})
@@ -257,3 +260,43 @@ class Monitor(threading.Thread):
                 if bad:
                     self.deleted_unverified.append(name)
         self.seen = (self.seen & now) | {n for n in now if not n.endswith(".partial")}
+
+
+# real kills at a chosen point ------------------------------------------------------------
+KILL_AFTER_VERIFIED = "ROBODATA_TEST_KILL_AFTER_VERIFIED"
+
+
+def kill_after_verified_main() -> None:
+    """The real `robodata` CLI, SIGKILLed by itself right after its journal committed "verified"
+    for the N-th time (N = $ROBODATA_TEST_KILL_AFTER_VERIFIED), before that episode's local delete.
+
+    Run as ``python -c "from tests.core.helpers_upload import kill_after_verified_main as m; m()" upload once ...``.
+    """
+    from robodata.cli import app
+    from robodata.upload.journal import Journal
+
+    left = [int(os.environ[KILL_AFTER_VERIFIED])]
+    original = Journal.set_episode
+
+    def set_episode(self, name, state, *args, **kwargs):
+        original(self, name, state, *args, **kwargs)  # committed (WAL) before the kill
+        if state == "verified":
+            left[0] -= 1
+            if left[0] <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    Journal.set_episode = set_episode  # type: ignore[method-assign]
+    sys.argv = ["robodata", *sys.argv[1:]]
+    app()
+
+
+def upload_once(cfg: Path, kill_after_verified: int | None = None) -> subprocess.Popen:
+    """`robodata upload once -c cfg` in a subprocess; optionally SIGKILLed right after "verified"."""
+    env = {**os.environ, **CREDS}
+    if kill_after_verified is None:
+        cmd = [sys.executable, "-m", "robodata.cli"]
+    else:
+        env[KILL_AFTER_VERIFIED] = str(kill_after_verified)
+        cmd = [sys.executable, "-c", "from tests.core.helpers_upload import kill_after_verified_main as m; m()"]
+    cmd += ["upload", "once", "-c", str(cfg), "--no-progress"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,5 +1,5 @@
 """Page cache under many processes and SIGKILL: pages always match the origin, the index
-stays consistent and within budget, and reconcile() repairs what a kill can leave."""
+stays consistent and within budget, and opening the cache settles what a kill can leave."""
 
 from __future__ import annotations
 
@@ -100,12 +100,18 @@ def test_sigkill_mid_flight_leaves_no_corrupt_page(tmp_path):
             p.start()
         time.sleep(0.6 + 0.2 * round_)
         for p in procs:
+            assert p.pid is not None
             os.kill(p.pid, signal.SIGKILL)  # mid-read, mid-write, mid-transaction: wherever they are
         for p in procs:
             p.join(10)
             assert p.exitcode == -signal.SIGKILL
-    cache = PageCache(cfg)  # opening recovers the WAL of killed writers
+    cache = PageCache(cfg)  # opening recovers the WAL and settles what the killed processes left
     assert _verify_disk_against_origin(cache, objs) > 0
+    # Without any reconcile: every page file on disk is counted, and the budget holds.
+    rows = {(o, p): n for o, p, n in cache._proc().rows()}
+    files = {(o, p) for o, p, _ in cache.store.scan() if o is not None}
+    assert files == set(rows) and not any(o is None for o, _, _ in cache.store.scan())
+    assert cache.stats().resident_bytes == sum(rows.values()) <= cfg.budget_bytes
     cache.reconcile(grace_s=0)
     rows = {(o, p): n for o, p, n in cache._proc().rows()}
     files = {(o, p) for o, p, _ in cache.store.scan() if o is not None}

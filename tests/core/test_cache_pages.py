@@ -54,7 +54,12 @@ def test_only_missing_pages_are_fetched_with_one_request_per_run(tmp_path):
     calls = []
     fs = cache._origin(uri)
     real = fs.cat_file
-    fs.cat_file = lambda path, start, end: calls.append((start, end)) or real(path, start=start, end=end)
+
+    def counted(path, start, end):
+        calls.append((start, end))
+        return real(path, start=start, end=end)
+
+    fs.cat_file = counted
     assert cache.read(uri, 0, 5 * PS) == data[: 5 * PS]
     assert calls == [(0, 2 * PS), (3 * PS, 5 * PS)]
 

@@ -51,12 +51,13 @@ def guard_deletes(up: Uploader, direct, expected):
     """Spy: at the moment of every local delete, the upstream copy must already be identical."""
     deleted, original = [], up._delete
 
-    def checked(name):
+    def checked(ep):
+        name = ep.name
         assert upstream_identical(direct, expected[name]) == [], f"{name} deleted before it was upstream intact"
         deleted.append(name)
-        original(name)
+        original(ep)
 
-    up._delete = checked
+    setattr(up, "_delete", checked)  # noqa: B010 - a spy on the instance
     return deleted
 
 

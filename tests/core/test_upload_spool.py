@@ -195,7 +195,8 @@ def test_state_dict_moves_an_upload_between_journals(env):
     data = RNG.randbytes(4 * PART + 1)
     (spool / "big.mcap").write_bytes(data)
     up = uploader(spool, url)
-    assert isinstance(up, Stateful)
+    as_stateful: object = up  # (narrowing this name keeps `up` typed as an Uploader)
+    assert isinstance(as_stateful, Stateful)
     up.on_bytes = crash_after(2)
     with pytest.raises(Crash):
         up.run_pass()

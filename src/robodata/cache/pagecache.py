@@ -9,6 +9,11 @@ Many processes share one cache directory: dataloader workers of several training
 on a node. Hits are lock-free (a page file exists or it does not); misses on the same
 page are single-flight across processes (striped flock files), and the index is a WAL
 SQLite database (see index.py for why and for the crash-safety argument).
+
+Budget after crashes: a page is counted against the budget before its file is written, so a
+process killed at any point leaves only counted files (or files it was deleting); the next
+process to open the cache settles them (recovery.py), at a cost that does not grow with the
+number of cached pages.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from robodata.cache import recovery
 from robodata.cache.config import PageCacheConfig
-from robodata.cache.index import PageIndex
+from robodata.cache.index import Key, PageIndex
+from robodata.cache.owners import Owner
 from robodata.cache.store import PageStore
 from robodata.errors import RobodataError
 
@@ -62,8 +70,11 @@ class PageCache:
         self._lock_fds: dict[int, int] = {}
         self._thread_locks: dict[int, threading.Lock] = {}
         self._mutex = threading.Lock()
-        self._pending_touch: set[tuple[str, int]] = set()
+        self._pending_touch: dict[Key, int] = {}  # page -> length, served from disk since the last flush
         self._pending: dict[str, int] = {}
+        self._owner: Owner | None = None
+        self._unlinked: list[Key] = []  # evicted pages unlinked since the last index transaction
+        self.settled: dict[str, int] = {}  # what opening the cache found left by dead processes
         self._last_flush = time.monotonic()
         self.local = CacheStats()  # this process's own counters
 
@@ -73,18 +84,26 @@ class PageCache:
             self._reset()
             self._pid = os.getpid()
             self._index = PageIndex(self.root / "index.sqlite", self.config.page_size, self.config.busy_timeout_s)
-            # Flush batched counters/touches when a process exits normally (multiprocessing
-            # children, e.g. dataloader workers, skip atexit but run these finalizers).
+            self._owner = Owner(self.root)
+            # Flush batched counters/touches and unregister when a process exits normally
+            # (multiprocessing children, e.g. dataloader workers, skip atexit but run finalizers).
             multiprocessing.util.Finalize(self, PageCache._exit_flush, args=(weakref.ref(self),), exitpriority=10)
+            self.settled = recovery.settle_dead(self)  # leftovers of killed processes, counted
         assert self._index is not None
         return self._index
+
+    @property
+    def owner(self) -> str:
+        self._proc()
+        assert self._owner is not None
+        return self._owner.id
 
     @staticmethod
     def _exit_flush(ref) -> None:
         cache = ref()
         if cache is not None and cache._pid == os.getpid():
             with contextlib.suppress(Exception):  # best effort at exit
-                cache.flush()
+                cache._retire()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config}
@@ -103,7 +122,7 @@ class PageCache:
         size = idx.object_size(oid)
         if size is None:
             size = int(self._origin(uri).size(self._strip(uri)))
-            self._unlink(idx.set_object(oid, uri, size))
+            self._unlink_victims(idx.set_object(oid, uri, size, self.owner))
         return size
 
     def declare(self, uri: str, size: int) -> None:
@@ -111,7 +130,7 @@ class PageCache:
         oid = object_id(uri)
         idx = self._proc()
         if idx.object_size(oid) != size:
-            self._unlink(idx.set_object(oid, uri, size))
+            self._unlink_victims(idx.set_object(oid, uri, size, self.owner))
 
     def read(self, uri: str, offset: int, length: int, size: int | None = None) -> bytes:
         size = self.object_size(uri) if size is None else size
@@ -135,7 +154,10 @@ class PageCache:
         with self._mutex:
             self.local.hits += hits
             self._pending["hits"] = self._pending.get("hits", 0) + hits
-            self._pending_touch.update((oid, p) for p in range(first, last + 1) if p not in missing)
+            filled = set(missing)
+            for p in range(first, last + 1):
+                if p not in filled:
+                    self._pending_touch[(oid, p)] = len(pages[p])
         self._maybe_flush()
         buf = b"".join(pages[p] for p in range(first, last + 1))
         lo = offset - first * ps
@@ -150,47 +172,38 @@ class PageCache:
     def flush(self) -> None:
         idx = self._proc()
         with self._mutex:
-            touch, pending = self._pending_touch, self._pending
-            self._pending_touch, self._pending = set(), {}
+            touch, pending, unlinked = self._pending_touch, self._pending, self._unlinked
+            self._pending_touch, self._pending, self._unlinked = {}, {}, []
             self._last_flush = time.monotonic()
-        if touch or pending:
-            idx.touch(sorted(touch), pending)
+        if touch or pending or unlinked:
+            victims = idx.touch(
+                self.owner, dict(sorted(touch.items())), pending, self.config.budget_bytes, unlinked, self.store.exists
+            )
+            self.local.evictions += len(victims)
+            self._unlink_victims(victims)
 
     def reconcile(self, grace_s: float = 60.0) -> dict[str, int]:
-        """Repair after crashes: delete temp leftovers and page files without an index row,
-        drop rows whose file is gone, recount resident bytes. Safe while others run:
-        files younger than `grace_s` are left alone (their row may be about to be written)."""
-        idx = self._proc()
-        rows = {(o, p) for o, p, _ in idx.rows()}
-        seen: set[tuple[str, int]] = set()
-        removed_tmp = removed_orphans = 0
-        young = time.time() - grace_s
-        for oid, page, path in self.store.scan():
-            try:
-                mtime = path.stat().st_mtime
-            except FileNotFoundError:
-                continue
-            if oid is None:
-                if mtime < young or not _pid_alive(path.name):
-                    path.unlink(missing_ok=True)
-                    removed_tmp += 1
-                continue
-            seen.add((oid, page))
-            if (oid, page) not in rows and mtime < young:
-                path.unlink(missing_ok=True)
-                removed_orphans += 1
-        dangling = sorted(rows - seen)
-        idx.drop_rows(dangling)
-        idx.recount()
-        return {"temp_files": removed_tmp, "orphan_pages": removed_orphans, "dangling_rows": len(dangling)}
+        """Full repair (a scan of every page file, see recovery.py): settle dead processes, delete
+        temp leftovers and page files no row accounts for, drop rows whose file is gone, recount
+        resident bytes. Safe while others run: files younger than `grace_s` are left alone."""
+        return recovery.reconcile(self, grace_s)
 
     def close(self) -> None:
         if self._pid == os.getpid() and self._index is not None:
-            self.flush()
+            self._retire()
             self._index.close()
             for fd in self._lock_fds.values():
                 os.close(fd)
         self._reset()
+
+    def _retire(self) -> None:
+        """Flush, drop this owner's remaining rows (its unlinks are done), unregister."""
+        if self._owner is None or self._owner.fd is None:
+            return
+        self.flush()
+        assert self._index is not None
+        self._index.retire(self._owner.id)
+        self._owner.close()
 
     # ------------------------------------------------------------ internals
     def _page_len(self, page: int, size: int) -> int:
@@ -198,14 +211,13 @@ class PageCache:
         return min(ps, size - page * ps)
 
     def _fill(self, uri: str, oid: str, size: int, missing: list[int]) -> dict[int, bytes]:
-        """Fetch missing pages once node-wide: lock their stripes (sorted: no deadlock),
-        re-check the disk, fetch runs of still-missing pages, write, index."""
-        stripes = sorted({(int(oid[:8], 16) + p) % self.config.lock_stripes for p in missing})  # same in every process
+        """Fetch missing pages once node-wide: lock their stripes (sorted: no deadlock), re-check
+        the disk, reserve the still-missing pages in the index (counted, evicting as needed),
+        fetch runs of them, write, commit; unlink the evicted pages once the stripes are free."""
         got: dict[int, bytes] = {}
-        held = []
-        try:
-            for s in stripes:
-                held.append(self._lock(s))
+        victims: list[Key] = []
+        idx, owner = self._proc(), self.owner
+        with self._stripes([(oid, p) for p in missing]):
             todo = []
             for p in missing:
                 data = self.store.get(oid, p, self._page_len(p, size))
@@ -213,32 +225,47 @@ class PageCache:
                     todo.append(p)
                 else:
                     got[p] = data
-            fetched = 0
-            for run in _runs(todo):
-                ps = self.config.page_size
-                start, stop = run[0] * ps, min(size, (run[-1] + 1) * ps)
-                data = self._fetch(uri, start, stop)
-                fetched += len(data)
-                for p in run:
-                    got[p] = data[(p - run[0]) * ps : (p - run[0]) * ps + self._page_len(p, size)]
-                    self.store.put(oid, p, got[p])
             if todo:
                 with self._mutex:
-                    counters = {"misses": len(todo), "bytes_fetched": fetched, **self._pending}
-                    self._pending = {}
+                    counters = {"misses": len(todo), **self._pending}
+                    self._pending, unlinked, self._unlinked = {}, self._unlinked, []
                     self.local.misses += len(todo)
-                    self.local.bytes_fetched += fetched
-                victims = self._proc().add_pages(
-                    [(oid, p, len(got[p])) for p in todo], self.config.budget_bytes, counters
+                reserved, victims = idx.reserve(
+                    owner,
+                    [(oid, p, self._page_len(p, size)) for p in todo],
+                    self.config.budget_bytes,
+                    counters,
+                    unlinked,
                 )
                 self.local.evictions += len(victims)
-                self._unlink(victims)
+                written: list[Key] = []
+                try:
+                    fetched = 0
+                    keep = {p for _, p in reserved}
+                    for run in _runs(todo):
+                        ps = self.config.page_size
+                        start, stop = run[0] * ps, min(size, (run[-1] + 1) * ps)
+                        data = self._fetch(uri, start, stop)
+                        fetched += len(data)
+                        for p in run:
+                            got[p] = data[(p - run[0]) * ps : (p - run[0]) * ps + self._page_len(p, size)]
+                            if p in keep:  # a read larger than the whole budget is served, not all stored
+                                self.store.put(oid, p, got[p], owner)
+                                written.append((oid, p))
+                    self.local.bytes_fetched += fetched
+                    with self._mutex:
+                        self._pending["bytes_fetched"] = self._pending.get("bytes_fetched", 0) + fetched
+                finally:
+                    with self._mutex:
+                        unlinked, self._unlinked = self._unlinked, []
+                    idx.commit(owner, written, unlinked)
+                    if len(written) < len(reserved):
+                        done = set(written)
+                        idx.release(owner, [k for k in reserved if k not in done])
             with self._mutex:  # served by another process's fetch: a hit for us
                 self.local.hits += len(missing) - len(todo)
                 self._pending["hits"] = self._pending.get("hits", 0) + len(missing) - len(todo)
-        finally:
-            for s in reversed(held):
-                self._unlock(s)
+        self._unlink_victims(victims)
         return got
 
     def _fetch(self, uri: str, start: int, stop: int) -> bytes:
@@ -257,9 +284,33 @@ class PageCache:
             )
         return data
 
-    def _unlink(self, keys: list[tuple[str, int]]) -> None:
-        for oid, p in keys:
-            self.store.remove(oid, p)
+    def _unlink_victims(self, victims: list[Key]) -> None:
+        """Unlink evicted pages, each under its stripe lock and only while its doomed row is still
+        ours (a process that re-fetched the page meanwhile took the row, and the file is its own)."""
+        idx, owner = self._proc(), self.owner
+        done = []
+        for oid, p in victims:
+            with self._stripes([(oid, p)]):
+                if idx.still_doomed(owner, oid, p):
+                    self.store.remove(oid, p)
+            done.append((oid, p))
+        with self._mutex:
+            self._unlinked += done
+
+    def _stripe(self, oid: str, page: int) -> int:
+        return (int(oid[:8], 16) + page) % self.config.lock_stripes  # the same in every process
+
+    @contextlib.contextmanager
+    def _stripes(self, keys: list[Key]) -> Iterator[None]:
+        """Hold the single-flight locks of these pages (taken in sorted order: no deadlock)."""
+        held = []
+        try:
+            for s in sorted({self._stripe(o, p) for o, p in keys}):
+                held.append(self._lock(s))
+            yield
+        finally:
+            for s in reversed(held):
+                self._unlock(s)
 
     def _origin(self, uri: str):
         import fsspec
@@ -329,18 +380,3 @@ def _runs(pages: list[int]) -> list[list[int]]:
         else:
             runs.append([p])
     return runs
-
-
-def _pid_alive(tmp_name: str) -> bool:
-    # temp names are ".<page file>.<pid>.<rand>.tmp"
-    try:
-        pid = int(tmp_name.split(".")[-3])
-    except (ValueError, IndexError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import uuid
 import zlib
 from pathlib import Path
 
@@ -50,24 +49,48 @@ class PageStore:
         self.remove(oid, page)
         return None
 
-    def put(self, oid: str, page: int, payload: bytes) -> None:
+    def tmp_path(self, oid: str, page: int, owner: str) -> Path:
+        """Where `owner` ("<pid>.<token>") writes a page before renaming it into place."""
         final = self.path(oid, page)
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
+        return final.with_name(f".{final.name}.{owner}{TMP_SUFFIX}")
+
+    def put(self, oid: str, page: int, payload: bytes, owner: str) -> None:
+        final = self.path(oid, page)
+        tmp = self.tmp_path(oid, page, owner)
         head = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload) & 0xFFFFFFFF, 0)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, head)
-            view = memoryview(payload)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-        finally:
-            os.close(fd)
-        os.replace(tmp, final)
+            try:
+                os.write(fd, head)
+                view = memoryview(payload)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def whole(self, oid: str, page: int, size: int) -> bool:
+        """A page file of the right length is in place (files are renamed into place whole)."""
+        try:
+            return os.stat(self.path(oid, page)).st_size == _HEADER.size + size
+        except FileNotFoundError:
+            return False
+
+    def exists(self, oid: str, page: int) -> bool:
+        return os.path.exists(self.path(oid, page))
 
     def remove(self, oid: str, page: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(oid, page))
+
+    def remove_tmp(self, oid: str, page: int, owner: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.tmp_path(oid, page, owner))
 
     def scan(self):
         """Yield (oid, page, path) for every page file and (None, None, path) for temp leftovers."""

@@ -9,8 +9,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from robodata.errors import RobodataError
 
-class PatchError(Exception):
+
+class PatchError(RobodataError):
+    """A patch cannot be applied to its document; the message names the JSON pointer or op.
+
+    `code` is the HTTP status the API server answers with: 422 for a failed `test` op or a
+    path the document does not have, 400 for a malformed patch.
+    """
+
     def __init__(self, message: str, code: int = 422):
         super().__init__(message)
         self.code = code
@@ -44,10 +52,14 @@ def apply_json_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str
     if not isinstance(ops, list):
         raise PatchError("json patch must be a list of operations", 400)
     for op in ops:
+        if not isinstance(op, dict):
+            raise PatchError(f"json patch operation must be an object, got {op!r}", 400)
         kind, path = op.get("op"), op.get("path")
         if not isinstance(path, str):
             raise PatchError(f"operation without a path: {op}", 400)
         parent, key = _walk(out, path)
+        if isinstance(parent, list) and key != "-" and not key.isdigit():
+            raise PatchError(f"invalid array index in {path!r}", 400)
         if kind == "test":
             if _child(parent, key, path) != op.get("value"):
                 raise PatchError(f"testing value {path} failed")

@@ -25,10 +25,23 @@ class SpoolError(RobodataError):
 
 @dataclass(frozen=True)
 class LocalFile:
+    """One file as it was stat'ed. Any write through the file system changes size, mtime or ctime
+    (a program can set mtime back, never ctime); a replacement by rename changes the inode."""
+
     relpath: str | None  # None for a file episode; "cam/000001.jpg" inside a directory episode
     path: Path
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    ino: int = 0
+
+    @staticmethod
+    def of(relpath: str | None, path: Path, st: os.stat_result) -> LocalFile:
+        return LocalFile(relpath, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+    @property
+    def identity(self) -> tuple[int, int, int, int]:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.ino)
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,11 @@ class Episode:
     @property
     def bytes(self) -> int:
         return sum(f.size for f in self.files)
+
+    def contents(self) -> tuple[tuple[str | None, int, int, int], ...]:
+        """What identifies the files' contents wherever the episode lives (a rename changes a
+        file's ctime, not its inode, size or mtime)."""
+        return tuple((f.relpath, f.size, f.mtime_ns, f.ino) for f in self.files)
 
     def marker(self) -> Path:
         return self.path.with_name(self.name + DONE_SUFFIX)
@@ -78,7 +96,7 @@ def describe(spool: Path, name: str) -> Episode:
     if stat.S_ISLNK(st.st_mode):
         raise SpoolError(f"episode {name!r} is a symlink; refusing to follow it")
     if stat.S_ISREG(st.st_mode):
-        return Episode(name, path, False, (LocalFile(None, path, st.st_size, st.st_mtime_ns),))
+        return Episode(name, path, False, (LocalFile.of(None, path, st),))
     if not stat.S_ISDIR(st.st_mode):
         raise SpoolError(f"episode {name!r} is neither a file nor a directory")
     files = []
@@ -95,7 +113,7 @@ def describe(spool: Path, name: str) -> Episode:
                 raise SpoolError(f"episode {name!r}: {rel!r} is a symlink or special file")
             if rel == MANIFEST_NAME:
                 raise SpoolError(f"episode {name!r}: {MANIFEST_NAME!r} is reserved for the upload manifest")
-            files.append(LocalFile(rel, p, fst.st_size, fst.st_mtime_ns))
+            files.append(LocalFile.of(rel, p, fst))
     # The episode's own completion marker goes up after every other file is verified, so an
     # importer waiting for it upstream never sees a half-uploaded episode.
     files.sort(key=lambda f: f.relpath == COMPLETE_NAME)
@@ -103,9 +121,9 @@ def describe(spool: Path, name: str) -> Episode:
 
 
 def unchanged(f: LocalFile) -> bool:
-    """True when the file still has the size and mtime it had when it was hashed."""
+    """True when the file still has the size, mtime, ctime and inode it had when it was stat'ed."""
     try:
         st = os.lstat(f.path)
     except FileNotFoundError:
         return False
-    return st.st_size == f.size and st.st_mtime_ns == f.mtime_ns
+    return LocalFile.of(f.relpath, f.path, st).identity == f.identity

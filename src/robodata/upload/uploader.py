@@ -1,17 +1,22 @@
 """The uploader: one pass over the spool uploads, verifies, then deletes finished episodes.
 
-Per object: hash locally (sha256 + part MD5s, journaled) -> upload (single PUT or
-multipart, resuming an open upload: parts the server lists with the right ETag are skipped)
--> verify (HEAD: size, ETag, sha256 metadata; optionally a full re-download) -> journal.
-Per episode: every object verified (+ manifest for directories), local files unchanged ->
-journal "verified" -> atomic rename into the trash -> journal row dropped -> trash purged.
-A SIGKILL anywhere leaves either a resumable upload or a verified episode whose delete is
-finished on the next start; never a deleted-but-unverified one.
+Per object: hash the local file as it is now (sha256 + part MD5s; compared with the journal)
+-> upload (single PUT or multipart, resuming an open upload: parts the server lists with the
+right ETag are skipped) -> verify now (HEAD: size, ETag, sha256 metadata; optionally a full
+re-download) -> journal. Per episode: every object verified in this call (+ manifest for
+directories), local files unchanged since they were hashed -> journal "verified" -> atomic
+rename into the trash -> the files there are still those that were hashed -> journal row
+dropped -> trash purged.
+
+The journal's "verified" is never a reason to delete: a process that resumes a verified
+episode (killed before its delete) hashes the local files again and re-reads every object
+upstream; whatever no longer matches (deleted, overwritten or truncated upstream, bytes
+appended locally) is uploaded again first. A SIGKILL anywhere leaves either a resumable
+upload or an episode that the next start re-verifies; never a deleted-but-unverified one.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -20,6 +25,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +35,10 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from robodata.errors import RobodataError
 from robodata.upload.client import make_client
 from robodata.upload.config import UploadConfig
-from robodata.upload.digest import Digest, clean_etag, digest_file, expected_etag, read_part
+from robodata.upload.digest import Digest, digest_file, expected_etag
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import UnsafeKeyError, episode_key
-from robodata.upload.retry import IntegrityError, Retrier, TransientError
+from robodata.upload.retry import Retrier, TransientError
 from robodata.upload.spool import (
     DONE_SUFFIX,
     MANIFEST_NAME,
@@ -43,23 +49,17 @@ from robodata.upload.spool import (
     ready_names,
     unchanged,
 )
-from robodata.upload.throttle import ThrottledBody, TokenBucket
-from robodata.upload.verify import Verifier, matches, no_such
+from robodata.upload.throttle import TokenBucket
+from robodata.upload.transfer import LocalChangedError, Transfer, b64md5
+from robodata.upload.verify import UpstreamMismatch, UpstreamMissing, Verifier, matches
 
 log = logging.getLogger("robodata.upload")
+
+__all__ = ["ConflictError", "LocalChangedError", "Uploader"]
 
 
 class ConflictError(RobodataError):
     """Upstream already holds a different object under this key that this uploader did not write."""
-
-
-class LocalChangedError(RobodataError):
-    """A local file changed after it was hashed (the writer broke the protocol); retried later."""
-
-
-def _b64md5(data: bytes) -> tuple[str, str]:
-    d = hashlib.md5(data)
-    return d.hexdigest(), base64.b64encode(d.digest()).decode()
 
 
 def _label(name: str) -> str:
@@ -79,11 +79,16 @@ class Uploader:
         self.trash = cfg.state_path / "trash"
         self.journal = Journal(cfg.state_path / "journal.sqlite")
         self.client = client if client is not None else make_client(cfg)
-        self.bucket = TokenBucket(cfg.bandwidth_bytes_per_s) if cfg.bandwidth_bytes_per_s else None
+        throttle = TokenBucket(cfg.bandwidth_bytes_per_s) if cfg.bandwidth_bytes_per_s else None
         self.retrier = Retrier(cfg.retry, on_retry=self._on_retry)
         self.verifier = Verifier(self.client, cfg.bucket, self.retrier, self.journal, cfg.verify)
+        self.transfer = Transfer(
+            self.client, cfg.bucket, self.retrier, self.journal, self.verifier, throttle, self._sent
+        )
         self.on_bytes = on_bytes
         self.current: str | None = None
+        # key -> (episode, file identity, digest) of files this process hashed; see _digest
+        self._digests: dict[str, tuple[str, tuple[int, int, int, int], Digest]] = {}
         self._recover()
 
     # lifecycle --------------------------------------------------------------------------
@@ -92,13 +97,24 @@ class Uploader:
         self.journal.bump(retries=1)
 
     def _recover(self) -> None:
-        """Finish deletes a kill interrupted. Everything in the trash was verified first."""
+        """Undo deletes a kill interrupted. An episode in the trash was verified when it went there,
+        but upstream may have changed since: it goes back into the spool, where the next pass checks
+        it against upstream as it is now before deleting it. Nothing in the trash is purged unchecked."""
         if self.trash.exists():
-            shutil.rmtree(self.trash)
+            for entry in sorted(os.listdir(self.trash)):
+                self._restore(entry)
         for name, _ in self.journal.episodes("verified"):
-            if not os.path.lexists(self.spool / name):
+            if not os.path.lexists(self.spool / name):  # the kill came after the purge
                 self._remove_marker(name)
                 self.journal.drop_episode(name, counters={"episodes_deleted": 1})
+
+    def _restore(self, entry: str) -> Path:
+        """Move trash/entry back into the spool (under a fresh name if a new entry took its own)."""
+        back = self.spool / entry
+        if os.path.lexists(back):  # keep both, never purge
+            back = self.spool / f"{entry}.restored-{time.time_ns()}"
+        os.rename(self.trash / entry, back)
+        return back
 
     def close(self) -> None:
         self.journal.close()
@@ -140,19 +156,21 @@ class Uploader:
             return "gone"
         try:
             prev = self.journal.episode_state(name)
+            if prev is None:  # a conflict/rejection stays recorded (and counted once) until it clears
+                self.journal.set_episode(name, "uploading")
+            # Always the whole path, also for an episode the journal calls verified (a kill between
+            # "verified" and the delete): the local files and upstream are checked as they are now.
+            for key, lf in zip(keys, ep.files, strict=True):
+                self._object(name, key, lf)
+            if ep.is_dir:
+                self._manifest(ep, keys)
+            if describe(self.spool, name) != ep:
+                raise LocalChangedError(f"episode {name!r} changed while uploading")
             if prev is None or prev[0] != "verified":
-                if prev is None:  # a conflict/rejection stays recorded (and counted once) until it clears
-                    self.journal.set_episode(name, "uploading")
-                for key, lf in zip(keys, ep.files, strict=True):
-                    self._object(name, key, lf)
-                if ep.is_dir:
-                    self._manifest(ep, keys)
-                if describe(self.spool, name) != ep:
-                    raise LocalChangedError(f"episode {name!r} changed while uploading")
                 self.journal.set_episode(
                     name, "verified", counters={"episodes_verified": 1, "bytes_verified": ep.bytes}
                 )
-            self._delete(name)
+            self._delete(ep)
             return "uploaded"
         except ConflictError as exc:
             return self._mark(name, "conflict", str(exc))
@@ -167,13 +185,14 @@ class Uploader:
     def _prune(self) -> None:
         """Forget journal rows of episodes that left the spool without us (an operator removed them)."""
         present = {_label(n) for n in os.listdir(self.spool)}
+        self._digests = {k: v for k, v in self._digests.items() if _label(v[0]) in present}
         for state in ("rejected", "conflict", "uploading"):
             for name, _ in self.journal.episodes(state):
                 if name not in present:
                     for key, _id in self.journal.open_uploads():
                         rec = self.journal.file(key)
                         if rec is not None and rec.episode == name:
-                            self._abort(rec)
+                            self.transfer.abort(rec)
                     self.journal.drop_episode(name)
 
     def _mark(self, name: str, state: str, detail: str) -> str:
@@ -186,35 +205,64 @@ class Uploader:
 
     # objects ----------------------------------------------------------------------------
     def _object(self, episode: str, key: str, lf: LocalFile) -> None:
+        """Make the object under `key` hold the local file as it is now, checked upstream now.
+
+        The local file is hashed afresh (once per process; see _digest) and compared with the
+        journal; the upstream object is re-read (HEAD) in this call whatever the journal says.
+        """
         rec = self.journal.file(key)
-        if rec is not None and (rec.size, rec.mtime_ns) != (lf.size, lf.mtime_ns):
-            self._abort(rec)
+        d = self._digest(episode, key, lf, rec.part_size if rec else self.cfg.part_size_for(lf.size))
+        owned = False
+        if rec is not None and (rec.size, rec.sha256, rec.etag) != (d.size, d.sha256, d.etag):
+            # Changed since it was journaled (bytes appended after a crash, a rewrite): start over.
+            # The key is ours if we completed an upload to it, so the new bytes may replace it.
+            owned = rec.state != "hashed" or self._upstream_is(key, rec)
+            log.warning("%s changed since it was hashed; uploading it again", lf.path)
+            self.transfer.abort(rec)
             self.journal.forget_file(key)
             rec = None
         if rec is None:
-            rec = self._hash(episode, key, lf)
-        if rec.state == "hashed":
-            if rec.size > rec.part_size:
-                self._multipart(rec, lf)
-            else:
-                self._put(rec, lf)
-            self.journal.set_file_state(key, "completed")
-        if rec.state != "verified":
-            self.verifier.verify(key, rec.size, rec.etag, rec.sha256)
-            if not unchanged(lf):
-                raise LocalChangedError(f"{lf.path} changed after it was hashed")
-            self.journal.set_file_state(key, "verified", counters={"objects_verified": 1})
+            rec = self._record(episode, key, lf, d, owned)
+        for attempt in range(2):
+            if rec.state == "hashed":
+                self.transfer.send(rec, lf.path)
+                self.journal.set_file_state(key, "completed")
+            try:
+                self.verifier.verify(key, rec.size, rec.etag, rec.sha256)
+                break
+            except (UpstreamMissing, UpstreamMismatch) as exc:  # deleted, overwritten, truncated upstream
+                if attempt:
+                    raise
+                log.warning("%s; uploading it again", exc)
+                rec = replace(rec, state="hashed", upload_id=None)
+        if not unchanged(lf):
+            raise LocalChangedError(f"{lf.path} changed after it was hashed")
+        self.journal.set_file_state(key, "verified", counters={"objects_verified": 1})
 
-    def _hash(self, episode: str, key: str, lf: LocalFile) -> FileRecord:
-        d: Digest = digest_file(lf.path, self.cfg.part_size_for(lf.size))
+    def _digest(self, episode: str, key: str, lf: LocalFile, part_size: int) -> Digest:
+        """sha256 + part MD5s of the file as it is now. Every process hashes a file afresh; within
+        one process the digest is reused while size, mtime, ctime and inode are unchanged (so a
+        daemon whose network is down does not re-read its spool every pass)."""
+        memo = self._digests.get(key)
+        if memo is not None and memo[1] == lf.identity and memo[2].part_size == part_size:
+            return memo[2]
+        d = digest_file(lf.path, part_size)
         if d.size != lf.size or not unchanged(lf):
             raise LocalChangedError(f"{lf.path} changed while it was hashed")
+        self._digests[key] = (episode, lf.identity, d)
+        return d
+
+    def _upstream_is(self, key: str, rec: FileRecord) -> bool:
+        head = self.verifier.head(key)
+        return head is not None and matches(head, rec.size, rec.etag, rec.sha256)
+
+    def _record(self, episode: str, key: str, lf: LocalFile, d: Digest, owned: bool) -> FileRecord:
         state = "hashed"
         head = self.verifier.head(key)
         if head is not None:
             if matches(head, d.size, d.etag, d.sha256):
-                state = "completed"  # already upstream (e.g. the journal was lost); verify again below
-            else:
+                state = "completed"  # already upstream (e.g. the journal was lost); verified below
+            elif not owned:
                 raise ConflictError(
                     f"s3://{self.cfg.bucket}/{key} already exists with other content; "
                     "refusing to overwrite an object this uploader did not write"
@@ -223,119 +271,11 @@ class Uploader:
         self.journal.put_file(rec, list(d.part_md5s))
         return rec
 
-    def _put(self, rec: FileRecord, lf: LocalFile) -> None:
-        with open(lf.path, "rb") as f:
-            data = f.read(rec.part_size + 1)
-        md5, b64 = _b64md5(data)
-        if len(data) != rec.size or md5 != rec.etag:
-            raise LocalChangedError(f"{lf.path} changed after it was hashed")
-        self._put_bytes(rec.key, data, rec.sha256, md5, b64)
-
-    def _put_bytes(self, key: str, data: bytes, sha256: str, md5: str, b64: str) -> None:
-        def go() -> None:
-            r = self.client.put_object(
-                Bucket=self.cfg.bucket,
-                Key=key,
-                Body=ThrottledBody(data, self.bucket),
-                ContentMD5=b64,
-                Metadata={"sha256": sha256},
-            )
-            if clean_etag(r.get("ETag")) != md5:
-                raise IntegrityError(f"PUT {key}: server ETag {r.get('ETag')!r} != local MD5 {md5}")
-
-        self.retrier.call(f"put {key}", go)
-        self._sent(len(data))
-
-    def _sent(self, n: int) -> None:
-        self.journal.bump(bytes_uploaded=n)
+    def _sent(self, n: int, resumed: bool) -> None:
+        if not resumed:
+            self.journal.bump(bytes_uploaded=n)
         if self.on_bytes:
             self.on_bytes(n)
-
-    def _multipart(self, rec: FileRecord, lf: LocalFile) -> None:
-        md5s = self.journal.part_md5s(rec.key)
-        upload_id, done = rec.upload_id, {}
-        if upload_id:
-            try:
-                done = self._list_parts(rec.key, upload_id)
-            except ClientError as exc:
-                if not no_such(exc, "NoSuchUpload", "404"):
-                    raise
-                upload_id = None
-        if upload_id is None:
-            upload_id = self.retrier.call(
-                f"create {rec.key}",
-                lambda: self.client.create_multipart_upload(
-                    Bucket=self.cfg.bucket, Key=rec.key, Metadata={"sha256": rec.sha256}
-                )["UploadId"],
-            )
-            self.journal.set_upload_id(rec.key, upload_id)
-        for n, md5 in enumerate(md5s, start=1):
-            if done.get(n) == md5:
-                self.journal.bump(parts_resumed=1)
-                if self.on_bytes:
-                    self.on_bytes(min(rec.part_size, rec.size - (n - 1) * rec.part_size))
-                continue
-            self._part(rec, lf, upload_id, n, md5)
-        parts = [{"PartNumber": n, "ETag": f'"{m}"'} for n, m in enumerate(md5s, start=1)]
-        try:
-            self.retrier.call(
-                f"complete {rec.key}",
-                lambda: self.client.complete_multipart_upload(
-                    Bucket=self.cfg.bucket, Key=rec.key, UploadId=upload_id, MultipartUpload={"Parts": parts}
-                ),
-            )
-        except ClientError as exc:
-            if not no_such(exc, "NoSuchUpload"):
-                raise
-            # A retried complete whose first answer was lost: fine if the object is there and right.
-            head = self.verifier.head(rec.key)
-            if head is None or not matches(head, rec.size, rec.etag, rec.sha256):
-                self.journal.set_upload_id(rec.key, None)
-                raise TransientError(f"complete {rec.key}: upload vanished; starting over next pass") from exc
-
-    def _part(self, rec: FileRecord, lf: LocalFile, upload_id: str, n: int, md5: str) -> None:
-        data = read_part(lf.path, n, rec.part_size)
-        got, b64 = _b64md5(data)
-        if got != md5:
-            raise LocalChangedError(f"{lf.path} part {n} changed after it was hashed")
-
-        def go() -> None:
-            r = self.client.upload_part(
-                Bucket=self.cfg.bucket,
-                Key=rec.key,
-                UploadId=upload_id,
-                PartNumber=n,
-                Body=ThrottledBody(data, self.bucket),
-                ContentMD5=b64,
-            )
-            if clean_etag(r.get("ETag")) != md5:
-                raise IntegrityError(f"part {n} of {rec.key}: server ETag {r.get('ETag')!r} != local MD5 {md5}")
-
-        self.retrier.call(f"part {n} of {rec.key}", go)
-        self._sent(len(data))
-
-    def _list_parts(self, key: str, upload_id: str) -> dict[int, str]:
-        out: dict[int, str] = {}
-        marker = 0
-        while True:
-            r = self.retrier.call(
-                f"list parts {key}",
-                lambda marker=marker: self.client.list_parts(
-                    Bucket=self.cfg.bucket, Key=key, UploadId=upload_id, PartNumberMarker=marker
-                ),
-            )
-            for p in r.get("Parts", []):
-                out[p["PartNumber"]] = clean_etag(p["ETag"])
-            if not r.get("IsTruncated"):
-                return out
-            marker = r["NextPartNumberMarker"]
-
-    def _abort(self, rec: FileRecord) -> None:
-        if rec.upload_id:
-            try:
-                self.client.abort_multipart_upload(Bucket=self.cfg.bucket, Key=rec.key, UploadId=rec.upload_id)
-            except ClientError as exc:  # best effort: a lifecycle rule reaps what is left
-                log.warning("abort %s: %s", rec.key, exc)
 
     def _manifest(self, ep: Episode, keys: list[str]) -> None:
         key = episode_key(self.cfg.site_prefix, ep.name, MANIFEST_NAME)
@@ -354,9 +294,9 @@ class Uploader:
             indent=1,
             sort_keys=True,
         ).encode()
-        md5, b64 = _b64md5(body)
+        md5, b64 = b64md5(body)
         sha = hashlib.sha256(body).hexdigest()
-        self._put_bytes(key, body, sha, md5, b64)
+        self.transfer.put_bytes(key, body, sha, md5, b64)
         self.verifier.verify(key, len(body), expected_etag([md5], False), sha)
 
     # deletion ---------------------------------------------------------------------------
@@ -364,14 +304,27 @@ class Uploader:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.spool / (name + DONE_SUFFIX))
 
-    def _delete(self, name: str) -> None:
-        """Only called once the journal says the episode is verified."""
+    def _delete(self, ep: Episode) -> None:
+        """Only called once this call verified every object against the local files as they are."""
+        name = ep.name
         assert self.journal.episode_state(name) == ("verified", ""), name
         self.trash.mkdir(parents=True, exist_ok=True)
         target = self.trash / name
-        if os.path.lexists(target):
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        if os.path.lexists(target):  # left by a failed delete in this process: back to the spool, unpurged
+            self._restore(name)
+            raise LocalChangedError(f"episode {name!r}: an earlier copy was in the trash; it is back in the spool")
         os.rename(self.spool / name, target)  # atomic: the episode leaves the spool in one step
+        try:
+            moved = describe(self.trash, name).contents()
+        except (OSError, SpoolError):
+            moved = None
+        if moved != ep.contents():  # written to between the last check and the rename: put it back
+            back = self._restore(name)
+            raise LocalChangedError(f"episode {name!r} changed just before its delete; it stays local as {back.name}")
+        # Purge first, then forget: a kill before the purge leaves the trash entry, its marker and
+        # its "verified" row, so the next start restores and re-checks it (see _recover).
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
         self._remove_marker(name)
         self.journal.drop_episode(name, counters={"episodes_deleted": 1})
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
+        for f in ep.files:
+            self._digests.pop(episode_key(self.cfg.site_prefix, name, f.relpath), None)

@@ -17,6 +17,14 @@ from robodata.upload.journal import Journal
 from robodata.upload.retry import IntegrityError, Retrier, TransientError
 
 
+class UpstreamMissing(TransientError):
+    """The object is not upstream (never written, or deleted since); it is uploaded again."""
+
+
+class UpstreamMismatch(TransientError):
+    """Upstream kept answering with other bytes than the local ones (after every retry)."""
+
+
 def no_such(exc: ClientError, *codes: str) -> bool:
     err = exc.response.get("Error", {})
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -49,10 +57,19 @@ class Verifier:
         return self.retrier.call(f"head {key}", go)
 
     def verify(self, key: str, size: int, etag: str, sha256: str) -> None:
-        """Raise unless upstream matches; a persistent mismatch sends the object back to 'hashed'."""
+        """Re-read the object as it is now; raise unless it matches the local digest.
+
+        Raises UpstreamMissing (404) or UpstreamMismatch (a mismatch that outlived the retries);
+        both send the object back to 'hashed', to be uploaded again. Other failures: TransientError.
+        """
 
         def go() -> None:
-            head = self.client.head_object(Bucket=self.bucket, Key=key)
+            try:
+                head = self.client.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if no_such(exc, "404", "NoSuchKey", "NotFound"):
+                    raise UpstreamMissing(f"verify {key}: no such object upstream") from exc
+                raise
             if not matches(head, size, etag, sha256):
                 raise IntegrityError(
                     f"verify {key}: server has size={head.get('ContentLength')} "
@@ -64,9 +81,13 @@ class Verifier:
 
         try:
             self.retrier.call(f"verify {key}", go)
+        except UpstreamMissing:
+            self.journal.set_file_state(key, "hashed", counters={"verify_failures": 1})
+            raise
         except TransientError as exc:
             if isinstance(exc.__cause__, IntegrityError):  # stored bytes look wrong: upload again
                 self.journal.set_file_state(key, "hashed", counters={"verify_failures": 1})
+                raise UpstreamMismatch(str(exc)) from exc.__cause__
             raise
 
     def _download(self, key: str, sha256: str) -> None:
