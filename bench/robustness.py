@@ -14,20 +14,46 @@ unverified; spec raw errors 0.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import time
+from typing import Any
 
 from bench.common import emit, parse, size_of
 
 SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec")
 
 
+KEYS = (
+    "container.cases",
+    "container.raw_errors",
+    "container.silent_wrong",
+    "importers.batches_failed_by_one_item",
+    "paths.escaped_writes",
+    "paths.escaped_reads",
+    "manifest.cases",
+    "catalog.duplicate_ids",
+    "upload.lost",
+    "upload.deleted_unverified",
+    "spec.raw_errors",
+    "wall_s",
+    "peak_rss_mb",
+)
+
+
+def _options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--section", action="append", choices=SECTIONS, help="run only this section (repeatable)")
+
+
 def main() -> None:
-    args = parse(__doc__.splitlines()[0])
+    args = parse(__doc__.splitlines()[0], extra=_options)
     size = size_of(args)
-    out: dict[str, dict] = {}
-    for name in SECTIONS:
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    for name in args.section or SECTIONS:
         module = importlib.import_module(f"bench.robustness_{name}")
         out[name] = module.run(size)
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
     emit(out)
 
 

@@ -342,9 +342,3 @@ def run(size: str) -> dict[str, Any]:
         "failures": samples,  # the first cases that broke the guarantee (seed, kind, outcome)
         "seconds": round(time.perf_counter() - started, 1),
     }
-
-
-if __name__ == "__main__":
-    import sys
-
-    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else "smoke"), sort_keys=True))

@@ -91,10 +91,3 @@ def run(size: str) -> dict:
         "examples": (failures + not_quarantined + unclear)[:5],
         "wall_s": round(time.perf_counter() - started, 1),
     }
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else "quick"), sort_keys=True))

@@ -252,9 +252,3 @@ def _container_ok(rel: str) -> bool:
 
     parts = rel.split("/")
     return len(parts) == 4 and is_safe_name(parts[2]) and parts[3].endswith(".rdep") and is_safe_name(parts[3])
-
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else "quick"), sort_keys=True))

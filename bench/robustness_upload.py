@@ -145,9 +145,3 @@ def run(size: str) -> dict:
         "runs": runs,
         "left_local": len(local),
     }
-
-
-if __name__ == "__main__":
-    from bench.common import emit, parse, size_of
-
-    emit(run(size_of(parse(__doc__.splitlines()[0]))))

@@ -8,10 +8,12 @@ outside the landing zone that symlinks and escaping names point at: nothing may 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -322,22 +324,43 @@ def container_with(path: Path, episode_id: str, camera: str = "wrist", frames: i
     import numpy as np
 
     from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
+    from robodata.container.format import pack_trailer
     from robodata.container.meta import default_layout
 
-    streams = {camera: StreamSpec(camera, "video", 10.0, (48, 64, 3))}
+    # The writer refuses an unsafe stream name, so an unsafe one is written under a placeholder and
+    # then put into the footer by hand (CRC and trailer recomputed): a file made elsewhere.
+    unsafe = not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", camera) or set(camera) == {"."}
+    cam = "zzplaceholdercamzz" if unsafe else camera
+    streams = {cam: StreamSpec(cam, "video", 10.0, (48, 64, 3))}
     streams["joint_pos"] = StreamSpec("joint_pos", "array", 10.0, (3,))
     meta = EpisodeMeta(episode_id, "r1", "site-a", "pick", 1_700_000_000_000_000_000, streams)
     t = (np.arange(frames) * 1e8).astype(np.int64)
-    with EpisodeWriter(path, meta, default_layout((camera,), proprio=("joint_pos",))) as w:
+    with EpisodeWriter(path, meta, default_layout((cam,), proprio=("joint_pos",))) as w:
         for i, ti in enumerate(t):
-            w.write_frame(camera, np.full((48, 64, 3), 20 * i, np.uint8), int(ti))
+            w.write_frame(cam, np.full((48, 64, 3), 20 * i, np.uint8), int(ti))
         w.write_array("joint_pos", t, np.zeros((frames, 3), np.float32))
     r = EpisodeReader.open(path)
+    offset, length = r.footer_offset, r.footer_length
+    if unsafe:
+        data = path.read_bytes()
+        doc = _renamed(json.loads(data[offset : offset + length]), cam, camera)
+        footer = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        path.write_bytes(data[:offset] + footer + pack_trailer(offset, footer))
+        length = len(footer)
     return {
         "episode_id": episode_id,
         "uri": str(path),
         "task": "pick",
-        "footer_offset": r.footer_offset,
-        "footer_length": r.footer_length,
+        "footer_offset": offset,
+        "footer_length": length,
         "split": "train",
     }
+
+
+def _renamed(v: Any, old: str, new: str) -> Any:
+    """`v` with every string (key or value) equal to `old` replaced by `new`."""
+    if isinstance(v, dict):
+        return {(new if k == old else k): _renamed(x, old, new) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_renamed(x, old, new) for x in v]
+    return new if v == old else v
