@@ -2,7 +2,9 @@
 
 Checks that the asset graph shows every asset, each group's page its assets, and each asset's
 checks tab its checks (names taken from the webserver's GraphQL API, so the test follows the
-definitions); saves the global asset graph to docs/ui-asset-graph.png (README shows it).
+definitions); saves the global asset graph as a PNG in a temporary folder, or where
+ROBODATA_UI_SCREENSHOT says (`ROBODATA_UI_SCREENSHOT=docs/ui-asset-graph.png` refreshes the one
+README shows; a test run never writes into the checkout by itself).
 """
 
 import json
@@ -24,7 +26,9 @@ from robodata_testing.services import free_port
 from tests.platform.deploy_support import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = Path(os.environ.get("ROBODATA_UI_SCREENSHOT", ROOT / "docs" / "ui-asset-graph.png"))
+SCREENSHOT = Path(
+    os.environ.get("ROBODATA_UI_SCREENSHOT") or Path(tempfile.mkdtemp(prefix="robodata-ui-")) / "ui-asset-graph.png"
+)
 ASSETS_QUERY = """{ assetNodes { assetKey { path } groupName isExecutable
   assetChecksOrError { ... on AssetChecks { checks { name } } } } }"""
 
