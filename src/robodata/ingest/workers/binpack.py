@@ -44,7 +44,7 @@ def balance(sizes: Sequence[float], n_bins: int, improve_rounds: int = 200) -> l
         gap = loads[hi] - loads[lo]
         if gap <= 0:
             break
-        best = None  # (new max of the two bins, i_from_hi, j_from_lo or None)
+        best: tuple[float, int, int | None] | None = None  # (new max of the two bins, i_from_hi, j_from_lo or None)
         for i in bins[hi]:
             if 0 < sizes[i] < gap:  # move i from hi to lo
                 cand = max(loads[hi] - sizes[i], loads[lo] + sizes[i])
@@ -58,16 +58,16 @@ def balance(sizes: Sequence[float], n_bins: int, improve_rounds: int = 200) -> l
                         best = (cand, i, j)
         if best is None or best[0] >= loads[hi]:
             break
-        _, i, j = best
-        bins[hi].remove(i)
-        bins[lo].append(i)
-        loads[hi] -= sizes[i]
-        loads[lo] += sizes[i]
-        if j is not None:
-            bins[lo].remove(j)
-            bins[hi].append(j)
-            loads[lo] -= sizes[j]
-            loads[hi] += sizes[j]
+        _, move, swap = best
+        bins[hi].remove(move)
+        bins[lo].append(move)
+        loads[hi] -= sizes[move]
+        loads[lo] += sizes[move]
+        if swap is not None:
+            bins[lo].remove(swap)
+            bins[hi].append(swap)
+            loads[lo] -= sizes[swap]
+            loads[hi] += sizes[swap]
     return bins
 
 
