@@ -109,8 +109,8 @@ def make_episode(cfg: SynthConfig, index: int) -> SynthEpisode:
         t = np.arange(n) * fperiod + rng.normal(0, cfg.jitter_frac * fperiod / 3, n)
         keep = rng.random(n) >= cfg.drop_prob
         keep[0] = True
-        t = np.maximum(t[keep], 0).astype(np.int64) + offsets[c]
-        frame_t[c] = np.maximum.accumulate(t) + np.arange(len(t))
+        t_ns = np.maximum(t[keep], 0).astype(np.int64) + offsets[c]
+        frame_t[c] = np.maximum.accumulate(t_ns) + np.arange(len(t_ns))
     success = bool(rng.random() < 0.85)
     events = [
         (int(0.05 * duration * 1e9), "task_start"),

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import cast
 
 import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from av.video.stream import VideoStream
 
 from robodata.ingest.synth.scene import SceneRenderer
 
@@ -20,7 +22,7 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     h, w, _ = frames[0].shape
     with av.open(str(path), "w") as c:
-        s = c.add_stream(ENCODERS[codec], rate=Fraction(fps))
+        s = cast(VideoStream, c.add_stream(ENCODERS[codec], rate=Fraction(fps)))  # ENCODERS holds video encoders
         s.width, s.height, s.pix_fmt = w, h, "yuv420p"
         if codec == "av1":
             s.options = {"preset": "11", "svtav1-params": "lp=1"}
@@ -62,7 +64,7 @@ def write_lerobot(
     root = Path(root)
     (root / "meta").mkdir(parents=True, exist_ok=True)
     n = frames_per_episode
-    feats = {
+    feats: dict[str, dict[str, object]] = {
         f"observation.images.{c}": {
             "dtype": "video",
             "shape": [height, width, 3],
@@ -77,7 +79,9 @@ def write_lerobot(
         feats[k] = {"dtype": "float32", "shape": [1], "names": None}
     for k in ("frame_index", "episode_index", "index", "task_index"):
         feats[k] = {"dtype": "int64", "shape": [1], "names": None}
-    tables, ep_rows, vids = [], [], {c: [] for c in cameras}
+    tables: list[pa.Table] = []
+    ep_rows: list[dict[str, object]] = []
+    vids: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
     for e in range(episodes):
         state, action, frames = _episode(e, n, height, width, cameras, seed)
         tbl = pa.table(
