@@ -17,6 +17,7 @@ import av
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from av.video.stream import VideoStream
 
 from robodata.errors import RobodataError
 from robodata.ingest.clock import ClockFit, fit_offset
@@ -178,12 +179,18 @@ def _data(root: Path, info: dict, ep: LeRobotEpisode):
     return t
 
 
+def _time_base(s: VideoStream) -> float:
+    if s.time_base is None:
+        raise ValueError("video stream has no time base")
+    return float(s.time_base)
+
+
 def _packet_times(path: Path, t_from: float, t_to: float) -> np.ndarray:
     """Presentation times (s) of the video's frames inside [t_from, t_to), from the demuxer only."""
     try:
         with av.open(str(path)) as c:
             s = c.streams.video[0]
-            tb = float(s.time_base)
+            tb = _time_base(s)
             pts = sorted(p.pts * tb for p in c.demux(s) if p.pts is not None)
     except Exception as exc:
         raise RawEpisodeError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
@@ -196,7 +203,7 @@ def _decode(path: Path, t_from: float, t_to: float, n: int):
         s = c.streams.video[0]
         s.thread_type = "AUTO"
         if t_from > 0:
-            c.seek(int(t_from / float(s.time_base)), stream=s, backward=True, any_frame=False)
+            c.seek(int(t_from / _time_base(s)), stream=s, backward=True, any_frame=False)
         k = 0
         for frame in c.decode(s):
             ts = frame.time if frame.time is not None else 0.0
