@@ -10,9 +10,10 @@ never fetch their bytes.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
 from robodata.dataset.pattern import ReadPattern, StreamWindow
@@ -94,15 +95,18 @@ def _objective(c: Cost, cfg: AdvisorConfig, n_samples: int) -> float:
     return c.cpu_s + min(page_cost(c.range_sizes, n_samples, p, cfg.store) for p in cfg.page_sizes)
 
 
-def rank(scored: list[tuple[object, Cost]], cfg: AdvisorConfig, n_samples: int) -> list[tuple[object, Cost]]:
+_C = TypeVar("_C")  # what is being ranked: a VideoChoice, an array span
+
+
+def rank(scored: Sequence[tuple[_C, Cost]], cfg: AdvisorConfig, n_samples: int) -> list[tuple[_C, Cost]]:
     """Cheapest first; within tie_tolerance of the best, least storage first."""
-    scored = sorted(scored, key=lambda x: _objective(x[1], cfg, n_samples))
-    if not scored:
-        return scored
-    best = _objective(scored[0][1], cfg, n_samples)
-    ties = [x for x in scored if _objective(x[1], cfg, n_samples) <= best * (1 + cfg.tie_tolerance)]
+    ordered = sorted(scored, key=lambda x: _objective(x[1], cfg, n_samples))
+    if not ordered:
+        return ordered
+    best = _objective(ordered[0][1], cfg, n_samples)
+    ties = [x for x in ordered if _objective(x[1], cfg, n_samples) <= best * (1 + cfg.tie_tolerance)]
     ties.sort(key=lambda x: (x[1].storage_bps, _objective(x[1], cfg, n_samples)))
-    return ties + [x for x in scored if x not in ties]
+    return ties + [x for x in ordered if x not in ties]
 
 
 def _distinct(ranked: list[tuple[VideoChoice, Cost]], k: int) -> list[tuple[VideoChoice, Cost]]:
@@ -213,7 +217,7 @@ def advise(
                 scored.append((ch, cost))
         if not scored:
             raise ConfigError(f"window {w.name!r}: no candidate fits max_storage_x={cfg.max_storage_x}")
-        ranked_video[w.name] = rank(scored, cfg, n)  # type: ignore[assignment]
+        ranked_video[w.name] = rank(scored, cfg, n)
     awin = [w for w in pattern.windows if w.kind == "array"]
     order = tuple(s for w in awin for s in w.streams)
     array_span = cfg.array_spans_s[0]
@@ -221,20 +225,24 @@ def advise(
         scored_a = [
             (span, predict_arrays(awin, order, span, cal, metas, samples, cfg.loader)) for span in cfg.array_spans_s
         ]
-        array_span = rank(scored_a, cfg, n)[0][0]  # type: ignore[assignment]
+        array_span = rank(scored_a, cfg, n)[0][0]
 
     # alternatives: the top choices of the costliest video group, the others at their best
     alts: list[Alternative] = []
     lead = max(ranked_video, key=lambda k: ranked_video[k][0][1].cpu_s) if ranked_video else None
-    picks = _distinct(ranked_video[lead], max(1, cfg.verify_top)) if lead else [(None, Cost())]
+    picks: list[VideoChoice | None] = (
+        [ch for ch, _ in _distinct(ranked_video[lead], max(1, cfg.verify_top))] if lead is not None else [None]
+    )
     default_bps = 0.0  # the ingestion default's camera bytes, the storage reference
     for w in vws:
         dch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
         default_bps += sum(
             camera_storage_bps(cal, dch, window_rate(w, metas[0]), _scale(metas[0], c, cal)) for c in w.streams
         )
-    for ch, _ in picks:
-        video = {k: (ch if k == lead else v[0][0]) for k, v in ranked_video.items()}
+    for pick in picks:
+        video = {k: v[0][0] for k, v in ranked_video.items()}
+        if lead is not None and pick is not None:
+            video[lead] = pick
         layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)
         cost = predict_layout(layout, pattern, cal, metas, samples, cfg.loader)
         vid_bps = sum(predict_video(w, w.streams, video[w.name], cal, metas, samples[:1]).storage_bps for w in vws)
