@@ -12,11 +12,14 @@ import functools
 import json
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
 from robodata.codecs.arrays import decode_array, decode_packets
@@ -109,13 +112,13 @@ def _encode(frames: list[np.ndarray], codec: str, gop: int, crf: int, preset: st
 
 def _decode_timed(
     codec: str, extradata: bytes, pkts, gop: int, bframes: int, passes: int = 3, skip_nonref: bool = False
-):
+) -> tuple[np.ndarray, dict[int, av.VideoFrame]]:
     """Per-type mean decode CPU (min over passes) and the decoded frames by pts (last pass)."""
     types = frame_types(gop, bframes)
     best = np.full(3, np.inf)
-    frames: dict[int, np.ndarray] = {}
+    frames: dict[int, av.VideoFrame] = {}
     for _ in range(passes):
-        ctx = av.CodecContext.create(video_codec(codec).decoder, "r")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
         if extradata:
             ctx.extradata = extradata
         ctx.thread_count = 1
@@ -123,7 +126,7 @@ def _decode_timed(
         if skip_nonref:
             ctx.skip_frame = "NONREF"
         tot, cnt = np.zeros(3), np.zeros(3)
-        out = []
+        out: list[av.VideoFrame] = []
         for p in pkts:
             t = time.thread_time_ns()
             pkt = av.Packet(p.data)
@@ -136,7 +139,7 @@ def _decode_timed(
             out += got
         out += ctx.decode(None)
         best = np.minimum(best, np.where(cnt > 0, tot / np.maximum(cnt, 1) / 1e9, 0.0))
-        frames = {f.pts: f for f in out}
+        frames = {f.pts: f for f in out if f.pts is not None}  # every packet is given a pts
     return best, frames
 
 
@@ -152,6 +155,7 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
             ds_long, dec = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf)
             types = frame_types(CAL_GOP, bf)
             by = [[len(p.data) for p in pk if types[p.pts % CAL_GOP] == k] for k in (I, P, B)]
+            mean_bytes = [float(np.mean(b)) if b else 0.0 for b in by]  # indexed by I, P, B
             skip_s = 0.0
             if bf > 0:
                 sk, _ = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf, skip_nonref=True)
@@ -161,8 +165,8 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
                 CodecPoint(
                     crf,
                     bf,
-                    tuple(float(np.mean(b)) if b else 0.0 for b in by),
-                    tuple(float(x) for x in ds_long),
+                    (mean_bytes[I], mean_bytes[P], mean_bytes[B]),
+                    (float(ds_long[I]), float(ds_long[P]), float(ds_long[B])),
                     intra_bytes,
                     float(ds[I]),
                     psnr,
@@ -197,6 +201,7 @@ def _io_costs(reader: EpisodeReader) -> tuple[float, float, float, float]:
         for p in c.parts:
             part = blob[p.offset : p.offset + p.length]
             spec = reader.meta.streams[p.stream]
+            fn: Callable[[], object]
             if spec.kind == "video":
                 fn = functools.partial(_packet_times, part)
             elif spec.kind == "array":
@@ -353,7 +358,7 @@ def calibrate(
     rgb_s = float(np.median([_cpu(lambda f=f: to_rgb(f), 3) for f in some]))
 
     def open_ctx() -> None:
-        ctx = av.CodecContext.create(video_codec(cfg.codec).decoder, "r")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(cfg.codec).decoder, "r"))
         ctx.extradata = ex
         ctx.thread_count = 1
         ctx.thread_type = "NONE"
