@@ -79,7 +79,7 @@ def partition_rows(catalog_uri: str, day: str, storage_options: dict[str, str] |
 
 
 def relayout_episode(row: dict, plan: LayoutPlan, cfg: RelayoutConfig, report: RelayoutReport) -> PointerUpdate | None:
-    so = cfg.storage_options
+    so: dict[str, Any] = cfg.storage_options  # fsspec options, passed on as **storage_options
     src = EpisodeReader.open(row["uri"], row.get("footer_offset"), row.get("footer_length"), **so)
     try:
         layout = plan.layout_for(src.meta)
