@@ -34,7 +34,7 @@ from robodata.config import require
 from robodata.container import EpisodeReader
 from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest
 from robodata.dataset.index import Anchor, SampleIndex
-from robodata.dataset.pattern import ReadPattern, StreamWindow
+from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
 from robodata.dataset.ring import Arena
 
 
@@ -52,6 +52,22 @@ class DatasetConfig:
 
 
 class PatternDataset(Dataset):
+    """Map-style dataset of a manifest's samples under a read pattern (see the module docstring).
+
+    Args:
+        manifest: the manifest's rows (`robodata.curate.manifest.read_manifest`); needs the
+            columns uri, duration_s and stream_rates_json, and uses split, weight, size_bytes,
+            footer_offset and footer_length when present.
+        pattern: what one sample reads around its anchor.
+        cache: a page cache (`robodata.cache.PageCache`) to read containers through, or None
+            to read them directly.
+        config: split, reader cache, decode threads, seed and weighting; defaults if None.
+
+    Raises:
+        ConfigError: the pattern reads streams the manifest's episodes do not have, or the
+            manifest's weights are unusable.
+    """
+
     def __init__(
         self, manifest: pa.Table, pattern: ReadPattern, cache: Any = None, config: DatasetConfig | None = None
     ):
@@ -69,7 +85,42 @@ class PatternDataset(Dataset):
         self._hints = {k: manifest.column(k) for k in ("size_bytes", "footer_offset", "footer_length") if k in cols}
         self._pid = -1
 
+    @classmethod
+    def from_manifest(
+        cls,
+        path: str | os.PathLike[str],
+        pattern: str | ReadPattern = "wam",
+        cache: Any = None,
+        config: DatasetConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> PatternDataset:
+        """The dataset of a manifest file in one line: `PatternDataset.from_manifest(path, "vla")`.
+
+        Args:
+            path: a manifest file written by curation (local path or object-store URI); its
+                content hash is verified.
+            pattern: a ReadPattern, or a preset name ("wam", "vla") laid over the manifest's
+                cameras and stream rates (those of its first row).
+            cache: a page cache to read containers through, or None.
+            config: see DatasetConfig; defaults if None.
+            storage_options: object-store options for reading the manifest file.
+
+        Returns:
+            The PatternDataset over the manifest's rows.
+
+        Raises:
+            ManifestError: the file is not a readable manifest or its content hash does not match.
+            ConfigError: unknown preset, or the pattern reads streams the episodes do not have.
+        """
+        from robodata.curate.manifest import read_manifest
+
+        table = read_manifest(path, storage_options=storage_options)
+        if isinstance(pattern, str):
+            pattern = preset_for(table, pattern)
+        return cls(table, pattern, cache=cache, config=config)
+
     def __len__(self) -> int:
+        """Number of samples (anchors, after weighting) in the index."""
         return len(self.index)
 
     # ------------------------------------------------------------------ per-process state
@@ -88,6 +139,11 @@ class PatternDataset(Dataset):
         return state
 
     def reader(self, row: int) -> EpisodeReader:
+        """This process's open reader of manifest row `row` (LRU of `config.reader_cache`).
+
+        Raises:
+            ContainerError: the container cannot be opened or its footer is invalid.
+        """
         self._proc()
         r = self._readers.get(row)
         if r is not None:
@@ -110,6 +166,19 @@ class PatternDataset(Dataset):
 
     # ------------------------------------------------------------------ samples
     def __getitem__(self, key: Anchor | int) -> dict[str, Any]:
+        """One sample (see the module docstring for its keys).
+
+        Args:
+            key: an Anchor from PatternSampler, or an int sample id (located with `config.seed`).
+
+        Returns:
+            {camera: uint8 (T, H, W, 3), array stream: (T, *shape), `<stream>_is_pad`: bool (T,),
+            "episode_index": manifest row, "t": anchor seconds}.
+
+        Raises:
+            IndexError: an int key outside [0, len(self)).
+            ContainerError: a container is unreadable or lacks samples near the anchor.
+        """
         return self.__getitems__([key])[0]
 
     def __getitems__(self, keys: Sequence[Anchor | int]) -> list[dict[str, Any]]:
@@ -124,7 +193,22 @@ class PatternDataset(Dataset):
         batch tensors; in a dataloader worker those live in shared memory from the start,
         so nothing is stacked or copied again on the way to the trainer. With `arena` (a
         worker's batch slot, see robodata.dataset.ring) the large tensors are carved out of
-        that slot's memory instead of fresh memory."""
+        that slot's memory instead of fresh memory.
+
+        Args:
+            keys: the batch's Anchors (or int sample ids).
+            shared: allocate in shared memory (None: when inside a DataLoader worker).
+            arena: a reused batch slot to carve the large tensors from, or None.
+
+        Returns:
+            {name: tensor with a leading batch dimension}, keys as in `__getitem__`.
+
+        Raises:
+            IndexError: an int key outside [0, len(self)).
+            ContainerError: a container is unreadable or lacks samples near an anchor.
+            ValueError: samples of one batch have different frame shapes (mixed resolutions
+                without `resize`).
+        """
         anchors = [k if isinstance(k, Anchor) else self.index.locate(int(k), self.config.seed) for k in keys]
         if shared is None:
             shared = get_worker_info() is not None
@@ -210,6 +294,7 @@ class PatternDataset(Dataset):
                 out.array(f"{s}_is_pad", (w.length,), torch.bool)[slots] = ~ok.reshape(targets[s].shape)
 
     def close(self) -> None:
+        """Close this process's readers and decode threads (reopened on next use)."""
         if self._pid == os.getpid():
             for r in self._readers.values():
                 r.close()
@@ -247,6 +332,27 @@ class _Batch:
             elif a.shape[1:] != shape:
                 raise ValueError(f"{name}: samples of one batch have different shapes {a.shape[1:]} and {shape}")
             return a
+
+
+def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
+    """Preset `name` over the cameras and rates of the manifest's first row (see `preset`).
+
+    Raises:
+        ConfigError: an empty manifest, no cameras, or an unknown preset name.
+    """
+    import json
+
+    from robodata.errors import ConfigError
+
+    if manifest.num_rows == 0:
+        raise ConfigError("manifest has no rows; cannot lay a read pattern over it")
+    cams = tuple(manifest.column("cameras")[0].as_py() or ())
+    if not cams:
+        raise ConfigError("manifest's first episode has no cameras; pass a ReadPattern instead of a preset name")
+    rates = json.loads(manifest.column("stream_rates_json")[0].as_py() or "{}")
+    fps = float(rates.get(cams[0]) or 30.0)
+    state_hz = float(rates.get("joint_pos") or rates.get("cmd") or 100.0)
+    return preset(name, cameras=cams, fps=fps, state_hz=state_hz)
 
 
 def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:

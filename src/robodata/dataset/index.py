@@ -33,7 +33,17 @@ def _splitmix(x: int) -> int:
 
 
 class SampleIndex:
-    """`use_weights`: honour the manifest's `weight` column (the curation spec's mixing
+    """Every (episode, anchor) sample of a manifest under a pattern, a few bytes per episode.
+
+    Args:
+        manifest: rows with duration_s and stream_rates_json (and weight, when use_weights).
+        pattern: the read pattern whose windows must fit inside each episode.
+        use_weights: see below.
+
+    Raises:
+        ConfigError: the pattern reads a stream some episodes lack, or unusable weights.
+
+    `use_weights`: honour the manifest's `weight` column (the curation spec's mixing
     shares): episode i gets round(weight_i / sum(weight) * N) samples instead of its
     natural anchor count (N = total natural anchors), by skipping or repeating anchors
     evenly. Weights proportional to the natural counts change nothing."""
@@ -95,6 +105,11 @@ class SampleIndex:
         return int(self.cum[-1]) if len(self.cum) else 0
 
     def locate(self, sample: int, seed: int = 0, epoch: int = 0) -> Anchor:
+        """The Anchor of sample id `sample` (jittered by seed and epoch when the pattern says so).
+
+        Raises:
+            IndexError: sample outside [0, len(self)).
+        """
         if not 0 <= sample < len(self):
             raise IndexError(f"sample {sample} out of range [0, {len(self)})")
         row = int(np.searchsorted(self.cum, sample, side="right"))

@@ -116,7 +116,13 @@ class _Draws:
 
 
 class BatchLoader:
-    """A DataLoader over PatternDataset.batch for an iterable of key lists, with batch slots."""
+    """A DataLoader over PatternDataset.batch for an iterable of key lists, with batch slots.
+
+    Args:
+        dataset: the PatternDataset that builds each batch.
+        batches: key lists (e.g. a BatchSampler over a PatternSampler or a list of Anchors).
+        config: workers, prefetch, batch slots.
+    """
 
     def __init__(self, dataset: PatternDataset, batches: Iterable[list], config: LoaderConfig):
         self.config = cfg = config
@@ -173,6 +179,14 @@ class BatchLoader:
 
 
 class PatternLoader:
+    """Batches of `dataset` in `sampler`'s order, resumable at the batch the trainer consumed.
+
+    Args:
+        dataset: the PatternDataset.
+        sampler: the PatternSampler (its position is where iteration starts).
+        config: batch size, workers and slots; LoaderConfig() if None.
+    """
+
     def __init__(self, dataset: PatternDataset, sampler: PatternSampler, config: LoaderConfig | None = None):
         self.dataset = dataset
         self.sampler = sampler
@@ -199,6 +213,7 @@ class PatternLoader:
         self._consumed = self.sampler.position
 
     def state_dict(self) -> dict[str, Any]:
+        """Resume state at the last batch handed out (not the last one prefetched)."""
         return {"sampler": self.sampler.state_at(self._consumed)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -95,25 +95,43 @@ CAMERAS = ("cam_left", "cam_right", "wrist")
 
 
 def preset(
-    name: str, cameras: tuple[str, ...] = CAMERAS, fps: float = 30.0, resize: tuple[int, int] | None = None
+    name: str,
+    cameras: tuple[str, ...] = CAMERAS,
+    fps: float = 30.0,
+    resize: tuple[int, int] | None = None,
+    state_hz: float = 100.0,
 ) -> ReadPattern:
     """Named workloads.
 
     wam: world-action model: 4 s contiguous of every camera at 10 fps (every 3rd frame of
          30 fps) + joint state and commands at the same 10 Hz; anchors every second.
     vla: vision-language-action policy: the current and previous frame of every camera,
-         the current joint state, and a 50-step (0.5 s at 100 Hz) action chunk; every frame
+         the current joint state, and a 50-step action chunk (0.5 s at 100 Hz); every frame
          is an anchor, and the sampler's shuffle puts them at random positions.
+
+    Args:
+        name: "wam" or "vla".
+        cameras: the camera streams every sample reads.
+        fps: the cameras' frame rate.
+        resize: (height, width) of returned frames, or None for the stored size.
+        state_hz: the rate of joint_pos and cmd (a LeRobot import has them at the camera rate).
+
+    Returns:
+        The ReadPattern.
+
+    Raises:
+        ConfigError: unknown name.
     """
     if name == "wam":
         sub = max(1, round(fps / 10.0))
         n = int(round(4.0 * fps / sub))
+        sub_state = max(1, round(state_hz / 10.0))
         return ReadPattern(
             "wam",
             (
                 StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
-                StreamWindow("state", ("joint_pos",), "array", length=n, every=10),
-                StreamWindow("action", ("cmd",), "array", length=n, every=10),
+                StreamWindow("state", ("joint_pos",), "array", length=n, every=sub_state),
+                StreamWindow("action", ("cmd",), "array", length=n, every=sub_state),
             ),
             anchor_stride_s=1.0,
             anchor_jitter=False,

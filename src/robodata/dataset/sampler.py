@@ -68,6 +68,20 @@ class FeistelPermutation:
 
 
 class PatternSampler(Sampler[Anchor]):
+    """Seeded, resumable, rank-aware order over a SampleIndex (see the module docstring).
+
+    Args:
+        index: the samples to order (PatternDataset.index).
+        seed: permutation seed; the same (seed, epoch) gives the same order.
+        rank, world_size: this rank's share of whole blocks (rank r takes blocks r, r+W, ...).
+        shuffle: "global", "block" or "none".
+        block_size: neighbouring anchors per block with shuffle="block".
+        drop_last: every rank yields the smallest share instead of wrapping to the largest.
+
+    Raises:
+        ConfigError: unknown shuffle, rank outside [0, world_size), block_size < 1.
+    """
+
     def __init__(
         self,
         index: SampleIndex,
@@ -120,6 +134,7 @@ class PatternSampler(Sampler[Anchor]):
         return FeistelPermutation(nb, self._key())
 
     def set_epoch(self, epoch: int) -> None:
+        """Switch to `epoch`'s order (its position restarts at 0 when the epoch changes)."""
         if epoch != self.epoch:
             self.epoch = epoch
             self.position = 0
@@ -190,6 +205,12 @@ class PatternSampler(Sampler[Anchor]):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from `state_dict()` / `state_at()` output.
+
+        Raises:
+            ConfigError: the state was saved with another seed, world size, shuffle, block size
+                or number of samples.
+        """
         for k in ("seed", "world_size", "shuffle", "block_size", "num_samples"):
             mine = len(self.index) if k == "num_samples" else getattr(self, k)
             require(state[k] == mine, f"sampler state was saved with {k}={state[k]!r}, this sampler has {mine!r}")

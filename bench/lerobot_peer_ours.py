@@ -1,0 +1,118 @@
+"""The robodata side of bench.lerobot_peer, one measurement per process (project venv), the twin
+of bench/lerobot_peer_side.py:
+
+    python -m bench.lerobot_peer_ours bench --manifest M --spec SPEC.json --workers W
+    python -m bench.lerobot_peer_ours items --manifest M --spec SPEC.json --out ITEMS.npz
+
+bench: samples/s of PatternDataset through its own loader (BatchLoader: whole batches built in
+the workers) over the spec's anchor list, batch by batch. PatternDataset returns uint8
+(B, T, H, W, 3) frames; LeRobot returns float32 (B, T, 3, H, W) in [0, 1], so every batch is also
+converted to exactly that (timed inside the loop; `convert_s` says how much of it that was).
+items: the spec's anchors one by one as PatternDataset returns them, and the frame index of
+each returned camera frame (position of the picked frame among the episode's frames).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+from torch.utils.data import BatchSampler
+
+from bench.common import peak_rss_mb
+from robodata.dataset import Anchor, BatchLoader, LoaderConfig, PatternDataset, ReadPattern
+from robodata.dataset.frames import fetch_streams, nearest
+
+
+def _dataset(manifest: str, spec: dict) -> PatternDataset:
+    return PatternDataset(pq.read_table(manifest), ReadPattern.from_dict(spec["pattern"]))
+
+
+def as_lerobot(batch: dict[str, torch.Tensor], cams: list[str]) -> dict[str, torch.Tensor]:
+    """uint8 (B, T, H, W, 3) -> float32 (B, T, 3, H, W) in [0, 1], LeRobot's camera tensors."""
+    return {c: batch[c].permute(0, 1, 4, 2, 3).float().div_(255.0) for c in cams}
+
+
+def cmd_bench(a: argparse.Namespace) -> None:
+    spec = json.loads(Path(a.spec).read_text())
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ds = _dataset(a.manifest, spec)
+    cams = [s for w in ds.pattern.video for s in w.streams]
+    keys = [Anchor(int(r), float(t)) for r, t in spec["anchors"]]
+    cfg = LoaderConfig(batch_size=spec["batch"], num_workers=a.workers, prefetch_factor=2, timeout_s=900)
+    dl = BatchLoader(ds, BatchSampler(keys, spec["batch"], False), cfg)
+    n, t_first, first_s, conv, shapes = 0, None, None, 0.0, {}
+    for b in dl:
+        c0 = time.perf_counter()
+        f = as_lerobot(b, cams)
+        dt = time.perf_counter() - c0
+        if t_first is None:
+            t_first = time.perf_counter()
+            first_s = t_first - t0
+            shapes = {k: [str(v.dtype), list(v.shape)] for k, v in b.items()}
+            shapes.update({f"{k}(as_lerobot)": [str(v.dtype), list(v.shape)] for k, v in f.items()})
+            continue
+        conv += dt
+        n += len(b["t"])
+        del f, b
+    wall = time.perf_counter() - (t_first or t0)
+    out = {
+        "samples_per_s": n / wall if n else 0.0,
+        "samples_per_s_uint8": n / max(wall - conv, 1e-9) if n else 0.0,
+        "convert_s": conv,
+        "samples": n,
+        "first_batch_s": first_s,
+        "peak_rss_mb": peak_rss_mb(),
+        "shapes": shapes,
+    }
+    print(json.dumps(out))
+
+
+def cmd_items(a: argparse.Namespace) -> None:
+    spec = json.loads(Path(a.spec).read_text())
+    ds = _dataset(a.manifest, spec)
+    out: dict[str, np.ndarray] = {}
+    times: dict[tuple[int, str], np.ndarray] = {}
+    for n, (row, t) in enumerate(spec["anchors"]):
+        b = ds.batch([Anchor(int(row), float(t))])
+        r = ds.reader(int(row))
+        idx = []
+        for w in ds.pattern.video:
+            rate = r.meta.streams[w.streams[0]].rate_hz
+            targets = float(t) + (w.offset + np.arange(w.length) * w.every) / rate
+            for c in w.streams:
+                if (row, c) not in times:
+                    times[(row, c)] = np.sort(fetch_streams(r, {c: (0.0, r.meta.duration_s + 1.0)})[c].t_s)
+                j, _ = nearest(times[(row, c)], targets, 0.5 / rate)
+                idx.append(j)
+                out[f"{n}/{c}"] = b[c][0].numpy()
+        out[f"{n}/frame_index"] = np.asarray(idx, np.int64)
+        for k, v in b.items():
+            if not any(k == c for w in ds.pattern.video for c in w.streams):
+                out[f"{n}/{k}"] = v[0].numpy()
+    np.savez(a.out, **out)
+    print(json.dumps({"items": len(spec["anchors"]), "peak_rss_mb": peak_rss_mb()}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("bench", "items"):
+        p = sub.add_parser(name)
+        p.add_argument("--manifest", required=True)
+        p.add_argument("--spec", required=True)
+        p.add_argument("--workers", type=int, default=0)
+        p.add_argument("--out", default="")
+    a = ap.parse_args(argv)
+    {"bench": cmd_bench, "items": cmd_items}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

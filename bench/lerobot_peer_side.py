@@ -1,0 +1,259 @@
+"""The LeRobot side of bench.lerobot_peer: runs inside the peer venv (real lerobot 0.4.4), never
+imports robodata (only its numpy-only scene renderer, loaded by file path).
+
+    python bench/lerobot_peer_side.py write  --out DIR --episodes N --seconds S --cams a,b,c ...
+    python bench/lerobot_peer_side.py bench  --root DS --spec SPEC.json --workers W
+    python bench/lerobot_peer_side.py items  --root DS --spec SPEC.json --out ITEMS.npz
+
+write: a v3.0 dataset with LeRobot's own writer (LeRobotDataset.create / add_frame / save_episode:
+PNG frames, then its encoder with its defaults: libsvtav1, g=2, crf=30, preset 12) and the same
+episodes as a v2.1 dataset: LeRobot's per-episode encodes (each episode's video before 0.4.4
+appends it to the v3.0 file), the per-episode parquet rows and v2.1's meta/*.jsonl.
+bench: samples/s of LeRobotDataset (default video backend, delta_timestamps windows) in a torch
+DataLoader over the spec's index list, batch by batch; prints one JSON line.
+items: the spec's samples as LeRobot returns them (frames back to uint8 HWC), and the frame
+index LeRobot's decoder returned for each requested timestamp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ID = "robodata/peer"
+TASK = "pick up the cube and place it in the bin"
+
+
+def _scene():
+    path = Path(__file__).resolve().parents[1] / "src" / "robodata" / "ingest" / "synth" / "scene.py"
+    spec = importlib.util.spec_from_file_location("_rd_scene", path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod.SceneRenderer
+
+
+def trajectory(index: int, n: int, fps: int, dim: int, seed: int) -> np.ndarray:
+    """Smooth multi-joint motion: a few sines per joint with episode-specific frequencies."""
+    rng = np.random.default_rng([seed, index])
+    t = np.arange(n)[:, None] / fps
+    freq, phase, amp = rng.uniform(0.2, 1.2, (3, dim)), rng.uniform(0, 6, (3, dim)), rng.uniform(0.1, 0.5, (3, dim))
+    q = sum(amp[k] * np.sin(2 * np.pi * freq[k] * t / 3 + phase[k]) for k in range(3))
+    return q.astype(np.float32)
+
+
+def cmd_write(a: argparse.Namespace) -> None:
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    out = Path(a.out)
+    v3, v21 = out / "v3.0", out / "v2.1"
+    for d in (v3, v21):
+        shutil.rmtree(d, ignore_errors=True)
+    cams = a.cams.split(",")
+    feats = {
+        f"observation.images.{c}": {"dtype": "video", "shape": (a.height, a.width, 3), "names": ["height", "width", "channels"]}
+        for c in cams
+    }
+    names = [f"joint_{i}" for i in range(a.dim)]
+    feats["observation.state"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
+    feats["action"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
+    per_episode: dict[tuple[str, int], Path] = {}
+    orig = LeRobotDataset._encode_temporary_episode_video
+
+    def keep(self, video_key: str, episode_index: int) -> Path:  # the v2.1 copy of LeRobot's own encode
+        p = orig(self, video_key, episode_index)
+        dst = v21 / "videos" / "chunk-000" / video_key / f"episode_{episode_index:06d}.mp4"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, dst)
+        per_episode[(video_key, episode_index)] = dst
+        return p
+
+    LeRobotDataset._encode_temporary_episode_video = keep  # type: ignore[method-assign]
+    ds = LeRobotDataset.create(REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", image_writer_threads=4)
+    Scene = _scene()
+    n = int(round(a.seconds * a.fps))
+    t0 = time.perf_counter()
+    for e in range(a.episodes):
+        q = trajectory(e, n + 1, a.fps, a.dim, a.seed)
+        rend = {c: Scene(a.height, a.width, seed=a.seed + e, view=v) for v, c in enumerate(cams)}
+        for i in range(n):
+            frame = {f"observation.images.{c}": rend[c].render(i / a.fps, q[i], i > n // 2) for c in cams}
+            frame["observation.state"] = q[i]
+            frame["action"] = q[i + 1]  # the commanded next pose
+            frame["task"] = TASK
+            ds.add_frame(frame)
+        ds.save_episode()
+        print(f"[peer] episode {e}: {n} frames, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    ds.finalize()
+    LeRobotDataset._encode_temporary_episode_video = orig  # type: ignore[method-assign]
+    _v21_from_v3(v3, v21, cams, a.fps)
+    print(json.dumps({"v3.0": str(v3), "v2.1": str(v21), "write_s": round(time.perf_counter() - t0, 1)}))
+
+
+def _v21_from_v3(v3: Path, v21: Path, cams: list[str], fps: int) -> None:
+    """v2.1 layout over the same episodes: per-episode parquet + the per-episode videos kept above."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    info = json.loads((v3 / "meta" / "info.json").read_text())
+    data = pq.read_table(sorted((v3 / "data").glob("*/*.parquet")))
+    (v21 / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
+    (v21 / "meta").mkdir(parents=True, exist_ok=True)
+    episodes, stats = [], []
+    for e in sorted(set(data.column("episode_index").to_pylist())):
+        rows = data.filter(pc.equal(data.column("episode_index"), e))
+        pq.write_table(rows, v21 / "data" / "chunk-000" / f"episode_{e:06d}.parquet")
+        episodes.append({"episode_index": e, "tasks": [TASK], "length": rows.num_rows})
+        st = {}
+        for k in ("observation.state", "action"):
+            x = np.asarray(rows.column(k).to_pylist(), np.float64)
+            st[k] = {
+                "min": x.min(0).tolist(),
+                "max": x.max(0).tolist(),
+                "mean": x.mean(0).tolist(),
+                "std": x.std(0).tolist(),
+                "count": [len(x)],
+            }
+        stats.append({"episode_index": e, "stats": st})
+    info = dict(info)
+    info.update(
+        codebase_version="v2.1",
+        total_chunks=1,
+        total_videos=len(episodes) * len(cams),
+        data_path="data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
+        video_path="videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4",
+        splits={"train": f"0:{len(episodes)}"},
+    )
+    for k in ("data_files_size_in_mb", "video_files_size_in_mb"):
+        info.pop(k, None)
+    (v21 / "meta" / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    (v21 / "meta" / "episodes_stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in stats))
+    (v21 / "meta" / "tasks.jsonl").write_text(json.dumps({"task_index": 0, "task": TASK}) + "\n")
+    (v21 / "meta" / "info.json").write_text(json.dumps(info, indent=2))
+
+
+# ---------------------------------------------------------------------------------------- reading
+def _dataset(root: str, spec: dict):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset(REPO_ID, root=root, delta_timestamps=spec["delta_timestamps"])
+
+
+def _peak_rss_mb() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round(max(me, kids) / 1024, 1)
+
+
+def cmd_bench(a: argparse.Namespace) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    spec = json.loads(Path(a.spec).read_text())
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    ds = _dataset(a.root, spec)
+    extra = {"prefetch_factor": 2} if a.workers else {}
+    dl = DataLoader(ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, **extra)
+    n, t_first, first_s, shapes = 0, None, None, {}
+    for b in dl:
+        if t_first is None:
+            t_first = time.perf_counter()
+            first_s = t_first - t0
+            shapes = {k: [str(v.dtype), list(v.shape)] for k, v in b.items() if isinstance(v, torch.Tensor)}
+            continue
+        n += len(b["index"])
+    wall = time.perf_counter() - (t_first or t0)
+    print(
+        json.dumps(
+            {
+                "samples_per_s": n / wall if n else 0.0,
+                "samples": n,
+                "first_batch_s": first_s,
+                "peak_rss_mb": _peak_rss_mb(),
+                "backend": ds.video_backend,
+                "shapes": shapes,
+            }
+        )
+    )
+
+
+def cmd_items(a: argparse.Namespace) -> None:
+    from lerobot.datasets import video_utils
+
+    spec = json.loads(Path(a.spec).read_text())
+    returned: list[float] = []
+    get = video_utils.VideoDecoderCache.get_decoder
+
+    class _Seen:  # records the pts of every frame LeRobot's decoder hands back
+        def __init__(self, dec):
+            self.dec = dec
+
+        def __getattr__(self, k):
+            return getattr(self.dec, k)
+
+        def get_frames_at(self, indices):
+            fb = self.dec.get_frames_at(indices=indices)
+            returned.extend(float(x) for x in fb.pts_seconds)
+            return fb
+
+    video_utils.VideoDecoderCache.get_decoder = lambda self, p: _Seen(get(self, p))  # type: ignore[method-assign]
+    ds = _dataset(a.root, spec)
+    fps = ds.fps
+    out: dict[str, np.ndarray] = {}
+    cams = ds.meta.video_keys
+    for n, idx in enumerate(spec["indices"]):
+        returned.clear()
+        item = ds[idx]
+        ep = int(item["episode_index"])
+        frames_in_ep = []
+        k = 0
+        for c in cams:  # _query_videos walks the video keys in this order, one decode call each
+            m = item[c].shape[0] if item[c].ndim == 4 else 1
+            base = ds.meta.episodes[ep][f"videos/{c}/from_timestamp"]
+            frames_in_ep.append([round((p - base) * fps) for p in returned[k : k + m]])
+            k += m
+            x = item[c] if item[c].ndim == 4 else item[c][None]
+            out[f"{n}/{c}"] = (x.permute(0, 2, 3, 1).numpy() * 255.0).round().clip(0, 255).astype(np.uint8)
+        out[f"{n}/frame_index"] = np.asarray(frames_in_ep, np.int64)
+        for k2 in ("observation.state", "action"):
+            out[f"{n}/{k2}"] = item[k2].numpy()
+        out[f"{n}/episode_index"] = np.asarray(ep)
+        out[f"{n}/frame"] = np.asarray(int(item["frame_index"]))
+    np.savez(a.out, **out)
+    print(json.dumps({"items": len(spec["indices"]), "cameras": list(cams), "fps": fps, "peak_rss_mb": _peak_rss_mb()}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("--out", required=True)
+    w.add_argument("--episodes", type=int, default=2)
+    w.add_argument("--seconds", type=float, default=62.0)
+    w.add_argument("--cams", default="cam_high,cam_left_wrist,cam_right_wrist")
+    w.add_argument("--height", type=int, default=480)
+    w.add_argument("--width", type=int, default=640)
+    w.add_argument("--fps", type=int, default=30)
+    w.add_argument("--dim", type=int, default=14)
+    w.add_argument("--seed", type=int, default=0)
+    for name in ("bench", "items"):
+        p = sub.add_parser(name)
+        p.add_argument("--root", required=True)
+        p.add_argument("--spec", required=True)
+        p.add_argument("--workers", type=int, default=0)
+        p.add_argument("--out", default="")
+    a = ap.parse_args()
+    {"write": cmd_write, "bench": cmd_bench, "items": cmd_items}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
