@@ -10,8 +10,8 @@ PatternDataset on the same episodes, the same samples and the same tensors out.
 4. Interleaved rounds, one process per measurement, LeRobot and robodata taking turns (medians):
    samples/s for VLA and WAM at 0 and 2 workers, batch 8, over the same index list in the same
    (block-shuffled) order; first-batch latency (dataset construction included); peak RSS.
-   LeRobot returns float32 (T, 3, H, W) in [0, 1] per camera; PatternDataset uint8 (T, H, W, 3):
-   our timed loop converts every batch to LeRobot's tensors (vs_lerobot_* include that).
+   LeRobot returns float32 (T, 3, H, W) in [0, 1] per camera; PatternDataset is asked for the
+   same (DatasetConfig(frames="float32"), converted in its decode threads, inside the timing).
 5. Agreement on the same samples: PSNR of our frames vs LeRobot's, state/action max abs diff,
    the frame index each returned (bench/lerobot_peer_check.py).
 6. `robodata export --format lerobot` of the imported v3.0 and v2.1 sets, loaded by LeRobotDataset,
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
-from bench.lerobot_peer_check import compare, episode_from_index, export_dataset, run_json
+from bench.lerobot_peer_check import compare, episode_from_index, run_json
 from bench.lerobot_peer_data import import_dataset, manifest_table, write_manifest_file
 from bench.lerobot_peer_roundtrip import roundtrip
 from bench.lerobot_peer_venv import ensure_peer_venv
@@ -105,7 +105,9 @@ def write_specs(work: Path, man, lr_root: Path, cams, size: str, n_agree: int) -
             p = work / "specs" / f"{name}_{tag}.json"
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(
-                json.dumps({"pattern": asdict(pat), "anchors": a, "indices": ii, "batch": BATCH, "delta_timestamps": deltas})
+                json.dumps(
+                    {"pattern": asdict(pat), "anchors": a, "indices": ii, "batch": BATCH, "delta_timestamps": deltas}
+                )
             )
             paths[tag] = p
         out[name] = paths
@@ -144,9 +146,6 @@ def summarize(got: dict) -> dict:
             ours, theirs = med[("robodata", name, w)], med[("lerobot", name, w)]
             d[f"vs_lerobot_w{w}"] = round(ours / theirs, 2) if theirs else None
             d[f"samples_per_s_w{w}"] = {"robodata": round(ours, 2), "lerobot": round(theirs, 2)}
-            d[f"robodata_uint8_samples_per_s_w{w}"] = round(
-                statistics.median(x["samples_per_s_uint8"] for x in got[("robodata", name, w)]), 2
-            )
             d[f"first_batch_s_w{w}"] = {
                 s: round(statistics.median(x["first_batch_s"] for x in got[(s, name, w)]), 3)
                 for s in ("robodata", "lerobot")
@@ -189,7 +188,10 @@ def main() -> None:
     agree = {}
     for name in ("vla", "wam"):
         a_lr, a_us = work / f"{name}_agree_lerobot.npz", work / f"{name}_agree_ours.npz"
-        run_json([str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)], log)
+        run_json(
+            [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
+            log,
+        )
         run_json(
             [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifest)]
             + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
@@ -218,7 +220,10 @@ def main() -> None:
             "block_size": BLOCK,
             "rounds": rounds,
             "our_video": {"codec": VIDEO.codec, "gop": VIDEO.gop, "bframes": VIDEO.bframes, "crf": VIDEO.crf},
-            "bytes_on_disk": {"lerobot_v3": lr_bytes, "lerobot_v21": dir_bytes(v21 / "videos") + dir_bytes(v21 / "data")},
+            "bytes_on_disk": {
+                "lerobot_v3": lr_bytes,
+                "lerobot_v21": dir_bytes(v21 / "videos") + dir_bytes(v21 / "data"),
+            },
             "import_s": round(import_s, 1),
             "peak_rss_mb_by_side": rss,
             "peak_rss_mb": max(rss["robodata"], peak_rss_mb(include_children=False)),

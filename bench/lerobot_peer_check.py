@@ -69,7 +69,9 @@ def export_dataset(manifest: Path, out: Path, log: Callable[[str], None]) -> Pat
     shutil.rmtree(out, ignore_errors=True)
     cli = Path(sys.executable).parent / "robodata"
     cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "robodata.cli"]
-    res = subprocess.run([*cmd, "export", "--format", "lerobot", str(manifest), str(out)], capture_output=True, text=True)
+    res = subprocess.run(
+        [*cmd, "export", "--format", "lerobot", str(manifest), str(out)], capture_output=True, text=True
+    )
     if res.returncode:
         raise RuntimeError(f"robodata export failed ({res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}")
     log(f"exported {manifest.name} -> {out}")

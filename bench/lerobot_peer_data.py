@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 from robodata.catalog.schema import (
     MANIFEST_META_CATALOG_VERSION,
     MANIFEST_META_CONTENT_HASH,
+    MANIFEST_META_HASH_SCHEME,
     MANIFEST_META_SPEC_HASH,
     MANIFEST_SCHEMA,
 )
 from robodata.container import EpisodeReader, VideoSettings
-from robodata.curate.manifest import content_hash
+from robodata.curate.manifest import CURRENT_SCHEME, content_hash
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
@@ -78,6 +79,7 @@ def write_manifest_file(table: pa.Table, path: Path) -> Path:
         MANIFEST_META_CATALOG_VERSION: str(version).encode(),
         MANIFEST_META_SPEC_HASH: spec_hash.encode(),
         MANIFEST_META_CONTENT_HASH: content_hash(table, spec_hash, version).encode(),
+        MANIFEST_META_HASH_SCHEME: CURRENT_SCHEME.encode(),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table.replace_schema_metadata(meta), path)

@@ -23,7 +23,7 @@ FPS = 30
 
 
 def _equal(c: dict) -> bool:
-    return (
+    return bool(
         c["state_max_abs_diff"] == 0.0
         and c["action_max_abs_diff"] == 0.0
         and c["frame_index_mismatches"] == 0
@@ -50,7 +50,9 @@ def _loaded_by_lerobot(peer_py: Path, side: str, export: Path, spec: Path, ours:
     lr_spec = _respec(spec, export, export.with_name(export.name + ".spec.json"))
     lr_npz = export.with_name(export.name + ".lerobot.npz")
     try:
-        run_json([str(peer_py), side, "items", "--root", str(export), "--spec", str(lr_spec), "--out", str(lr_npz)], log)
+        run_json(
+            [str(peer_py), side, "items", "--root", str(export), "--spec", str(lr_spec), "--out", str(lr_npz)], log
+        )
     except RuntimeError as exc:
         log(f"LeRobot rejects {export}: {exc}")
         return {"loads": False, "error": str(exc)[-600:]}

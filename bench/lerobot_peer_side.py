@@ -59,24 +59,30 @@ def cmd_write(a: argparse.Namespace) -> None:
         shutil.rmtree(d, ignore_errors=True)
     cams = a.cams.split(",")
     feats = {
-        f"observation.images.{c}": {"dtype": "video", "shape": (a.height, a.width, 3), "names": ["height", "width", "channels"]}
+        f"observation.images.{c}": {
+            "dtype": "video",
+            "shape": (a.height, a.width, 3),
+            "names": ["height", "width", "channels"],
+        }
         for c in cams
     }
     names = [f"joint_{i}" for i in range(a.dim)]
     feats["observation.state"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
     feats["action"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
     per_episode: dict[tuple[str, int], Path] = {}
-    orig = LeRobotDataset._encode_temporary_episode_video
+    orig = LeRobotDataset._save_episode_video
 
-    def keep(self, video_key: str, episode_index: int) -> Path:  # the v2.1 copy of LeRobot's own encode
-        p = orig(self, video_key, episode_index)
+    def keep(self, video_key: str, episode_index: int, temp_path: Path | None = None) -> dict:
+        # the v2.1 copy of LeRobot's own per-episode encode, before 0.4.4 appends it to the v3.0 file
+        if temp_path is None:
+            temp_path = self._encode_temporary_episode_video(video_key, episode_index)
         dst = v21 / "videos" / "chunk-000" / video_key / f"episode_{episode_index:06d}.mp4"
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(p, dst)
+        shutil.copy(temp_path, dst)
         per_episode[(video_key, episode_index)] = dst
-        return p
+        return orig(self, video_key, episode_index, temp_path=temp_path)
 
-    LeRobotDataset._encode_temporary_episode_video = keep  # type: ignore[method-assign]
+    LeRobotDataset._save_episode_video = keep  # type: ignore[method-assign]
     ds = LeRobotDataset.create(REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", image_writer_threads=4)
     Scene = _scene()
     n = int(round(a.seconds * a.fps))
@@ -93,7 +99,7 @@ def cmd_write(a: argparse.Namespace) -> None:
         ds.save_episode()
         print(f"[peer] episode {e}: {n} frames, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     ds.finalize()
-    LeRobotDataset._encode_temporary_episode_video = orig  # type: ignore[method-assign]
+    LeRobotDataset._save_episode_video = orig  # type: ignore[method-assign]
     _v21_from_v3(v3, v21, cams, a.fps)
     print(json.dumps({"v3.0": str(v3), "v2.1": str(v21), "write_s": round(time.perf_counter() - t0, 1)}))
 

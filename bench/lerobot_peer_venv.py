@@ -22,7 +22,9 @@ from bench.common import BENCH_DIR
 PEER_DIR = BENCH_DIR / "lerobot-venv"
 STEPS = (["--upgrade", "pip"], ["torch==2.10.0", "torchvision==0.25.0"], ["lerobot==0.4.4"])
 STAMP = "robodata-peer-lerobot-0.4.4"
-CHECK = "import lerobot, torchcodec.decoders, torch; print(lerobot.__version__ if hasattr(lerobot, '__version__') else '')"
+CHECK = (
+    "import lerobot, torchcodec.decoders, torch; print(lerobot.__version__ if hasattr(lerobot, '__version__') else '')"
+)
 
 
 class PeerVenvError(RuntimeError):

@@ -203,3 +203,15 @@ def test_export_cli_reports_an_unsafe_stream_name_without_traceback(tmp_path):
     assert res.exit_code == 2 and "ContainerError" in said and "'a/../../x/wrist']: stream names" in said
     assert res.exception is None or isinstance(res.exception, SystemExit)
     assert not (tmp_path / "x").exists() and not (tmp_path / "o" / "x").exists()
+
+
+def test_export_holds_the_state_sample_a_frame_lands_on_despite_timestamp_rounding():
+    from robodata.export.episodes import sample_at
+
+    t_state = np.arange(10) / 30.0
+    values = np.arange(10, dtype=np.float32)[:, None]
+    frames = t_state - 2e-6  # the video's pts a hair before the state's (float32) timestamps
+    np.testing.assert_array_equal(sample_at(t_state, values, frames)[:, 0], values[:, 0])
+    # between samples it is still the latest one before, never the next
+    np.testing.assert_array_equal(sample_at(t_state, values, t_state[:-1] + 0.5 / 30)[:, 0], values[:-1, 0])
+    assert sample_at(t_state[:1], values[:1], np.array([5.0]))[0, 0] == 0.0

@@ -161,3 +161,33 @@ def test_arena_carves_aligned_tensors_and_declines_what_does_not_fit():
     c.fill_(1.5)
     assert int(b.sum()) == 700 and float(c.sum()) == 75.0  # no overlap
     assert arena.tensor((4096,), torch.uint8) is None  # no room left: fresh memory instead
+
+
+def test_a_timeout_without_workers_is_accepted_and_batches_come_in_order(ds):
+    # torch refuses timeout > 0 in its single-process iterator; the config's timeout applies
+    # to workers only, so one LoaderConfig serves 0 and N workers alike
+    ref = _reference(ds)
+    got = list(PatternLoader(ds, _sampler(ds), LoaderConfig(**dict(SLOTS, num_workers=0))))
+    assert len(got) == len(ref)
+    for b, r in zip(got, ref, strict=True):
+        _same(b, r)
+    with pytest.raises(Exception, match="timeout_s"):
+        LoaderConfig(timeout_s=-1)
+
+
+def test_float32_frames_are_the_uint8_frames_in_lerobot_layout_and_scale(ds):
+    from robodata.dataset import DatasetConfig
+
+    keys = list(_sampler(ds))[:4]
+    ref = ds.batch(keys, shared=False)
+    fl = PatternDataset(ds.manifest, PATTERN, config=DatasetConfig(frames="float32"))
+    got = fl.batch(keys, shared=False)
+    for cam in CAMS:
+        want = ref[cam].permute(0, 1, 4, 2, 3).float() / 255.0  # what a LeRobot user writes
+        assert got[cam].dtype == torch.float32 and got[cam].shape == want.shape
+        torch.testing.assert_close(got[cam], want, rtol=0, atol=0)
+    for k in ref:
+        if k not in CAMS:
+            np.testing.assert_array_equal(got[k].numpy(), ref[k].numpy(), err_msg=k)
+    with pytest.raises(Exception, match="frames must be one of"):
+        DatasetConfig(frames="float16")

@@ -16,9 +16,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import cast
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
@@ -73,9 +75,8 @@ def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]])
     out = {}
     for s, tabs in pieces.items():
         if not tabs:
-            out[s] = StreamFrames(
-                *(np.empty(0, np.int64) for _ in range(3)), None, np.empty(0), [], np.empty(0, np.int64)
-            )
+            none = np.empty(0, np.int64)
+            out[s] = StreamFrames(none, none, none.astype(bool), None, np.empty(0), [], none)
             continue
         cols = {
             k: np.concatenate([t.column(k).to_numpy(zero_copy_only=False) for _, t in tabs])
@@ -87,8 +88,8 @@ def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]])
             else None
         )
         data = [d for _, t in tabs for d in t.column("data")]
-        chunk = np.concatenate([np.full(t.num_rows, ci) for ci, t in tabs])
-        out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), ref, cols["t_ns"] / 1e9, data, chunk)
+        chunks = np.concatenate([np.full(t.num_rows, ci) for ci, t in tabs])
+        out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), ref, cols["t_ns"] / 1e9, data, chunks)
     return out
 
 
@@ -122,7 +123,7 @@ class GopDecoder:
                 f"video {self.stream!r}: packets do not start with a keyframe",
                 int(frames.chunk[0]) if len(frames.chunk) else None,
             )
-        bounds = list(keys) + [len(frames.pts)]
+        bounds = [int(k) for k in keys] + [len(frames.pts)]
         done: set[int] = set()
         for g in range(len(keys)):
             lo, hi = bounds[g], bounds[g + 1]
@@ -177,7 +178,7 @@ class GopDecoder:
             sink(frame.pts, rgb.to_ndarray())
 
 
-def _decoder(codec: str, extradata: bytes) -> av.CodecContext:
+def _decoder(codec: str, extradata: bytes) -> VideoCodecContext:
     """This thread's open decoder for (codec, extradata), reused GOP after GOP (flushed
     in between) so its frame buffers are reused too; a few per thread at most."""
     cache = getattr(_tls, "decoders", None)
@@ -187,7 +188,7 @@ def _decoder(codec: str, extradata: bytes) -> av.CodecContext:
     key = (codec, extradata)
     ctx = cache.get(key)
     if ctx is None:
-        ctx = av.CodecContext.create(codec, "r")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(codec, "r"))
         if extradata:
             ctx.extradata = extradata
         ctx.thread_type = "NONE"

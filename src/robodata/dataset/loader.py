@@ -36,7 +36,7 @@ class LoaderConfig:
     persistent_workers: bool = False
     prefetch_factor: int = 2
     drop_last: bool = False
-    timeout_s: float = 0.0
+    timeout_s: float = 0.0  # seconds to wait for a worker's batch (0: forever); no effect without workers
     # reused shared-memory batch slots per worker; None: prefetch_factor + 1 (+ 1 more with
     # one worker), enough for a loop that drops each batch when it takes the next; 0: off
     batch_slots: int | None = None
@@ -48,6 +48,7 @@ class LoaderConfig:
         require(self.prefetch_factor >= 1, "prefetch_factor must be >= 1")
         require(not self.persistent_workers or self.num_workers > 0, "persistent_workers needs num_workers > 0")
         require(self.batch_slots is None or self.batch_slots >= 0, "batch_slots must be >= 0")
+        require(self.timeout_s >= 0, "timeout_s must be >= 0")
         require(self.slot_min_bytes >= 1, "slot_min_bytes must be >= 1")
 
     @property
@@ -130,14 +131,17 @@ class BatchLoader:
         self._leases: Leases | None = None
         extra: dict[str, Any] = {}
         if cfg.num_workers > 0:
-            extra = {"prefetch_factor": cfg.prefetch_factor, "persistent_workers": cfg.persistent_workers}
+            extra = {
+                "prefetch_factor": cfg.prefetch_factor,
+                "persistent_workers": cfg.persistent_workers,
+                "timeout": cfg.timeout_s,
+            }
         self._dl = DataLoader(
             self._batches,
             batch_size=None,
             sampler=_Draws(batches, self._on_start),  # type: ignore[arg-type]
             num_workers=cfg.num_workers,
             pin_memory=cfg.pin_memory,
-            timeout=cfg.timeout_s,
             **extra,
         )
 

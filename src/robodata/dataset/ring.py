@@ -81,7 +81,7 @@ class Arena:
         if off + nbytes > self.storage.nbytes():
             return None  # a bigger batch than this slot was made for
         self.used = off + nbytes
-        return torch.empty(0, dtype=torch.uint8).set_(self.storage, off, (nbytes,)).view(dtype).view(shape)
+        return torch.empty(0, dtype=torch.uint8).set_(self.storage, off, (nbytes,), (1,)).view(dtype).view(shape)
 
 
 class SlotPool:

@@ -74,8 +74,14 @@ def open_episode(uri: str, footer_offset: int | None = None, footer_length: int 
 
 
 def sample_at(t_src: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Values of the latest sample at or before each time t (the first sample before it)."""
-    idx = np.searchsorted(t_src, t, side="right") - 1
+    """Values of the latest sample at or before each time t (the first sample before it).
+
+    "At" allows a quarter of the source's median sample period (at most 1 ms): streams recorded
+    on one clock carry timestamps that differ by rounding (a LeRobot import's float32 parquet
+    times against its video's pts), and a frame a few microseconds before its state sample
+    belongs with that sample, not with the one a whole period earlier."""
+    tol = min(1e-3, 0.25 * float(np.median(np.diff(t_src)))) if len(t_src) > 1 else 0.0
+    idx = np.searchsorted(t_src, t + tol, side="right") - 1
     return values[np.clip(idx, 0, len(values) - 1)]
 
 

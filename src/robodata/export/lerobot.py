@@ -127,7 +127,7 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
                     videos[c].write(imgs[c])
                     sub = imgs[c][:, ::8, ::8].reshape(-1, 3) / 255.0
                     stats.add(keys[c], sub)
-                batch = {
+                batch: dict[str, np.ndarray] = {
                     "timestamp": ((length + np.arange(n)) / fps).astype(np.float32),
                     "frame_index": np.arange(length, length + n, dtype=np.int64),
                     "episode_index": np.full(n, ep_index, dtype=np.int64),
@@ -142,10 +142,10 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
                         cols[feat] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
                         stats.add(feat, v)
                         ep_stats.add(feat, v)
-                for k, v in batch.items():
-                    cols[k] = pa.array(v)
-                    stats.add(k, v)
-                    ep_stats.add(k, v)
+                for k, col in batch.items():
+                    cols[k] = pa.array(col)
+                    stats.add(k, col)
+                    ep_stats.add(k, col)
                 table = pa.table(cols)
                 if data_writer is None:
                     data_writer = pq.ParquetWriter(files["data"], table.schema)
@@ -177,8 +177,8 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
             episodes.append(rec)
             index += length
     finally:
-        for v in videos.values():
-            v.close()
+        for video in videos.values():
+            video.close()
         if data_writer is not None:
             data_writer.close()
     pq.write_table(pa.Table.from_pylist(episodes), files["episodes"])
@@ -248,7 +248,7 @@ def _features(first, cams, keys, shapes, fps) -> dict[str, Any]:
 
 def _write_tasks(path: Path, tasks: dict[str, int]) -> None:
     """tasks.parquet as pandas writes it: `task` is the index, `task_index` the column."""
-    names = sorted(tasks, key=tasks.get)
+    names = sorted(tasks, key=lambda n: tasks[n])
     table = pa.table({"task_index": pa.array([tasks[n] for n in names], pa.int64()), "task": pa.array(names)})
     pandas_meta = {
         "index_columns": ["task"],

@@ -93,7 +93,7 @@ def _episode(row: dict[str, Any], path: Path) -> int:
             for c, ch in cams.items():
                 for ts, pkt in encoders[c].encode(imgs[c], t):
                     ns = t0 + int(round(ts * 1e9))
-                    msg = {
+                    msg: dict[str, Any] = {
                         "timestamp": _stamp(ns),
                         "frame_id": c,
                         "format": "h264",
@@ -173,8 +173,14 @@ class _H264:
             frame.pts = self.n
             self.times[self.n] = float(ts)
             self.n += 1
-            out += [(self.times.pop(p.pts), bytes(p)) for p in self.ctx.encode(frame)]
+            out += [(self.times.pop(_pts(p)), bytes(p)) for p in self.ctx.encode(frame)]
         return out
 
     def flush(self):
-        return [(self.times.pop(p.pts), bytes(p)) for p in self.ctx.encode(None)]
+        return [(self.times.pop(_pts(p)), bytes(p)) for p in self.ctx.encode(None)]
+
+
+def _pts(packet: av.Packet) -> int:
+    if packet.pts is None:  # the encoder sets every packet's pts from its frame's
+        raise ExportError("the H.264 encoder returned a packet without a pts")
+    return int(packet.pts)
