@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.lerobot_peer_check import compare, episode_from_index, run_json
@@ -39,7 +40,19 @@ from robodata.dataset import PatternSampler, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 
 SIDE = str(Path(__file__).with_name("lerobot_peer_side.py"))
-SIZES = {
+KEYS = (
+    "vla.vs_lerobot_w0",
+    "vla.vs_lerobot_w2",
+    "vla.psnr_db_min",
+    "vla.frame_index_mismatches",
+    "wam.vs_lerobot_w0",
+    "wam.vs_lerobot_w2",
+    "bytes_vs_lerobot",
+    "export_loads_in_lerobot",
+    "export_items_equal",
+    "peak_rss_mb",
+)
+SIZES: dict[str, dict[str, Any]] = {
     "smoke": {"episodes": 2, "seconds": 6.0, "cams": "cam_high,cam_wrist", "h": 96, "w": 128, "vla": 3, "wam": 2},
     "quick": {"episodes": 2, "seconds": 62.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
     "full": {"episodes": 4, "seconds": 90.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},

@@ -38,7 +38,8 @@ def compare(lerobot_npz: Path, ours_npz: Path, n: int, cams: list[str], lerobot_
     lr, us = np.load(lerobot_npz), np.load(ours_npz)
     cam_key = (lambda c: f"observation.images.{c}") if lerobot_first else (lambda c: c)
     st, ac = (STATE[0], ACTION[0]) if lerobot_first else (STATE[1], ACTION[1])
-    psnrs, state_d, action_d, mismatches, frames = [], 0.0, 0.0, 0, 0
+    psnrs: list[float] = []
+    state_d, action_d, mismatches, frames = 0.0, 0.0, 0, 0
     for i in range(n):
         for c in cams:
             a, b = lr[f"{i}/{cam_key(c)}"], us[f"{i}/{c}"]
@@ -82,7 +83,7 @@ def episode_from_index(root: Path) -> dict[int, int]:
     """LeRobot v3.0: each episode's first global frame index (meta/episodes/*/*.parquet)."""
     import pyarrow.parquet as pq
 
-    out = {}
+    out: dict[int, int] = {}
     for f in sorted((root / "meta" / "episodes").glob("*/*.parquet")):
         t = pq.read_table(f, columns=["episode_index", "dataset_from_index"])
         out.update(zip(t.column("episode_index").to_pylist(), t.column("dataset_from_index").to_pylist(), strict=True))

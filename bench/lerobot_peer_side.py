@@ -35,8 +35,9 @@ TASK = "pick up the cube and place it in the bin"
 def _scene():
     path = Path(__file__).resolve().parents[1] / "src" / "robodata" / "ingest" / "synth" / "scene.py"
     spec = importlib.util.spec_from_file_location("_rd_scene", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
     spec.loader.exec_module(mod)
     return mod.SceneRenderer
 
@@ -82,7 +83,7 @@ def cmd_write(a: argparse.Namespace) -> None:
         per_episode[(video_key, episode_index)] = dst
         return orig(self, video_key, episode_index, temp_path=temp_path)
 
-    LeRobotDataset._save_episode_video = keep  # type: ignore[method-assign]
+    setattr(LeRobotDataset, "_save_episode_video", keep)  # noqa: B010 - patched for the write only
     ds = LeRobotDataset.create(REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", image_writer_threads=4)
     Scene = _scene()
     n = int(round(a.seconds * a.fps))
@@ -99,7 +100,7 @@ def cmd_write(a: argparse.Namespace) -> None:
         ds.save_episode()
         print(f"[peer] episode {e}: {n} frames, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     ds.finalize()
-    LeRobotDataset._save_episode_video = orig  # type: ignore[method-assign]
+    setattr(LeRobotDataset, "_save_episode_video", orig)  # noqa: B010
     _v21_from_v3(v3, v21, cams, a.fps)
     print(json.dumps({"v3.0": str(v3), "v2.1": str(v21), "write_s": round(time.perf_counter() - t0, 1)}))
 
@@ -167,8 +168,10 @@ def cmd_bench(a: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     ds = _dataset(a.root, spec)
-    extra = {"prefetch_factor": 2} if a.workers else {}
-    dl = DataLoader(ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, **extra)
+    prefetch = 2 if a.workers else None  # DataLoader's own default
+    dl = DataLoader(
+        ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, prefetch_factor=prefetch
+    )
     n, t_first, first_s, shapes = 0, None, None, {}
     for b in dl:
         if t_first is None:
@@ -211,7 +214,7 @@ def cmd_items(a: argparse.Namespace) -> None:
             returned.extend(float(x) for x in fb.pts_seconds)
             return fb
 
-    video_utils.VideoDecoderCache.get_decoder = lambda self, p: _Seen(get(self, p))  # type: ignore[method-assign]
+    setattr(video_utils.VideoDecoderCache, "get_decoder", lambda self, p: _Seen(get(self, p)))  # noqa: B010
     ds = _dataset(a.root, spec)
     fps = ds.fps
     out: dict[str, np.ndarray] = {}
@@ -234,7 +237,7 @@ def cmd_items(a: argparse.Namespace) -> None:
             out[f"{n}/{k2}"] = item[k2].numpy()
         out[f"{n}/episode_index"] = np.asarray(ep)
         out[f"{n}/frame"] = np.asarray(int(item["frame_index"]))
-    np.savez(a.out, **out)
+    np.savez(a.out, **out)  # type: ignore[arg-type]  # numpy's stubs take **kwds as the allow_pickle flag
     print(json.dumps({"items": len(spec["indices"]), "cameras": list(cams), "fps": fps, "peak_rss_mb": _peak_rss_mb()}))
 
 

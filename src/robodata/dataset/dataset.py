@@ -184,7 +184,8 @@ class PatternDataset(Dataset):
             key: an Anchor from PatternSampler, or an int sample id (located with `config.seed`).
 
         Returns:
-            {camera: uint8 (T, H, W, 3) (float32 (T, 3, H, W) with frames="float32"), array stream: (T, *shape), `<stream>_is_pad`: bool (T,),
+            {camera: uint8 (T, H, W, 3) (float32 (T, 3, H, W) with frames="float32"),
+            array stream: (T, *shape), `<stream>_is_pad`: bool (T,),
             "episode_index": manifest row, "t": anchor seconds}.
 
         Raises:

@@ -139,7 +139,7 @@ class BatchLoader:
         self._dl = DataLoader(
             self._batches,
             batch_size=None,
-            sampler=_Draws(batches, self._on_start),  # type: ignore[arg-type]
+            sampler=_Draws(batches, self._on_start),
             num_workers=cfg.num_workers,
             pin_memory=cfg.pin_memory,
             **extra,
@@ -196,7 +196,7 @@ class PatternLoader:
         self.sampler = sampler
         self.config = cfg = config or LoaderConfig()
         self._consumed = sampler.position
-        self._loader = BatchLoader(dataset, BatchSampler(sampler, cfg.batch_size, cfg.drop_last), cfg)
+        self._loader = BatchLoader(dataset, BatchSampler(sampler, cfg.batch_size, cfg.drop_last), cfg)  # type: ignore[arg-type]  # groups Anchors
 
     def __len__(self) -> int:
         return len(self._loader)
