@@ -214,3 +214,10 @@ def test_encoder_threads_are_not_part_of_a_layout(tmp_path):
     assert report.skipped == 1 and report.relaid == 0
     with pytest.raises(ConfigError, match="threads"):
         VideoSettings(threads=-1)
+
+
+@pytest.mark.parametrize("name", ["check", "footer_offset", "min_psnr_db", "decode_threads"])
+def test_a_storage_option_named_like_a_parameter_is_refused_up_front(name):
+    with pytest.raises(ConfigError, match=name):
+        RelayoutConfig(catalog_uri="c", plan_path="p", storage_options={name: "false"})
+    RelayoutConfig(catalog_uri="c", plan_path="p", storage_options={"anon": "true"})  # fsspec's own: fine

@@ -44,6 +44,26 @@ class RelayoutConfig:
         require(bool(self.plan_path), "relayout needs plan_path")
         require(self.merge_every >= 1, "merge_every must be >= 1")
         require(self.max_episodes >= 0, "max_episodes must be >= 0")
+        # passed on as **kwargs next to these parameters of EpisodeReader.open and rewrite: an
+        # option of the same name would silently set the parameter instead
+        clash = sorted(set(self.storage_options) & _RESERVED_OPTIONS)
+        require(not clash, f"storage_options may not be named {clash} (parameters of the reader and rewriter)")
+
+
+_RESERVED_OPTIONS = frozenset(
+    {
+        "target",
+        "check",
+        "config",
+        "decode_threads",
+        "footer_offset",
+        "footer_length",
+        "min_psnr_db",
+        "src",
+        "layout",
+        "dst",
+    }
+)
 
 
 @dataclass
