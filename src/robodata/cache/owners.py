@@ -91,6 +91,11 @@ def _registering(tmp: Path) -> bool:
         return True
     if age > 3600:
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists on this host (one of another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

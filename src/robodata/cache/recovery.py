@@ -17,11 +17,10 @@ whose file is gone, and recounts resident bytes.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING
 
-from robodata.cache.owners import dead
+from robodata.cache.owners import dead, pid_alive
 
 if TYPE_CHECKING:
     from robodata.cache.pagecache import PageCache
@@ -91,10 +90,4 @@ def _pid_alive(tmp_name: str) -> bool:
         pid = int(tmp_name.split(".")[-3])
     except (ValueError, IndexError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
