@@ -17,11 +17,17 @@ from robodata.errors import ContainerError
 
 @runtime_checkable
 class RangeSource(Protocol):
+    """What EpisodeReader reads from: a name for messages, a size and ranged reads."""
+
     name: str
 
-    def size(self) -> int: ...
+    def size(self) -> int:
+        """Size in bytes."""
+        ...
 
-    def read(self, offset: int, length: int) -> bytes: ...
+    def read(self, offset: int, length: int) -> bytes:
+        """`length` bytes from `offset` (fewer only at the end of the object)."""
+        ...
 
 
 @dataclass

@@ -118,6 +118,7 @@ class AcceptanceConfig:
         require(self.version == ACCEPTANCE_VERSION, f"acceptance config version {self.version!r} not supported")
 
     def for_site(self, site: str) -> SiteAcceptance:
+        """The site's own acceptance thresholds, or the default ones."""
         return self.sites.get(site, self.default)
 
 

@@ -76,6 +76,7 @@ class Mix:
         require(0 <= self.default_weight <= MAX_NUMBER, f"mix.default_weight must be in [0, {MAX_NUMBER:g}]")
 
     def weight(self, group: str) -> float:
+        """Mixing weight of `group` (default_weight for groups the spec does not name)."""
         return float(self.weights.get(group, self.default_weight))
 
 

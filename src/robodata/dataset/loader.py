@@ -213,6 +213,7 @@ class PatternLoader:
             del batch
 
     def set_epoch(self, epoch: int) -> None:
+        """Start epoch `epoch` (a fresh shuffle) at its first batch."""
         self.sampler.set_epoch(epoch)
         self._consumed = self.sampler.position
 
@@ -221,5 +222,10 @@ class PatternLoader:
         return {"sampler": self.sampler.state_at(self._consumed)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at the batch after the last one handed out when `state` was taken.
+
+        Raises:
+            ConfigError: the state belongs to a different sample index (see PatternSampler).
+        """
         self.sampler.load_state_dict(state["sampler"])
         self._consumed = self.sampler.position

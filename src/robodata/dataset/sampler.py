@@ -55,6 +55,7 @@ class FeistelPermutation:
                 return x
 
     def inverse(self, y: int) -> int:
+        """The x with self(x) == y."""
         if self.n <= 1:
             return y
         half, mask = self.half, self.mask
@@ -193,6 +194,8 @@ class PatternSampler(Sampler[Anchor]):
         return self.state_at(self.position)
 
     def state_at(self, consumed: int) -> dict[str, Any]:
+        """Resume state as if exactly `consumed` samples of this epoch had been drawn (a loader
+        prefetches ahead of what the trainer consumed; this is the trainer's position)."""
         return {
             "seed": self.seed,
             "epoch": self.epoch,
