@@ -373,7 +373,8 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     rates = json.loads(manifest.column("stream_rates_json")[0].as_py() or "{}")
     fps = float(rates.get(cams[0]) or 30.0)
     state_hz = float(rates.get("joint_pos") or rates.get("cmd") or 100.0)
-    return preset(name, cameras=cams, fps=fps, state_hz=state_hz)
+    action_hz = float(rates.get("cmd") or state_hz)
+    return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)
 
 
 def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:

@@ -100,6 +100,7 @@ def preset(
     fps: float = 30.0,
     resize: tuple[int, int] | None = None,
     state_hz: float = 100.0,
+    action_hz: float | None = None,
 ) -> ReadPattern:
     """Named workloads.
 
@@ -114,7 +115,8 @@ def preset(
         cameras: the camera streams every sample reads.
         fps: the cameras' frame rate.
         resize: (height, width) of returned frames, or None for the stored size.
-        state_hz: the rate of joint_pos and cmd (a LeRobot import has them at the camera rate).
+        state_hz: the rate of joint_pos (a LeRobot import has it at the camera rate).
+        action_hz: the rate of cmd (None: state_hz); WAM reads both at 10 Hz whatever their rates.
 
     Returns:
         The ReadPattern.
@@ -126,12 +128,13 @@ def preset(
         sub = max(1, round(fps / 10.0))
         n = int(round(4.0 * fps / sub))
         sub_state = max(1, round(state_hz / 10.0))
+        sub_action = max(1, round((action_hz or state_hz) / 10.0))
         return ReadPattern(
             "wam",
             (
                 StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
                 StreamWindow("state", ("joint_pos",), "array", length=n, every=sub_state),
-                StreamWindow("action", ("cmd",), "array", length=n, every=sub_state),
+                StreamWindow("action", ("cmd",), "array", length=n, every=sub_action),
             ),
             anchor_stride_s=1.0,
             anchor_jitter=False,
