@@ -58,7 +58,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"episodes": 4, "seconds": 90.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
 }
 RUNS = {"smoke": (1, 4), "quick": (3, 24), "full": (5, 48)}  # rounds, agreement samples
-BATCHES = {"smoke": {"vla": 3, "wam": 2}, "quick": {"vla": 25, "wam": 5}, "full": {"vla": 50, "wam": 10}}
+BATCHES = {"smoke": {"vla": 4, "wam": 4}, "quick": {"vla": 25, "wam": 10}, "full": {"vla": 50, "wam": 16}}
 BATCH, FPS, DIM, WORKERS = 8, 30, 14, (0, 2)
 BLOCK = {"vla": 8, "wam": 8}
 # How our import re-encodes the cameras (see docs/layout.md: the random-frame layout).

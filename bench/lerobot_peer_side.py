@@ -172,15 +172,21 @@ def cmd_bench(a: argparse.Namespace) -> None:
     dl = DataLoader(
         ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, prefetch_factor=prefetch
     )
-    n, t_first, first_s, shapes = 0, None, None, {}
+    # warm-up: the first batch of each worker (worker start, first-touch memory) is not timed,
+    # on both sides alike; first_batch_s reports the first one
+    warm = max(1, a.workers)
+    n, seen, t_first, t_warm, first_s, shapes = 0, 0, None, None, None, {}
     for b in dl:
+        seen += 1
         if t_first is None:
             t_first = time.perf_counter()
             first_s = t_first - t0
             shapes = {k: [str(v.dtype), list(v.shape)] for k, v in b.items() if isinstance(v, torch.Tensor)}
+        if seen <= warm:
+            t_warm = time.perf_counter()
             continue
         n += len(b["index"])
-    wall = time.perf_counter() - (t_first or t0)
+    wall = time.perf_counter() - (t_warm or t0)
     print(
         json.dumps(
             {
