@@ -27,8 +27,11 @@ import torch
 from torch.utils.data import BatchSampler
 
 from bench.common import peak_rss_mb
+from bench.lerobot_peer_timing import timed_batches
 from robodata.dataset import Anchor, BatchLoader, DatasetConfig, LoaderConfig, PatternDataset, ReadPattern
 from robodata.dataset.frames import fetch_streams, nearest
+
+PART_OF = "lerobot_peer"  # a process of bench.lerobot_peer, not a bench (bench/suite.py)
 
 
 def _dataset(manifest: str, spec: dict, frames: str = "float32", decode_threads: int = 0) -> PatternDataset:
@@ -44,30 +47,8 @@ def cmd_bench(a: argparse.Namespace) -> None:
     keys = [Anchor(int(r), float(t)) for r, t in spec["anchors"]]
     cfg = LoaderConfig(batch_size=spec["batch"], num_workers=a.workers, prefetch_factor=a.prefetch, timeout_s=900)
     dl = BatchLoader(ds, BatchSampler(keys, spec["batch"], False), cfg)  # type: ignore[arg-type]  # any items
-    # warm-up: the first batch of each worker (worker start, first-touch memory) is not timed,
-    # on both sides alike; first_batch_s reports the first one
-    warm = max(1, a.workers)
-    n, seen, t_first, t_warm, first_s, shapes = 0, 0, None, None, None, {}
-    for b in dl:
-        seen += 1
-        if t_first is None:
-            t_first = time.perf_counter()
-            first_s = t_first - t0
-            shapes = {k: [str(v.dtype), list(v.shape)] for k, v in b.items()}
-        if seen <= warm:
-            t_warm = time.perf_counter()
-            continue
-        n += len(b["t"])
-        del b
-    wall = time.perf_counter() - (t_warm or t0)
-    out = {
-        "samples_per_s": n / wall if n else 0.0,
-        "frames": a.frames,
-        "samples": n,
-        "first_batch_s": first_s,
-        "peak_rss_mb": peak_rss_mb(),
-        "shapes": shapes,
-    }
+    out = timed_batches(dl, "t", a.workers, t0)
+    out.update({"frames": a.frames, "peak_rss_mb": peak_rss_mb()})
     print(json.dumps(out))
 
 

@@ -28,18 +28,29 @@ from pathlib import Path
 
 import numpy as np
 
+PART_OF = "lerobot_peer"  # a process of bench.lerobot_peer, not a bench (bench/suite.py)
+
 REPO_ID = "robodata/peer"
 TASK = "pick up the cube and place it in the bin"
 
 
-def _scene():
-    path = Path(__file__).resolve().parents[1] / "src" / "robodata" / "ingest" / "synth" / "scene.py"
-    spec = importlib.util.spec_from_file_location("_rd_scene", path)
+def _by_path(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.SceneRenderer
+    return mod
+
+
+def _scene():
+    root = Path(__file__).resolve().parents[1]
+    return _by_path(root / "src" / "robodata" / "ingest" / "synth" / "scene.py", "_rd_scene").SceneRenderer
+
+
+def _timing():
+    """bench/lerobot_peer_timing.py: the same timed loop as the robodata side."""
+    return _by_path(Path(__file__).resolve().with_name("lerobot_peer_timing.py"), "_rd_timing")
 
 
 def trajectory(index: int, n: int, fps: int, dim: int, seed: int) -> np.ndarray:
@@ -172,30 +183,13 @@ def cmd_bench(a: argparse.Namespace) -> None:
     dl = DataLoader(
         ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, prefetch_factor=prefetch
     )
-    # warm-up: the first batch of each worker (worker start, first-touch memory) is not timed,
-    # on both sides alike; first_batch_s reports the first one
-    warm = max(1, a.workers)
-    n, seen, t_first, t_warm, first_s, shapes = 0, 0, None, None, None, {}
-    for b in dl:
-        seen += 1
-        if t_first is None:
-            t_first = time.perf_counter()
-            first_s = t_first - t0
-            shapes = {k: [str(v.dtype), list(v.shape)] for k, v in b.items() if isinstance(v, torch.Tensor)}
-        if seen <= warm:
-            t_warm = time.perf_counter()
-            continue
-        n += len(b["index"])
-    wall = time.perf_counter() - (t_warm or t0)
+    out = _timing().timed_batches(dl, "index", a.workers, t0)
     print(
         json.dumps(
             {
-                "samples_per_s": n / wall if n else 0.0,
-                "samples": n,
-                "first_batch_s": first_s,
+                **out,
                 "peak_rss_mb": _peak_rss_mb(),
                 "backend": ds.video_backend,
-                "shapes": shapes,
             }
         )
     )

@@ -8,7 +8,12 @@ the keys it declares, at every size, as a module-level literal:
 
 A bench that declares no KEYS is held to DEFAULT_KEYS (the house rule: every result has
 peak_rss_mb). Helper modules (bench/<bench>_<part>.py, common, suite) have no __main__ block and
-are not benches. Discovery reads the sources (ast), so listing the benches imports none of them;
+are not benches. A part that must run as a process of its own (a measurement in another venv)
+keeps its __main__ block and says whose part it is with a module-level literal, which makes it
+no bench either:
+
+    PART_OF = "lerobot_peer"
+ Discovery reads the sources (ast), so listing the benches imports none of them;
 a new bench file is picked up by tests/core/test_bench_smoke.py and `make bench-quick` as it is.
 """
 
@@ -49,22 +54,28 @@ def _is_main_guard(node: ast.stmt) -> bool:
     )
 
 
-def _declared_keys(path: Path, tree: ast.Module) -> tuple[str, ...] | None:
+def _assigned(tree: ast.Module, name: str) -> ast.expr | None:
+    """The value of a module-level `name = ...` (annotated or not), or None."""
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         if isinstance(node, ast.AnnAssign):
             target = node.target
-        if not (isinstance(target, ast.Name) and target.id == "KEYS"):
-            continue
-        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        try:
-            keys = ast.literal_eval(value) if value is not None else None
-        except ValueError as exc:
-            raise ValueError(f"{path}: KEYS must be a literal tuple of strings") from exc
-        if not isinstance(keys, tuple | list) or not all(isinstance(k, str) and k for k in keys):
-            raise ValueError(f"{path}: KEYS must be a literal tuple of non-empty strings")
-        return tuple(keys)
+        if isinstance(target, ast.Name) and target.id == name and isinstance(node, ast.Assign | ast.AnnAssign):
+            return node.value
     return None
+
+
+def _declared_keys(path: Path, tree: ast.Module) -> tuple[str, ...] | None:
+    value = _assigned(tree, "KEYS")
+    if value is None:
+        return None
+    try:
+        keys = ast.literal_eval(value)
+    except ValueError as exc:
+        raise ValueError(f"{path}: KEYS must be a literal tuple of strings") from exc
+    if not isinstance(keys, tuple | list) or not all(isinstance(k, str) and k for k in keys):
+        raise ValueError(f"{path}: KEYS must be a literal tuple of non-empty strings")
+    return tuple(keys)
 
 
 def discover(package: Path = BENCH_PKG) -> list[Bench]:
@@ -74,7 +85,7 @@ def discover(package: Path = BENCH_PKG) -> list[Bench]:
         if path.name.startswith("_"):
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
-        if not any(_is_main_guard(node) for node in tree.body):
+        if not any(_is_main_guard(node) for node in tree.body) or _assigned(tree, "PART_OF") is not None:
             continue
         keys = _declared_keys(path, tree)
         out.append(Bench(path.stem, path, keys if keys is not None else DEFAULT_KEYS, keys is not None))

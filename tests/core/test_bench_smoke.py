@@ -28,7 +28,9 @@ def test_bench_smoke_discovery_finds_the_benches_and_their_keys():
     names = {b.name for b in BENCHES}
     core = {"advisor", "container", "curate", "ingest", "loader", "resilience", "scale", "train", "upload"}
     assert core <= names, f"benches missing from discovery: {sorted(core - names)}"
-    assert not names & {"common", "suite", "loader_data", "curate_catalog", "resilience_training"}  # helpers
+    helpers = {"common", "suite", "loader_data", "curate_catalog", "resilience_training"}
+    parts = {"lerobot_peer_ours", "lerobot_peer_side", "robustness_container"}  # processes of one bench
+    assert not names & (helpers | parts)
     for b in BENCHES:
         if b.name in core:
             assert b.declared and "peak_rss_mb" in b.keys, f"bench.{b.name} declares no KEYS with peak_rss_mb"
@@ -40,6 +42,7 @@ def test_bench_smoke_harness_reports_what_is_missing(tmp_path: Path):
     )
     (tmp_path / "good_helper.py").write_text("KEYS = ('x',)\n")  # no __main__ block: not a bench
     (tmp_path / "bare.py").write_text('if "__main__" == __name__:\n    print("{}")\n')
+    (tmp_path / "good_side.py").write_text('PART_OF = "good"\nif __name__ == "__main__":\n    pass\n')  # a part
     (tmp_path / "bad.py").write_text('KEYS = ("a", 1)\nif __name__ == "__main__":\n    pass\n')
     with pytest.raises(ValueError, match="bad.py: KEYS must be"):
         suite.discover(tmp_path)
