@@ -197,12 +197,27 @@ def test_errors_are_in_the_robodata_tree():
     assert issubclass(ContainerLimitError, ContainerError)
 
 
-def test_packet_table_verifies_fetched_video_parts_and_bad_targets_are_container_errors(original):
+def test_part_table_verifies_fetched_video_parts_and_bad_targets_are_container_errors(original):
     r = _open(original["raw"])
     (chunk, part, blob), *_ = r.fetch_parts({"wrist": (0, 10**9)})
-    assert r.packet_table(chunk, part, blob).num_rows == part.count
+    assert r.part_table(chunk, part, blob).num_rows == part.count
     other = next(p for p in chunk.parts if p.stream == "cam_left")
     with pytest.raises(ContainerError, match="holds stream 'wrist'"):
-        r.packet_table(chunk, other, blob)
+        r.part_table(chunk, other, blob)
     with pytest.raises(ContainerError, match="cannot read a container"):
         EpisodeReader.open(12345)
+
+
+def test_batch_frame_path_verifies_parts_like_read_window(original):
+    # the dataset's batch decoder (fetch_streams) reads parts itself: the same edited part that
+    # read_window refuses must be refused there too, not decoded as if its entry were true
+    from robodata.dataset.frames import fetch_streams
+
+    def fewer_packets(doc):
+        c = next(c for c in doc["chunks"] if c["group"] == "cameras" and c["i"] > 0)
+        next(p for p in c["parts"] if p[0] == "wrist")[6] -= 1
+
+    assert len(fetch_streams(_open(original["raw"]), {"wrist": (0.0, 10.0)})["wrist"].pts) > 0
+    r = _open(_edited(original, fewer_packets))
+    with pytest.raises(ContainerError, match="index entry says"):
+        fetch_streams(r, {"wrist": (0.0, 10.0)})

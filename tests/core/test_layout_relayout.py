@@ -153,6 +153,37 @@ def test_failed_verification_publishes_nothing(tmp_path, monkeypatch):
     assert not dst.exists() and not list((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("tamper", ["bomb", "count"])
+def test_a_tampered_source_part_is_refused_and_nothing_is_published(tmp_path, tamper):
+    # relayout reads whole low-dim streams itself: a part with valid CRCs that lies (a zstd bomb,
+    # a sample count its entry contradicts) is a ContainerError before anything is written out
+    from bench.robustness_container import BytesSource, with_footer
+    from bench.robustness_container_payload import BOMB_ROWS, rebuild, zstd_bomb
+    from robodata.errors import ContainerLimitError
+
+    src_path = tmp_path / "a.rdep"
+    write_small(src_path, duration_s=1.0, fps=10.0)
+    raw = src_path.read_bytes()
+    r = EpisodeReader.open(src_path)
+    off, doc = r.footer_offset, json.loads(raw[r.footer_offset : r.footer_offset + r.footer_length])
+    ci, pi = next(
+        (ci, pi) for ci, c in enumerate(doc["chunks"]) for pi, p in enumerate(c["parts"]) if p[0] == "joint_pos"
+    )
+    part = doc["chunks"][ci]["parts"][pi]
+    if tamper == "bomb":
+        bad = rebuild(
+            raw, doc, {(ci, pi): zstd_bomb(BOMB_ROWS, 7, "joint_pos")}, {(ci, pi): (part[4], part[4], BOMB_ROWS)}
+        )
+        err, why = ContainerLimitError, "max_decode_bytes"
+    else:
+        part[6] -= 1
+        bad, err, why = with_footer(raw, off, doc), ContainerError, "index entry says"
+    dst = tmp_path / "out" / "a.v1-new.rdep"
+    with pytest.raises(err, match=why):
+        rewrite(EpisodeReader.open(BytesSource(bad, "a.rdep")), NEW, str(dst))
+    assert not dst.exists() and not list((tmp_path / "out").iterdir())
+
+
 def test_rewrite_to_s3_appears_whole(tmp_path):
     import boto3
     import fsspec

@@ -57,17 +57,29 @@ def decode_array(
         CodecError: the part is not an array table of `dtype` values, `prod(shape)` per sample.
         DecodeLimitError: decoding would take more than `budget` has left.
     """
-    table = read_ipc(data, budget, "array part")
-    width = math.prod(shape)
-    value_type = pa.list_(pa.from_numpy_dtype(np.dtype(dtype)), width)
-    _check_schema(table, {"t_ns": pa.int64(), "value": value_type}, stream, shape)
-    col = table.column("value").combine_chunks()
-    flat = col.flatten()
-    if flat.null_count:
-        raise CodecError("array part holds null values")
+    table, flat = _array_table(data, shape, dtype, budget, stream)
     t = table.column("t_ns").to_numpy()
     values = flat.to_numpy(zero_copy_only=False)
     return t, values.astype(dtype, copy=False).reshape((len(t), *shape))
+
+
+def array_table(
+    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None = None, stream: str | None = None
+) -> pa.Table:
+    """An array part's table (t_ns int64, value fixed-size list of `dtype`), checked as decode_array checks it."""
+    return _array_table(data, shape, dtype, budget, stream)[0]
+
+
+def _array_table(
+    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None, stream: str | None
+) -> tuple[pa.Table, pa.Array]:
+    table = read_ipc(data, budget, "array part")
+    value_type = pa.list_(pa.from_numpy_dtype(np.dtype(dtype)), math.prod(shape))
+    _check_schema(table, {"t_ns": pa.int64(), "value": value_type}, stream, shape)
+    flat = table.column("value").combine_chunks().flatten()
+    if flat.null_count:
+        raise CodecError("array part holds null values")
+    return table, flat
 
 
 def encode_events(t_ns: np.ndarray, labels: list[str], payloads: list[dict] | None = None, stream: str = "") -> bytes:

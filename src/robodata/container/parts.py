@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
-from robodata.codecs.arrays import PY_OBJECT_BYTES, decode_array, decode_packets, events_table
+from robodata.codecs.arrays import PY_OBJECT_BYTES, array_table, decode_array, decode_packets, events_table
 from robodata.codecs.ipc import DecodeBudget
 from robodata.container.format import ChunkInfo, PartInfo
 from robodata.container.limits import ReaderConfig
@@ -79,6 +79,20 @@ class PartDecoder:
         self._check_times(spec.name, chunk, part, t, strict=False)
         m = (t >= lo) & (t <= hi)
         return t[m], values[m]
+
+    def table(
+        self, spec: StreamSpec, chunk: ChunkInfo, part: PartInfo, blob: bytes, budget: DecodeBudget | None
+    ) -> pa.Table:
+        """Any part's table as stored (exact ns times, payloads kept), verified like the reads verify it."""
+        if spec.kind == "video":
+            return self.packets(spec.name, chunk, part, blob, budget)
+        with self.decoding(spec.name, chunk.index):
+            if spec.kind == "events":
+                table = events_table(blob, budget, spec.name)
+            else:
+                table = array_table(blob, spec.shape, spec.dtype, budget, spec.name)
+        self._check_times(spec.name, chunk, part, table.column("t_ns").to_numpy(), strict=False)
+        return table
 
     def packets(
         self, stream: str, chunk: ChunkInfo, part: PartInfo, blob: bytes, budget: DecodeBudget | None

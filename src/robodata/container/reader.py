@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from robodata.codecs.ipc import DecodeBudget
 from robodata.codecs.video import VideoDecoder
 from robodata.container.footer import Footer, parse_footer
 from robodata.container.format import (
@@ -226,14 +227,15 @@ class EpisodeReader:
         blobs = self._fetch(plan)
         return [(w.chunk, p, blobs[(w.chunk.index, p.stream)]) for w in plan for p in w.parts]
 
-    def packet_table(self, chunk: ChunkInfo, part: PartInfo, blob: bytes) -> pa.Table:
-        """The packet table of a video part from fetch_parts, verified against its index entry
-        (stream tag, packet count, times, keyframe first).
+    def part_table(self, chunk: ChunkInfo, part: PartInfo, blob: bytes, budget: DecodeBudget | None = None) -> pa.Table:
+        """The stored table of a part from fetch_parts, verified against its index entry (stream
+        tag, schema, sample count, times; a video part's first packet a keyframe).
 
         Raises:
-            ContainerError: the part does not hold what its entry declares.
+            ContainerError: the part does not hold what its entry declares (ContainerLimitError:
+                decoding it would take more than `budget` has left).
         """
-        return self._parts.packets(part.stream, chunk, part, blob, None)
+        return self._parts.table(self.meta.streams[part.stream], chunk, part, blob, budget)
 
     def codec_extradata(self, stream: str) -> bytes:
         """Codec parameter sets of a video stream (what a decoder needs before the first packet)."""

@@ -24,7 +24,6 @@ from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
-from robodata.codecs.arrays import decode_packets
 from robodata.container import EpisodeReader
 from robodata.errors import ContainerError
 
@@ -68,10 +67,11 @@ class StreamFrames:
 
 
 def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]]) -> dict[str, StreamFrames]:
-    """Packets of each camera overlapping its (t0, t1) seconds; one read per chunk."""
+    """Packets of each camera overlapping its (t0, t1) seconds; one read per chunk, each part
+    verified against its index entry (the reader's part_table) as read_window does."""
     pieces: dict[str, list] = {s: [] for s in ranges}
     for chunk, part, blob in reader.fetch_parts({s: (int(t0 * 1e9), int(t1 * 1e9)) for s, (t0, t1) in ranges.items()}):
-        pieces[part.stream].append((chunk.index, decode_packets(blob)))
+        pieces[part.stream].append((chunk.index, reader.part_table(chunk, part, blob)))
     out = {}
     for s, tabs in pieces.items():
         if not tabs:

@@ -20,8 +20,8 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
+from robodata.codecs.ipc import DecodeBudget
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout
-from robodata.container.format import checksum
 from robodata.errors import ContainerError
 
 PSNR_SAMPLES = 8  # frames per camera kept from the source to compare against the new encode
@@ -39,16 +39,11 @@ class RewriteResult:
 
 
 def _lowdim(reader: EpisodeReader, stream: str) -> pa.Table:
-    """Every part of a non-video stream, checksummed, as one table (exact ns timestamps, payloads kept)."""
-    tables = []
-    for c in reader.chunks:
-        for p in c.parts:
-            if p.stream != stream:
-                continue
-            blob = reader.source.read(c.offset + p.offset, p.length)
-            if len(blob) != p.length or checksum(blob) != p.checksum:
-                raise ContainerError(reader.meta.episode_id, f"part {stream!r} is truncated or corrupted", c.index)
-            tables.append(pa.ipc.open_stream(pa.py_buffer(blob)).read_all())
+    """Every part of a non-video stream as one table (exact ns timestamps, payloads kept), each
+    part checksummed and verified by the reader, all of them under one read's decode cap."""
+    budget = DecodeBudget(reader.config.max_decode_bytes, "ReaderConfig.max_decode_bytes")
+    everything = (-(2**63), 2**63 - 1)
+    tables = [reader.part_table(c, p, blob, budget) for c, p, blob in reader.fetch_parts({stream: everything})]
     if not tables:
         return pa.table({"t_ns": pa.array([], pa.int64())})
     return pa.concat_tables(tables)
