@@ -152,6 +152,7 @@ def _legacy_cases(sentinel: Path) -> dict[str, tuple[Callable[[Path], None], str
         "cam-dotdot": (_rename_camera(".."), "names_safe"),
         "cam-empty": (_rename_camera(""), "names_safe"),
         "cam-collides": (_rename_camera("joint_pos", move=True), "names both"),
+        "cam-case": (_rename_camera("CAM_LEFT", move=True), "differs only in case"),
         "meta-list": (_write("meta.json", "[1, 2, 3]"), "must be a JSON object"),
         "meta-string": (_write("meta.json", '"hello"'), "must be a JSON object"),
         "meta-invalid": (_write("meta.json", "{not json"), "invalid JSON"),
@@ -293,6 +294,9 @@ def build(root: Path) -> Landing:
         cases.append(Case(d.name, "legacy", expect))
     dup = shutil.copytree(legacy, landing / f"zz-dup-{legacy.name}")  # same id as the good one, sorts after it
     cases.append(Case(dup.name, "legacy", "episode_id_unique"))
+    upper = shutil.copytree(legacy, landing / f"zz-case-{legacy.name}")  # the good id in capitals
+    _meta_edit(episode_id=json.loads((legacy / "meta.json").read_text())["episode_id"].upper())(upper)
+    cases.append(Case(upper.name, "legacy", "differs only in case"))
     outside = shutil.copytree(legacy, sentinel / "outside-item")
     _meta_edit(episode_id="outside-item")(outside)
     (landing / "lg-item-link-out").symlink_to(outside)

@@ -52,7 +52,7 @@ def test_every_hostile_item_is_quarantined_with_its_reason_and_good_items_conver
     unclear = {c.name: summary[c.name]["reason"] for c in land.cases if c.expect not in summary[c.name]["reason"]}
     assert not unclear
     assert out["episodes"]["converted"] == len(land.good)
-    assert out["aligned_tracks"]["duplicate_ids"] == 1
+    assert out["aligned_tracks"]["duplicate_ids"] == 2  # the same id, and the same id in capitals
 
 
 def test_names_and_paths_never_leave_their_roots(hostile):
@@ -102,6 +102,13 @@ def test_duplicate_winner_does_not_depend_on_completion_order():
         kept = sorted(r["uri"] for r in shuffled if r["ok"])
         assert kept == ["/l/a", "/l/e"]
         assert all("/l/a has it too" in r["error"] for r in shuffled if not r["ok"])
+
+
+def test_ids_that_differ_only_in_case_are_one_id():
+    rows = [{"uri": "/l/b", "episode_id": "Ep-1", "ok": True}, {"uri": "/l/a", "episode_id": "ep-1", "ok": True}]
+    assert refuse_duplicate_ids(rows, "b") == 1
+    assert rows[1]["ok"] and not rows[0]["ok"] and rows[0]["failed_check"] == "episode_id_unique"
+    assert "/l/a has 'ep-1', which differs only in case" in rows[0]["error"]
 
 
 def test_cli_ingest_refuses_a_bad_batch_key_and_ingests_a_hostile_zone_without_traceback(hostile, tmp_path):

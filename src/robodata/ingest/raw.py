@@ -72,15 +72,18 @@ class RawEpisode:
         """The contract every importer's episode meets before anything uses its names: the id and
         each stream name are safe single segments (robodata.names; importers check them where they
         read them, naming file and field, and this catches one that did not) and no two streams
-        share a name. UnsafeNameError otherwise."""
+        share a name, even in another case. UnsafeNameError otherwise."""
         check_name(self.episode_id, field="episode_id", source=self.uri)
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}
         events = ["events"] if self.events else []
         groups = (("camera", list(self.cameras)), ("array", list(self.arrays)), ("events", events))
         for kind, names in groups:
             for name in names:
                 check_name(name, field=f"{kind} stream name", source=self.uri)
-                if name in seen:
-                    why = f"names both the {seen[name]} stream and the {kind} stream"
-                    raise UnsafeNameError(self.uri, "stream name", name, why)
-                seen[name] = kind
+                if name.casefold() in seen:  # one folder on a case-insensitive file system
+                    other, was = seen[name.casefold()]
+                    same = "names" if other == name else f"differs only in case from {other!r}, naming"
+                    raise UnsafeNameError(
+                        self.uri, "stream name", name, f"{same} both the {was} stream and the {kind} stream"
+                    )
+                seen[name.casefold()] = (name, kind)

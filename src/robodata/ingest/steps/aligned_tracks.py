@@ -78,14 +78,18 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
 
 def refuse_duplicate_ids(rows: list[dict], batch: str) -> int:
     """Keep the first recording of each episode_id by landing uri; mark the others failed
-    (`episode_id_unique`, the kept uri in the reason). Returns how many were refused."""
-    first: dict[str, str] = {}
+    (`episode_id_unique`, the kept uri in the reason). Ids that differ only in case count as one:
+    their containers and exports would be one file on a case-insensitive file system. Returns
+    how many were refused."""
+    first: dict[str, tuple[str, str]] = {}
     refused = 0
     for r in sorted((r for r in rows if r["ok"]), key=lambda r: r["uri"]):
-        kept = first.setdefault(r["episode_id"], r["uri"])
-        if kept != r["uri"]:
+        ep = r["episode_id"]
+        kept_uri, kept_id = first.setdefault(ep.casefold(), (r["uri"], ep))
+        if kept_uri != r["uri"]:
+            same = "has it too" if kept_id == ep else f"has {kept_id!r}, which differs only in case"
             why = (
-                f"{r['uri']}: episode_id {r['episode_id']!r} is not unique in batch {batch!r}: {kept} has it too "
+                f"{r['uri']}: episode_id {ep!r} is not unique in batch {batch!r}: {kept_uri} {same} "
                 "(the first recording by landing uri is kept; this one is quarantined, not converted)"
             )
             r.update(ok=False, error=why, failed_check="episode_id_unique", alignment_json=None)
