@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
-from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, TopicGroup, VideoSettings
+from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec, TopicGroup, VideoSettings
 from robodata.ingest.synth.scene import SceneRenderer
 
 CAMS = ("cam_left", "cam_right", "wrist")
@@ -59,3 +62,18 @@ def write_small(
         "tc": tc,
         "cmd": cmd,
     }
+
+
+def footer_doc(path: Path) -> tuple[bytes, dict, int, int]:
+    """(file bytes, parsed footer JSON, footer offset, footer length) of a container, for tests
+    that edit the footer and re-lay the file."""
+    raw = path.read_bytes()
+    r = EpisodeReader.open(path)
+    off, length = r.footer_offset, r.footer_length
+    r.close()
+    return raw, json.loads(raw[off : off + length]), off, length
+
+
+def first_part(doc: dict, stream: str) -> tuple[int, int]:
+    """(chunk index, part index) in a footer doc of the stream's first part."""
+    return next((ci, pi) for ci, c in enumerate(doc["chunks"]) for pi, p in enumerate(c["parts"]) if p[0] == stream)

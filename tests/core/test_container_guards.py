@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import numpy as np
 import pytest
@@ -14,17 +13,15 @@ from robodata.codecs.image import ImageError
 from robodata.container import EpisodeReader
 from robodata.container.limits import ReaderConfig
 from robodata.errors import ConfigError, ContainerError, ContainerLimitError, RobodataError
-from tests.core.helpers_container import write_small
+from tests.core.helpers_container import first_part, footer_doc, write_small
 
 
 @pytest.fixture(scope="module")
 def original(tmp_path_factory):
     p = tmp_path_factory.mktemp("guards") / "ep.rdep"
     data = write_small(p, duration_s=2.0)
-    raw = p.read_bytes()
-    r = EpisodeReader.open(p)
-    doc = json.loads(raw[r.footer_offset : r.footer_offset + r.footer_length])
-    return {"path": p, "raw": raw, "doc": doc, "off": r.footer_offset, "len": r.footer_length, "data": data}
+    raw, doc, off, length = footer_doc(p)
+    return {"path": p, "raw": raw, "doc": doc, "off": off, "len": length, "data": data}
 
 
 def _open(data: bytes, **kw):
@@ -37,13 +34,9 @@ def _edited(original, edit) -> bytes:
     return with_footer(original["raw"], original["off"], doc)
 
 
-def _first(doc, stream):
-    return next((ci, pi) for ci, c in enumerate(doc["chunks"]) for pi, p in enumerate(c["parts"]) if p[0] == stream)
-
-
 def test_zstd_bomb_is_refused_before_it_is_decompressed(original):
     doc = original["doc"]
-    ci, pi = _first(doc, "joint_pos")
+    ci, pi = first_part(doc, "joint_pos")
     bomb = zstd_bomb(BOMB_ROWS, 7, "joint_pos")
     assert len(bomb) < 100_000  # 40M rows x 36 B = 1.44 GB once decoded
     t0 = doc["chunks"][ci]["parts"][pi][4]

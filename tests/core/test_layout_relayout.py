@@ -17,7 +17,7 @@ from robodata.layout.plan import LayoutPlan
 from robodata.layout.pointer import PointerUpdate, flip_pointers
 from robodata.layout.relayout import RelayoutConfig, RelayoutReport, relayout_episode, relayout_partition
 from robodata.layout.rewrite import rewrite, verify
-from tests.core.helpers_container import CAMS, small_layout, write_small
+from tests.core.helpers_container import CAMS, first_part, footer_doc, small_layout, write_small
 
 DAY = "2023-11-14"
 NEW = Layout(
@@ -163,12 +163,8 @@ def test_a_tampered_source_part_is_refused_and_nothing_is_published(tmp_path, ta
 
     src_path = tmp_path / "a.rdep"
     write_small(src_path, duration_s=1.0, fps=10.0)
-    raw = src_path.read_bytes()
-    r = EpisodeReader.open(src_path)
-    off, doc = r.footer_offset, json.loads(raw[r.footer_offset : r.footer_offset + r.footer_length])
-    ci, pi = next(
-        (ci, pi) for ci, c in enumerate(doc["chunks"]) for pi, p in enumerate(c["parts"]) if p[0] == "joint_pos"
-    )
+    raw, doc, off, _ = footer_doc(src_path)
+    ci, pi = first_part(doc, "joint_pos")
     part = doc["chunks"][ci]["parts"][pi]
     if tamper == "bomb":
         bad = rebuild(
