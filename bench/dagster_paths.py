@@ -67,7 +67,7 @@ class User:
     def __init__(self, tmp: Path):
         self.tmp, self.home, self.state = tmp, tmp / "dagster_home", tmp / "state"
         self.home.mkdir()
-        local = (REPO / "resources" / "dagster.local.yaml").read_text()
+        local = (REPO / "deploy" / "dagster.local.yaml").read_text()
         (self.home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
         self.env = dict(
             os.environ,

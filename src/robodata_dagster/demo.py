@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from robodata.ingest.tables import IngestPaths
     from robodata_dagster.definitions import job
-    from robodata_dagster.defs.ingest.jobs import profile_config
+    from robodata_dagster.jobs.ingest import profile_config
     from robodata_dagster.lib.batches import add_batch
 
     root = Path(args.root).resolve()
@@ -87,8 +87,8 @@ def _show(res: dg.ExecuteInProcessResult) -> None:
 def run_downstream(instance: dg.DagsterInstance, root: Path) -> bool:
     """Register the named specs, curate the catalog into the demo spec's manifest, evaluate site
     acceptance, and train the demo config on that manifest (the rest of the asset graph)."""
+    from robodata_dagster.assets.partitions import training_key
     from robodata_dagster.definitions import job, loaded
-    from robodata_dagster.defs.train.partitions import training_key
     from robodata_dagster.lib.registry import SpecDirs, register
 
     register(instance, SpecDirs())

@@ -107,7 +107,7 @@ def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance
 
 
 def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(instance, tmp_path):
-    from robodata_dagster.defs.ingest.checks import BROKEN_MIN
+    from robodata_dagster.assets.ingest_checks import BROKEN_MIN
 
     land = tmp_path / "land-short"  # every episode shorter than the QC minimum: a systemic problem
     synthesize(SynthConfig(episodes=BROKEN_MIN, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0), land)
@@ -156,9 +156,10 @@ def test_profiles_choose_threads():
     codec's own threads. Run config reaches the conversion's settings."""
     import os
 
+    from robodata_dagster.jobs.ingest import profile_config
+    from robodata_dagster.resources.ingest import IngestResource, VideoConfig
+
     from robodata.ingest.settings import IngestSettings
-    from robodata_dagster.defs.ingest.jobs import profile_config
-    from robodata_dagster.defs.ingest.resources import IngestResource, VideoConfig
 
     def settings(profile, **fields):
         return IngestResource(**profile_config(profile, root="r", **fields)["resources"]["ingest"]["config"]).settings()

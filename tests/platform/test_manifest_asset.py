@@ -2,11 +2,11 @@ from datetime import UTC
 
 import dagster as dg
 import polars as pl
+from robodata_dagster.assets.curation import manifest, site_acceptance
+from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
-from robodata_dagster.defs.curation.assets import manifest, site_acceptance
-from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
 
 SPEC = """
 version: 1
@@ -105,7 +105,7 @@ def test_a_spec_whose_name_is_not_its_partition_fails_clearly_without_retry(tmp_
 def test_catalog_compaction_job(tmp_path):
     from datetime import datetime
 
-    from robodata_dagster.defs.maintenance.jobs import catalog_compaction
+    from robodata_dagster.jobs.maintenance import catalog_compaction
 
     cat = Catalog(str(tmp_path / "catalog"))
     today = datetime.now(UTC).date().isoformat()

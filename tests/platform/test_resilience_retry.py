@@ -11,12 +11,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
+from robodata_dagster.assets.training import training_run
+from robodata_dagster.jobs.training import training_job
+from robodata_dagster.resources.catalog import SpecsResource
 
 from bench.resilience_training import _is_python, children
 from robodata.health.recovery import FAILURE_NOTE
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.assets import training_run
-from robodata_dagster.defs.train.jobs import training_job
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -105,7 +105,7 @@ class KillOneRank(threading.Thread):
 def test_training_job_carries_the_run_retry_tags_and_the_instance_enables_run_retries():
     assert training_job.tags["dagster/max_retries"] == "2"
     assert training_job.tags["dagster/retry_strategy"] == "FROM_FAILURE"
-    instance_yaml = yaml.safe_load((ROOT / "resources" / "dagster.local.yaml").read_text())
+    instance_yaml = yaml.safe_load((ROOT / "deploy" / "dagster.local.yaml").read_text())
     assert instance_yaml["run_retries"]["enabled"] is True
     assert training_run.op.retry_policy is not None and training_run.op.retry_policy.max_retries >= 1
 

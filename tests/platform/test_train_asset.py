@@ -2,9 +2,8 @@
 
 import dagster as dg
 import pytest
-
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.assets import training_run
+from robodata_dagster.assets.training import training_run
+from robodata_dagster.resources.catalog import SpecsResource
 
 pytestmark = pytest.mark.timeout(400)
 

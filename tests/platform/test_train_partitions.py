@@ -5,12 +5,12 @@ resolves through the event log alone, and `robodata lineage --episodes` lists it
 import dagster as dg
 import polars as pl
 import pytest
+from robodata_dagster.assets.partitions import TRAINING, training_key
 from typer.testing import CliRunner
 
 from robodata.cli import app
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata_dagster.definitions import job, loaded
-from robodata_dagster.defs.train.partitions import TRAINING, training_key
 from robodata_dagster.lib.lineage import manifest_ref, newest_checkpoint_lineage
 from robodata_dagster.lib.registry import SpecDirs, register
 

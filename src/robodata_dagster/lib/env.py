@@ -10,7 +10,7 @@ ROBODATA_STORAGE_ROOT   state root: ingest tables, containers, catalog, manifest
 ROBODATA_LANDING        landing zone (default <root>/landing)
 ROBODATA_REPAIR_APPLY, ROBODATA_REPAIR_AUDIT, ROBODATA_HEALTH_TABLE, ROBODATA_KUBE_HOST,
 ROBODATA_KUBE_CONTEXT, ROBODATA_KUBE_IN_CLUSTER, KUBECONFIG
-    the cluster-repair sensors (defs/cluster/resources.py)
+    the cluster-repair sensors (resources/cluster.py)
 
 S3 endpoint, region and credentials: the standard AWS_* variables, read by robodata.storage.
 """

@@ -129,8 +129,3 @@ class LandingResource(dg.ConfigurableResource):
 
     def landing_uri(self, root: str) -> str:
         return self.landing or setting("ROBODATA_LANDING", f"{root.rstrip('/')}/landing")
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"ingest": IngestResource(), "landing": LandingResource()})

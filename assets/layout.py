@@ -5,12 +5,12 @@ facts per plan / per partition (never per episode).
 """
 
 import dagster as dg
+from robodata_dagster.assets.partitions import RELAYOUT_DAY
 
 from robodata.config import load_yaml
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.relayout import RelayoutConfig, relayout_partition
 from robodata.storage import StorageLocation
-from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.settings import to_settings
 

@@ -1,6 +1,6 @@
 """Training as an asset partitioned by (curation spec, training config): partition "<spec>|<config>"
 trains specs/training/<config>.yaml on the materialization of manifest partition "<spec>"
-(defs/train/partitions.py), with the same launcher as `robodata train`, in a fresh process
+(assets/partitions.py), with the same launcher as `robodata train`, in a fresh process
 (robodata.train.launch.train_in_subprocess).
 
 Each partition works in its own folders, `<run_dir>/<config>/<spec>/<manifest hash[:16]>` (and the
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from robodata_dagster.assets.partitions import TRAINING, split_key
+from robodata_dagster.resources.catalog import SpecsResource
 
 from robodata.health.recovery import clear_failure, note_failure
 from robodata.train.config import TrainConfig, apply_overrides, config_from_dict
 from robodata.train.goodput import Heartbeat
 from robodata.train.launch import train_in_subprocess
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.partitions import TRAINING, split_key
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.lineage import ManifestRef, manifest_ref
 from robodata_dagster.lib.recovery import recovery_metadata

@@ -54,8 +54,3 @@ class SpecsResource(dg.ConfigurableResource):
 
     def dirs(self) -> SpecDirs:
         return to_settings(SpecDirs, self)
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"catalog": CatalogResource(), "specs": SpecsResource()})

@@ -10,12 +10,12 @@ asset check view); all of them are rows in qc_results.
 """
 
 import dagster as dg
+from robodata_dagster.assets.partitions import batch_key
+from robodata_dagster.resources.ingest import IngestResource
 
 from robodata.ingest.qc import POST_CHECKS, PRE_CHECKS
 from robodata.ingest.steps.qc_results import post_qc, pre_qc
 from robodata.ingest.tables import IngestPaths
-from robodata_dagster.defs.ingest.partitions import batch_key
-from robodata_dagster.defs.ingest.resources import IngestResource
 from robodata_dagster.lib import steps
 
 BROKEN_MIN = 10

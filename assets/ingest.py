@@ -7,6 +7,8 @@ QC runs as asset checks (checks.py). Per-episode facts go to Delta tables under
 """
 
 import dagster as dg
+from robodata_dagster.assets.partitions import INGEST_BATCH, batch_key
+from robodata_dagster.resources.ingest import IngestResource
 
 from robodata.ingest.steps.aligned_tracks import align_batch
 from robodata.ingest.steps.derived import features_batch, segments_batch
@@ -14,8 +16,6 @@ from robodata.ingest.steps.episode_metadata import metadata_batch
 from robodata.ingest.steps.episodes import convert_batch
 from robodata.ingest.steps.qc_results import qc_rollup
 from robodata.ingest.steps.raw_episodes import observe
-from robodata_dagster.defs.ingest.partitions import INGEST_BATCH, batch_key
-from robodata_dagster.defs.ingest.resources import IngestResource
 from robodata_dagster.lib import steps
 
 GROUP = "ingest"

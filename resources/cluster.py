@@ -36,7 +36,7 @@ class RepairSettings(dg.Config):
 
 
 class ClusterRepairResource(dg.ConfigurableResource):
-    """Settings for the scheduler-record repair sensors (defs/cluster/sensors.py)."""
+    """Settings for the scheduler-record repair sensors (sensors/cluster.py)."""
 
     repair: RepairSettings = RepairSettings()
     audit_uri: str = ""  # empty: ROBODATA_REPAIR_AUDIT, else .robodata/cluster_repair_audit
@@ -63,8 +63,3 @@ class ClusterRepairResource(dg.ConfigurableResource):
             context=self.kube_context or setting("ROBODATA_KUBE_CONTEXT") or None,
             in_cluster=self.in_cluster or flag("ROBODATA_KUBE_IN_CLUSTER"),
         )
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"cluster_repair": ClusterRepairResource()})

@@ -1,7 +1,7 @@
 """Curation assets: the manifest of each named curation spec (content-addressed) and site acceptance yield.
 
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
-`manifest` is partitioned by spec name (defs/curation/partitions.py): partition "demo" curates
+`manifest` is partitioned by spec name (assets/partitions.py): partition "demo" curates
 specs/curation/demo.yaml. Its materialization names the manifest (path, content hash, spec hash,
 catalog Delta version), which training_run reads through its partition mapping.
 """
@@ -9,12 +9,12 @@ catalog Delta version), which training_run reads through its partition mapping.
 from datetime import date, timedelta
 
 import dagster as dg
+from robodata_dagster.assets.partitions import CURATION_SPECS
+from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
 from robodata.curate.acceptance import evaluate, load_acceptance, read_yield, summary_markdown
 from robodata.curate.acceptance_plot import png_markdown, yield_png
 from robodata.curate.run import curate
-from robodata_dagster.defs.curation.partitions import CURATION_SPECS
-from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.registry import curation_spec
 

@@ -3,18 +3,18 @@
 
 Listing, batching and the stagger policy are Dagster-free (robodata.ingest.landing.launches); this
 file only turns a tick into dynamic-partition requests and run requests. Where to list and how to
-cut and launch: the `landing` resource; the state root: the `ingest` resource (defs/ingest/resources.py).
+cut and launch: the `landing` resource; the state root: the `ingest` resource (resources/ingest.py).
 """
 
 import json
 
 import dagster as dg
+from robodata_dagster.assets.partitions import INGEST_BATCH
+from robodata_dagster.jobs.ingest import profile_config
+from robodata_dagster.resources.ingest import IngestResource, LandingResource, LaunchConfig
 
 from robodata.ingest.landing.launches import LaunchState, tick
 from robodata.ingest.tables import IngestPaths
-from robodata_dagster.defs.ingest.jobs import profile_config
-from robodata_dagster.defs.ingest.partitions import INGEST_BATCH
-from robodata_dagster.defs.ingest.resources import IngestResource, LandingResource, LaunchConfig
 
 
 def _evaluate(
