@@ -26,10 +26,17 @@ RELAYOUT_DAY = dg.DynamicPartitionsDefinition(name=DAY)
 
 
 def batch_key(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str:
-    """The batch a step runs for: its partition (a run without one fails, never retried)."""
+    """The batch a step runs for: its partition, which must be a batch that was added (a run without
+    one, or for a batch never added, fails once, never retried, naming the partition)."""
     key = context.partition_key if context.has_partition_key else None
     if not key:
         raise dg.Failure("ingestion runs need a batch partition", allow_retries=False)
+    if not context.instance.has_dynamic_partition(BATCH, key):
+        raise dg.Failure(
+            f"partition {key!r} is not a batch of {BATCH} (add it with `robodata-dagster add-batch`, or let the "
+            "landing-zone sensor cut it)",
+            allow_retries=False,
+        )
     return key
 
 

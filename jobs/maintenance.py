@@ -12,10 +12,10 @@ catalog_compaction  merges leave small files in the days they touch; this folds 
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
-from robodata_dagster.resources.catalog import CatalogResource
 
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.retention import prune_runs
+from robodata_dagster.resources.catalog import CatalogResource
 
 MAINTENANCE_TAGS = {"robodata/run-kind": "maintenance"}
 

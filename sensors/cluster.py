@@ -9,15 +9,16 @@ turn them on where a cluster is configured (resources/cluster.py).
 import json
 
 import dagster as dg
-from robodata_dagster.resources.cluster import ClusterRepairResource
 
-from robodata.cluster.repair import run_repair
-from robodata.cluster.state import RepairState
+from robodata_dagster.resources.cluster import ClusterRepairResource
 
 INTERVAL_S = 300
 
 
 def _tick(context: dg.SensorEvaluationContext, res: ClusterRepairResource, repairs: tuple) -> dg.SensorResult:
+    from robodata.cluster.repair import run_repair
+    from robodata.cluster.state import RepairState
+
     state = RepairState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))

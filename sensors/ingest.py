@@ -9,17 +9,18 @@ cut and launch: the `landing` resource; the state root: the `ingest` resource (r
 import json
 
 import dagster as dg
+
 from robodata_dagster.assets.partitions import INGEST_BATCH
 from robodata_dagster.jobs.ingest import profile_config
 from robodata_dagster.resources.ingest import IngestResource, LandingResource, LaunchConfig
-
-from robodata.ingest.landing.launches import LaunchState, tick
-from robodata.ingest.tables import IngestPaths
 
 
 def _evaluate(
     context: dg.SensorEvaluationContext, profile: str, ingest: IngestResource, landing: str, launch: LaunchConfig
 ) -> dg.SensorResult:
+    from robodata.ingest.landing.launches import LaunchState, tick
+    from robodata.ingest.tables import IngestPaths
+
     root = ingest.root_uri()
     batches, stagger = launch.policies()
     state = LaunchState()

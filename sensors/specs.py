@@ -2,9 +2,9 @@
 `manifest` / `training_run` (lib/registry.py; `robodata-dagster specs` does the same once)."""
 
 import dagster as dg
-from robodata_dagster.resources.catalog import SpecsResource
 
 from robodata_dagster.lib.registry import CURATION_SPEC, TRAIN_CONFIG, new_partitions
+from robodata_dagster.resources.catalog import SpecsResource
 
 
 @dg.sensor(

@@ -93,20 +93,28 @@ def run_downstream(instance: dg.DagsterInstance, root: Path) -> bool:
 
     register(instance, SpecDirs())
     assets = loaded().resolve_implicit_global_asset_job_def()
-    catalog: dict[str, Any] = {"resources": {"catalog": {"config": {"root": str(root)}}}}
+    refs = {"manifest_io_manager": {"config": {"root": str(root)}}}
+    catalog: dict[str, Any] = {"resources": {"catalog": {"config": {"root": str(root)}}, **refs}}
     runs: list[tuple[str, Any, dict[str, Any]]] = [
         (
             "manifest",
             assets,
             {"partition_key": SPEC, "asset_selection": [dg.AssetKey("manifest")], "run_config": catalog},
         ),
-        ("site_acceptance", assets, {"asset_selection": [dg.AssetKey("site_acceptance")], "run_config": catalog}),
+        (
+            "site_acceptance",
+            assets,
+            {"asset_selection": [dg.AssetKey("site_acceptance")], "run_config": {"resources": catalog["resources"]}},
+        ),
         (
             "training",
             job("training"),
             {
                 "partition_key": training_key(SPEC, TRAIN_CONFIG),
-                "run_config": {"ops": {"training_run": {"config": {"run_dir": str(root / "train")}}}},
+                "run_config": {
+                    "resources": refs,
+                    "ops": {"training_run": {"config": {"run_dir": str(root / "train")}}},
+                },
             },
         ),
     ]

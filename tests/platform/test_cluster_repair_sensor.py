@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
-from robodata_dagster.resources.cluster import ClusterRepairResource, RepairSettings
-from robodata_dagster.sensors.cluster import cluster_cordon_repair, cluster_stale_allocation_repair
 
 from robodata.cluster.audit import read_audit
+from robodata_dagster.resources.cluster import ClusterRepairResource, RepairSettings
+from robodata_dagster.sensors.cluster import cluster_cordon_repair, cluster_stale_allocation_repair
 from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"

@@ -10,7 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from robodata.cluster.config import RepairConfig
+from robodata.container.meta import VideoSettings
+from robodata.ingest.landing.launches import BatchPolicy
+from robodata.ingest.landing.stagger import StaggerPolicy
+from robodata.ingest.qc import QCSelection, QCThresholds
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.topics import TopicRule
+from robodata.layout.relayout import RelayoutConfig
 from robodata_dagster.assets.layout import RelayoutRunConfig
+from robodata_dagster.lib.registry import SpecDirs
+from robodata_dagster.lib.settings import plain, to_settings
 from robodata_dagster.resources.catalog import SpecsResource
 from robodata_dagster.resources.cluster import ClusterRepairResource, RepairSettings
 from robodata_dagster.resources.ingest import (
@@ -22,17 +33,6 @@ from robodata_dagster.resources.ingest import (
     TopicRuleConfig,
     VideoConfig,
 )
-
-from robodata.cluster.config import RepairConfig
-from robodata.container.meta import VideoSettings
-from robodata.ingest.landing.launches import BatchPolicy
-from robodata.ingest.landing.stagger import StaggerPolicy
-from robodata.ingest.qc import QCSelection, QCThresholds
-from robodata.ingest.settings import IngestSettings
-from robodata.ingest.topics import TopicRule
-from robodata.layout.relayout import RelayoutConfig
-from robodata_dagster.lib.registry import SpecDirs
-from robodata_dagster.lib.settings import plain, to_settings
 
 REPO = Path(__file__).resolve().parents[2]
 # the Dagster layer: its helpers under src/ and its folders at the repository root
@@ -163,4 +163,6 @@ def test_importing_reads_no_variable_and_loading_only_the_executors(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     reads = json.loads(out.stdout.strip().splitlines()[-1])
     assert reads["import"] == []
-    assert set(reads["load"]) <= {"ROBODATA_DEPLOYMENT", "ROBODATA_STORAGE_ROOT", "ROBODATA_MAX_CONCURRENT_STEPS"}
+    # the executor's and whether training is eager (sensors/automation.py)
+    executor = {"ROBODATA_DEPLOYMENT", "ROBODATA_STORAGE_ROOT", "ROBODATA_MAX_CONCURRENT_STEPS"}
+    assert set(reads["load"]) <= executor | {"ROBODATA_TRAIN_EAGER"}

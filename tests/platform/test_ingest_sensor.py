@@ -1,6 +1,8 @@
 import json
 
 import dagster as dg
+
+from robodata.ingest.synth import SynthConfig, synthesize
 from robodata_dagster.resources.ingest import (
     BatchConfig,
     IngestResource,
@@ -9,8 +11,6 @@ from robodata_dagster.resources.ingest import (
     StaggerConfig,
 )
 from robodata_dagster.sensors.ingest import landing_zone_sensor
-
-from robodata.ingest.synth import SynthConfig, synthesize
 
 
 def test_landing_zone_sensor_requests_batch_partitions_and_runs(tmp_path, monkeypatch):

@@ -11,12 +11,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
-from robodata_dagster.assets.training import training_run
-from robodata_dagster.jobs.training import training_job
-from robodata_dagster.resources.catalog import SpecsResource
 
 from bench.resilience_training import _is_python, children
 from robodata.health.recovery import FAILURE_NOTE
+from robodata_dagster.assets.training import training_run
+from robodata_dagster.jobs.training import training_job
+from robodata_dagster.resources.catalog import SpecsResource
+from robodata_dagster.resources.manifests import ManifestRefIOManager
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -39,7 +40,10 @@ def _materialize(tmp_path: Path, run_dir: Path, instance=None, **kw):
         [training_run],
         run_config=_run_config(run_dir),
         instance=instance,
-        resources={"specs": SpecsResource(training_dir=str(tmp_path / "training"))},
+        resources={
+            "specs": SpecsResource(training_dir=str(tmp_path / "training")),
+            "manifest_io_manager": ManifestRefIOManager(root=str(tmp_path / "state")),
+        },
         partition_key="s|tiny",
         **kw,
     )

@@ -2,8 +2,10 @@
 
 import dagster as dg
 import pytest
+
 from robodata_dagster.assets.training import training_run
 from robodata_dagster.resources.catalog import SpecsResource
+from robodata_dagster.resources.manifests import ManifestRefIOManager
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -23,7 +25,8 @@ def tiny_training(tmp_path, instance, config: str = TINY, name: str = "tiny") ->
     (tmp_path / "training" / f"{name}.yaml").write_text(config)
     instance.add_dynamic_partitions("curation_spec", ["s"])
     instance.add_dynamic_partitions("train_config", [name])
-    return {"specs": SpecsResource(training_dir=str(tmp_path / "training"))}
+    refs = ManifestRefIOManager(root=str(tmp_path / "state"))
+    return {"specs": SpecsResource(training_dir=str(tmp_path / "training")), "manifest_io_manager": refs}
 
 
 def _run(tmp_path, instance, resources, *, own_data=True, key="s|tiny", **kw):

@@ -6,6 +6,7 @@ when the definitions are built (definitions.py). Variables:
 
 ROBODATA_DEPLOYMENT, ROBODATA_MAX_CONCURRENT_STEPS, ROBODATA_K8S_NAMESPACE, ROBODATA_K8S_IMAGE
     executor (lib/deployment.py)
+ROBODATA_TRAIN_EAGER    1: training_run is eager (declarative automation; definitions.py)
 ROBODATA_STORAGE_ROOT   state root: ingest tables, containers, catalog, manifests (default .demo)
 ROBODATA_LANDING        landing zone (default <root>/landing)
 ROBODATA_REPAIR_APPLY, ROBODATA_REPAIR_AUDIT, ROBODATA_HEALTH_TABLE, ROBODATA_KUBE_HOST,
