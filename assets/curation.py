@@ -55,13 +55,14 @@ def manifest(
     from robodata.curate.run import curate
 
     version = None if config.catalog_version < 0 else config.catalog_version
-    spec = curation_spec(specs.dirs(), context.partition_key)
+    spec_file, spec = curation_spec(specs.dirs(), context.partition_key)
     info, selection = curate(
-        str(spec),
+        spec,
         catalog.catalog(),
         catalog.manifests_uri(),
         catalog_version=version,
         storage_options=catalog.manifest_options(),
+        base_dir=spec_file.parent,  # the spec's episode_ids_file is relative to its folder
     )
     context.log.info(f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}")
     ref = ManifestRef(
@@ -75,7 +76,7 @@ def manifest(
         ref,
         metadata={
             "path": dg.MetadataValue.path(str(info.path)),
-            "spec": dg.MetadataValue.path(str(spec)),
+            "spec": dg.MetadataValue.path(str(spec_file)),
             "content_hash": info.content_hash,
             "spec_hash": info.spec_hash,
             "catalog_version": info.catalog_version,

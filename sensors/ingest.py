@@ -19,14 +19,13 @@ def _evaluate(
     context: dg.SensorEvaluationContext, profile: str, ingest: IngestResource, landing: str, launch: LaunchConfig
 ) -> dg.SensorResult:
     from robodata.ingest.landing.launches import LaunchState, tick
-    from robodata.ingest.tables import IngestPaths
 
     root = ingest.root_uri()
     batches, stagger = launch.policies()
     state = LaunchState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
-    t = tick(state, landing, IngestPaths(root), batches, stagger)
+    t = tick(state, landing, ingest.paths(), batches, stagger)  # the steps' own derivation
     runs = [dg.RunRequest(run_key=b, partition_key=b, run_config=profile_config(profile, root=root)) for b in t.launch]
     return dg.SensorResult(
         run_requests=runs,
