@@ -14,10 +14,14 @@ import yaml
 
 from bench.resilience_training import _is_python, children
 from robodata.health.recovery import FAILURE_NOTE
+from robodata_dagster.assets.partitions import CURATION_SPECS
 from robodata_dagster.assets.training import training_run
 from robodata_dagster.jobs.training import training_job
 from robodata_dagster.resources.catalog import SpecsResource
 from robodata_dagster.resources.manifests import ManifestRefIOManager
+
+# the upstream manifest, as training_run sees it when only it is materialized (its ref loads as None)
+MANIFEST = dg.AssetSpec("manifest", partitions_def=CURATION_SPECS)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -37,7 +41,7 @@ def _materialize(tmp_path: Path, run_dir: Path, instance=None, **kw):
         if not instance.has_dynamic_partition(kind, key):
             instance.add_dynamic_partitions(kind, [key])
     return dg.materialize(
-        [training_run],
+        [training_run, MANIFEST],
         run_config=_run_config(run_dir),
         instance=instance,
         resources={
