@@ -133,6 +133,10 @@ def test_check_severity_matches_what_the_check_did(instance, tmp_path):
     assert checks["min_duration"].metadata["batch"].value == "b-short"
     md = {e.asset_key.to_user_string(): e.materialization.metadata for e in res.get_asset_materialization_events()}
     assert md["episodes"]["converted"].value == 2
+    # Delta-backed steps carry their table's columns and this batch's rows
+    assert md["qc_results"]["dagster/row_count"].value > 0
+    assert "episode_id" in {c.name for c in md["episodes"]["dagster/column_schema"].value.columns}
+    assert md["raw_episodes"]["dagster/row_count"].value == 2
     # configured to quarantine, failing every episode of a batch: ERROR, and nothing converted
     short_batch("b-short2", BROKEN_MIN, 2)
     cfg_q = {
