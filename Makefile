@@ -10,18 +10,21 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 .PHONY: venv demo test lint bench-quick clean
 
 $(STAMP): pyproject.toml
+	# (a new module in assets/ resources/ sensors/ jobs/: `make venv` again, or touch pyproject.toml)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# CPU build from local disk; never let a resolver pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[platform,dev]'
+	# strict editable install: assets/ resources/ sensors/ jobs/ are mapped to robodata_dagster.<folder>
+	# through a link tree, which mypy and every tool see as the installed package (pyproject.toml).
+	$(PY) -m pip install -q -e '.[platform,dev]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-$(DAGSTER_HOME)/dagster.yaml: resources/dagster.local.yaml
+$(DAGSTER_HOME)/dagster.yaml: deploy/dagster.local.yaml
 	mkdir -p $(DAGSTER_HOME)
-	cp resources/dagster.local.yaml $@
+	cp deploy/dagster.local.yaml $@
 
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m robodata_dagster.demo --root .demo

@@ -5,7 +5,7 @@ instance (the embedded default: SQLite under a temporary DAGSTER_HOME, local fil
     python -m bench.dagster_paths --quick        (--smoke: tiny episodes, same paths and keys)
 
 cli_materialize_ok: `robodata-dagster add-batch` (the batch manifest, then the `ingest_batch`
-    partition), then `dagster asset materialize --partition` of the ingestion graph in a subprocess:
+    partition), then `dagster job execute -j full` with the batch as its partition tag, in a subprocess:
     exit 0, every good episode in a container and in the catalog, a broken one quarantined; and a
     partition that was never added fails with an error naming it.
 daemon_sensor_runs: `dagster sensor start landing_zone_live_sensor` + `dagster-daemon run`; two
@@ -17,14 +17,26 @@ ui_pages_ok: pages of `dagster-webserver` rendered in headless Chromium with no 
     asset graph, a partitioned asset's partitions, asset checks showing a quarantine reason, the
     sensors (bench/dagster_paths_ui.py); of 4.
 lineage_resolves: after `robodata-dagster specs` and materializing manifest[demo] and
-    training_run[demo|demo] with `dagster asset materialize`, `robodata-dagster lineage` resolves the
+    training_run[demo|demo] with `dagster job execute -j curation|training`, `robodata-dagster lineage` resolves the
     newest checkpoint to its manifest partition and catalog Delta version from the event log alone,
     matching the checkpoint's own meta.json and the catalog; `robodata lineage --episodes` lists
     the manifest's training episodes.
+definitions_import_s: median wall time of 3 fresh `python -c 'import robodata_dagster.definitions'`.
+wheel_load_ok: the checkout built with `pip wheel --no-deps`, installed alone into a folder outside it,
+    and the code location loaded from there (bench/dagster_paths_wheel.py).
+assets_without_kinds: assets with no `kinds`. delta_assets_without_schema: assets of kind `delta`
+    whose latest materialization in this bench has no `dagster/column_schema` or `dagster/row_count`
+    (of delta_assets_checked: those materialized here).
+manifest_auto_materialized: after the daemon's second batch, a `manifest` materialization by a run of
+    `catalog_automation_sensor` (declarative automation), with no manual step.
+training_input_typed: `training_run` takes `manifest` as a typed ManifestRef input, and the ref it
+    recorded is the manifest materialization the lineage resolves to.
+run_kind_tagged_on_cli_path: the CLI path's runs (`dagster job execute -j full|curation|training`)
+    carry the `robodata/run-kind` tag of their job (the run queue keys on it).
 preview_warnings: Python warnings (preview, beta, deprecated APIs) while the code location is
     imported and its definitions built. cli_superseded_warnings: Dagster's own notice that
-    `dagster asset materialize` is superseded by `dg launch` (printed by the CLI command itself,
-    counted over the bench's `dagster asset materialize` calls; not a warning of this code).
+    a CLI command is superseded by `dg` (printed by the CLI command itself, counted over the bench's
+    `dagster` calls; not a warning of this code).
 """
 
 from __future__ import annotations
@@ -42,12 +54,30 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emit, parse, size_of
+from bench.dagster_paths_surface import cli_run_kinds, input_typed, vocabulary
+from bench.dagster_paths_wheel import build_wheel, definitions_import_s, load_from_wheel
+
+KEYS = (
+    "peak_rss_mb",
+    "cli_materialize_ok",
+    "daemon_sensor_runs",
+    "incremental_second_batch_only",
+    "ui_pages_ok",
+    "lineage_resolves",
+    "preview_warnings",
+    "definitions_import_s",
+    "wheel_load_ok",
+    "assets_without_kinds",
+    "delta_assets_without_schema",
+    "manifest_auto_materialized",
+    "training_input_typed",
+    "run_kind_tagged_on_cli_path",
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # episodes per batch, seconds per episode, frame size
 SIZES = {"smoke": (1, 1.0, 16), "quick": (2, 2.0, 32), "full": (6, 4.0, 64)}
-INGEST = "*episode_metadata,segments,features"  # the ingestion graph (and its QC checks)
 TINY_TRAIN = [
     "steps=2",
     "global_batch_size=2",
@@ -67,7 +97,7 @@ class User:
     def __init__(self, tmp: Path):
         self.tmp, self.home, self.state = tmp, tmp / "dagster_home", tmp / "state"
         self.home.mkdir()
-        local = (REPO / "resources" / "dagster.local.yaml").read_text()
+        local = (REPO / "deploy" / "dagster.local.yaml").read_text()
         (self.home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
         self.env = dict(
             os.environ,
@@ -85,12 +115,15 @@ class User:
         self.superseded += out.stderr.count("SupersessionWarning")
         return out
 
-    def materialize(self, select: str, partition: str, *extra: str) -> subprocess.CompletedProcess:
-        """`dagster asset materialize -m robodata_dagster.definitions --select ... --partition ...`"""
-        module = ("-m", "robodata_dagster.definitions")
-        return self.run(
-            "dagster", "asset", "materialize", *module, "--select", select, "--partition", partition, *extra
-        )
+    def execute_job(self, job: str, partition: str, config: dict | None = None) -> subprocess.CompletedProcess:
+        """`dagster job execute -m robodata_dagster.definitions -j JOB --tags {"dagster/partition": ...}`"""
+        argv = ["dagster", "job", "execute", "-m", "robodata_dagster.definitions", "-j", job]
+        argv += ["--tags", json.dumps({"dagster/partition": partition})]
+        if config:
+            path = self.tmp / f"{job}-{len(list(self.tmp.glob('*.run.yaml')))}.run.yaml"
+            path.write_text(json.dumps(config))  # JSON is YAML
+            argv += ["-c", str(path)]
+        return self.run(*argv)
 
     def spawn(self, *argv: str, log: str) -> subprocess.Popen:
         with open(self.tmp / log, "w") as f:
@@ -156,36 +189,17 @@ def batch_rows(state: Path, batch: str) -> list[dict]:
 def cli_materialize(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
     synth(u.tmp / "land-cli", n, duration, px, seed=1, broken=True)
     added = u.run("robodata-dagster", "add-batch", str(u.tmp / "land-cli"), "--batch", "cli-1")
-    mat = u.run(
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "robodata_dagster.definitions",
-        "--select",
-        INGEST,
-        "--partition",
-        "cli-1",
-    )
+    mat = u.execute_job("full", "cli-1")
     rows = batch_rows(u.state, "cli-1") if mat.returncode == 0 else []
     passed = [r for r in rows if r["qc_status"] == "pass"]
     containers = list((u.state / "containers" / "cli-1").rglob("*.rdep"))
-    missing = u.run(
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "robodata_dagster.definitions",
-        "--select",
-        INGEST,
-        "--partition",
-        "never-added",
-    )
-    clear = missing.returncode != 0 and "never-added" in "\n".join(missing.stderr.strip().splitlines()[-3:])
+    missing = u.execute_job("full", "never-added")
+    named = [ln for ln in missing.stderr.splitlines() if "'never-added' is not a batch" in ln]
+    clear = missing.returncode != 0 and bool(named)
     ok = added.returncode == 0 and mat.returncode == 0 and len(rows) == n + 1 and len(passed) == n == len(containers)
     return {
         "cli_materialize_ok": ok and clear,
-        "cli_missing_partition_error": missing.stderr.strip().splitlines()[-1][:200] if missing.stderr else "",
+        "cli_missing_partition_error": named[-1][-200:] if named else missing.stderr[-200:],
         "cli_errors": "" if ok else (added.stderr + mat.stderr)[-2000:],
     }
 
@@ -201,6 +215,22 @@ def wait_runs(u: User, instance, k: int, timeout_s: float) -> list:
             return sorted(done, key=lambda r: instance.get_run_record_by_id(r.run_id).create_timestamp)
         time.sleep(1)
     return []
+
+
+def manifest_by_automation(instance, after_run, timeout_s: float) -> bool:
+    """A `manifest` materialization by a run of catalog_automation_sensor that started after `after_run` ended."""
+    import dagster as dg
+
+    ended = instance.get_run_record_by_id(after_run.run_id).end_time or 0.0
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for rec in instance.fetch_materializations(dg.AssetKey("manifest"), limit=20).records:
+            run = instance.get_run_record_by_id(rec.run_id)
+            by_sensor = run.dagster_run.tags.get("dagster/sensor_name") == "catalog_automation_sensor"
+            if by_sensor and (run.create_timestamp.timestamp() >= ended):
+                return True
+        time.sleep(2)
+    return False
 
 
 def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
@@ -219,6 +249,7 @@ def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
             runs = wait_runs(u, instance, 2, 300)
             ok = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS]
             incremental = False
+            auto = bool(ok) and manifest_by_automation(instance, ok[-1], 240)
             if len(ok) == 2 and first:
                 second = ok[1]
                 mats = {
@@ -243,6 +274,7 @@ def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
     return {
         "daemon_sensor_runs": len(ok),
         "incremental_second_batch_only": incremental,
+        "manifest_auto_materialized": auto,
         "daemon_paths_s": round(time.perf_counter() - t0, 1),
         "daemon_errors": "" if len(ok) == 2 else (started.stderr + (u.tmp / "daemon.log").read_text())[-2000:],
     }
@@ -256,19 +288,9 @@ def lineage(u: User) -> dict[str, Any]:
     from robodata.train.lineage import read_checkpoint_meta
 
     specs = u.run("robodata-dagster", "specs")
-    curate = u.run(
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "robodata_dagster.definitions",
-        "--select",
-        "manifest",
-        "--partition",
-        "demo",
-    )
+    curate = u.execute_job("curation", "demo")
     cfg = {"ops": {"training_run": {"config": {"run_dir": str(u.tmp / "train"), "overrides": TINY_TRAIN}}}}
-    train = u.materialize("training_run", "demo|demo", "--config-json", json.dumps(cfg))
+    train = u.execute_job("training", "demo|demo", cfg)
     out = u.run("robodata-dagster", "lineage")
     ok = all(p.returncode == 0 for p in (specs, curate, train, out))
     if not ok:
@@ -289,7 +311,12 @@ def lineage(u: User) -> dict[str, Any]:
         and lin["manifest_hash"] == meta["lineage"]["manifest_hash"]
         and episodes == train_rows > 0
     )
-    return {"lineage_resolves": resolves, "lineage_catalog_version": version, "lineage_episodes": episodes}
+    return {
+        "lineage_resolves": resolves,
+        "lineage_catalog_version": version,
+        "lineage_episodes": episodes,
+        "training_input_typed": input_typed(u, lin),
+    }
 
 
 def load_warnings(u: User) -> int:
@@ -318,6 +345,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-dagster-paths-") as d:
         u = User(Path(d))
         result["preview_warnings"] = load_warnings(u)
+        result["definitions_import_s"] = definitions_import_s(3, cwd=Path(d))
+        wheel_dir = Path(d) / "wheel"
+        wheel_dir.mkdir()
+        result["wheel_load_ok"], wheel_detail = load_from_wheel(build_wheel(wheel_dir), Path(d) / "from-wheel")
+        if not result["wheel_load_ok"]:
+            result["wheel_errors"] = wheel_detail
         u.init_instance()
         # The daemon path is mostly waiting (sensor ticks, run start-up): it runs alongside the CLI
         # paths, on the same instance, as a deployment would; the webserver starts meanwhile too.
@@ -330,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
             result.update(lineage(u))
             thread.join()
             result.update(daemon)
+            result["run_kind_tagged_on_cli_path"] = cli_run_kinds(u)
+            result.update(vocabulary(u))
             result.update(ui_pages(u, web, n_batches=3))
         finally:
             stop(web[0])

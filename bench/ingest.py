@@ -359,7 +359,7 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
             }
         big = max(sizes)
         # The same batch again as the sensor launches it: the `bulk` profile through execute_job.
-        from robodata_dagster.defs.ingest.jobs import profile_config
+        from robodata_dagster.jobs.ingest import profile_config
 
         t0 = time.perf_counter()
         with dg.execute_job(

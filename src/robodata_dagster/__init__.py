@@ -1,8 +1,8 @@
-"""robodata's Dagster layer: one code location (`robodata_dagster.definitions`), grouped by domain.
+"""robodata's Dagster layer: one code location (`robodata_dagster.definitions`), thin, by domain.
 
-    defs/<domain>/{assets,checks,jobs,sensors,schedules,partitions,resources}.py
+    assets/ resources/ sensors/ jobs/      (repository root; installed as robodata_dagster.<folder>)
+    src/robodata_dagster/definitions.py    registers every definition, explicitly
+    src/robodata_dagster/lib/              the layer's small shared helpers
 
-Every module under `defs/` is loaded by `dg.load_from_defs_folder` (the project is declared in
-`[tool.dg]` of pyproject.toml); helpers shared across domains live in `lib/`. The work itself is
-done by the Dagster-free core, `robodata`.
+The work itself is done by the Dagster-free core, `robodata`.
 """

@@ -5,9 +5,12 @@ on the embedded default instance (SQLite under DAGSTER_HOME, local files).
 
 then register the named specs (specs/curation, specs/training), curate the catalog into the manifest
 partition "demo", evaluate site acceptance and train the "demo" config on it (partition "demo|demo").
+Prints a short summary (where the containers, the catalog, the manifest and the checkpoint are);
+Dagster's own logs go, at INFO, to <root>/dagster.log.
 """
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -38,7 +41,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from robodata.ingest.tables import IngestPaths
     from robodata_dagster.definitions import job
-    from robodata_dagster.defs.ingest.jobs import profile_config
+    from robodata_dagster.jobs.ingest import profile_config
     from robodata_dagster.lib.batches import add_batch
 
     root = Path(args.root).resolve()
@@ -53,20 +56,33 @@ def main(argv: list[str]) -> int:
         print("no new landing items since the last demo run (delete the root to start over)")
         return 0
     batch = added[0]
-    res = job("full").execute_in_process(
-        instance=instance, partition_key=batch, raise_on_error=False, run_config=profile_config("bulk", root=str(root))
-    )
+    print(f"Dagster's logs: {root / LOG}")
+    cfg = {**profile_config("bulk", root=str(root)), **LOGGERS}
+    res = execute(root, job("full"), instance=instance, partition_key=batch, run_config=cfg)
     print(f"batch {batch} ({added[1]} landing items): run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
     _show(res)
-    for check in res.get_asset_check_evaluations():
-        print(
-            f"  check {check.asset_key.to_user_string()}:{check.check_name} passed={check.passed} "
-            + ", ".join(f"{k}={v.value}" for k, v in check.metadata.items())
-        )
-    print(f"catalog: {IngestPaths(str(root)).catalog} ({time.perf_counter() - t0:.1f} s)")
+    failed = [c for c in res.get_asset_check_evaluations() if not c.passed]
+    for check in failed:
+        print(f"  check {check.check_name} failed ({check.severity.value}): {check.description or ''}")
+    paths = IngestPaths(str(root))
+    print(
+        f"containers: {root / 'containers' / batch} ({len(list((root / 'containers' / batch).rglob('*.rdep')))} files)"
+    )
+    print(f"catalog: {paths.catalog} ({time.perf_counter() - t0:.1f} s)")
     ok = res.success and run_downstream(instance, root)
     print(f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1
+
+
+LOG = "dagster.log"
+# Dagster's console logger at INFO (its default is DEBUG: ~250 lines a demo), written to <root>/dagster.log
+LOGGERS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
+
+def execute(root: Path, target: Any, **kwargs: Any) -> dg.ExecuteInProcessResult:
+    """A run in this process, with Dagster's console log (stderr) appended to <root>/dagster.log."""
+    with open(root / LOG, "a") as log, contextlib.redirect_stderr(log):
+        return target.execute_in_process(raise_on_error=False, **kwargs)
 
 
 SHOW = {
@@ -80,38 +96,49 @@ def _show(res: dg.ExecuteInProcessResult) -> None:
     for ev in res.get_asset_materialization_events():
         key = ev.asset_key.to_user_string() if ev.asset_key else "?"
         md = ev.materialization.metadata
-        keys = SHOW.get(key) or tuple(md)
+        keys = SHOW.get(key)
+        if keys is None:  # the ingestion steps: their facts are in the UI and the Delta tables
+            continue
         print(f"  {key}: " + ", ".join(f"{k}={md[k].value}" for k in keys if k in md))
 
 
 def run_downstream(instance: dg.DagsterInstance, root: Path) -> bool:
     """Register the named specs, curate the catalog into the demo spec's manifest, evaluate site
     acceptance, and train the demo config on that manifest (the rest of the asset graph)."""
+    from robodata_dagster.assets.partitions import training_key
     from robodata_dagster.definitions import job, loaded
-    from robodata_dagster.defs.train.partitions import training_key
     from robodata_dagster.lib.registry import SpecDirs, register
 
     register(instance, SpecDirs())
     assets = loaded().resolve_implicit_global_asset_job_def()
-    catalog: dict[str, Any] = {"resources": {"catalog": {"config": {"root": str(root)}}}}
+    refs = {"manifest_io_manager": {"config": {"root": str(root)}}}
+    catalog: dict[str, Any] = {"resources": {"catalog": {"config": {"root": str(root)}}, **refs}, **LOGGERS}
     runs: list[tuple[str, Any, dict[str, Any]]] = [
         (
             "manifest",
             assets,
             {"partition_key": SPEC, "asset_selection": [dg.AssetKey("manifest")], "run_config": catalog},
         ),
-        ("site_acceptance", assets, {"asset_selection": [dg.AssetKey("site_acceptance")], "run_config": catalog}),
+        (
+            "site_acceptance",
+            assets,
+            {"asset_selection": [dg.AssetKey("site_acceptance")], "run_config": catalog},
+        ),
         (
             "training",
             job("training"),
             {
                 "partition_key": training_key(SPEC, TRAIN_CONFIG),
-                "run_config": {"ops": {"training_run": {"config": {"run_dir": str(root / "train")}}}},
+                "run_config": {
+                    **LOGGERS,
+                    "resources": refs,
+                    "ops": {"training_run": {"config": {"run_dir": str(root / "train")}}},
+                },
             },
         ),
     ]
     for name, target, kwargs in runs:
-        res = target.execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+        res = execute(root, target, instance=instance, **kwargs)
         print(f"{name}: run {res.run_id} {'succeeded' if res.success else 'FAILED'}")
         _show(res)
         if not res.success:

@@ -13,7 +13,7 @@ import sys
 
 import dagster as dg
 
-from robodata_dagster.defs.layout.partitions import DAY
+from robodata_dagster.assets.partitions import DAY
 
 
 def catalog_days(catalog_uri: str) -> list[str]:

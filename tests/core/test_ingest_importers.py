@@ -86,3 +86,11 @@ def test_binpack_balances_heavy_tails():
     assert makespan(sizes, bins) <= 1.01 * max(sum(sizes) / 8, max(sizes))
     ffd = first_fit_decreasing([5, 4, 3, 3, 2, 2, 1], 7)
     assert all(sum([5, 4, 3, 3, 2, 2, 1][i] for i in b) <= 7 for b in ffd) and len(ffd) == 3
+
+
+def test_convert_returns_the_facts_a_reader_finds_without_reopening(tmp_path):
+    (ep,) = synthesize(SynthConfig(episodes=1, **SMALL), tmp_path / "land")
+    _, _, res, r = _roundtrip(ep, "legacy-jpeg", tmp_path / "ep.rdep")
+    assert (res.footer_offset, res.footer_length) == (r.footer_offset, r.footer_length)
+    assert res.layout_version == r.layout_version and res.duration_s == r.meta.duration_s
+    assert res.size_bytes == (tmp_path / "ep.rdep").stat().st_size

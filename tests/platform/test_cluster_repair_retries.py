@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_local_instance_retries_runs(tmp_path):
-    shutil.copy(ROOT / "resources" / "dagster.local.yaml", tmp_path / "dagster.yaml")
+    shutil.copy(ROOT / "deploy" / "dagster.local.yaml", tmp_path / "dagster.yaml")
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         assert instance.run_retries_enabled
         assert instance.run_retries_max_retries == 2

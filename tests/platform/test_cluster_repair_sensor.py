@@ -7,8 +7,8 @@ from pathlib import Path
 import dagster as dg
 
 from robodata.cluster.audit import read_audit
-from robodata_dagster.defs.cluster.resources import ClusterRepairResource, RepairSettings
-from robodata_dagster.defs.cluster.sensors import cluster_cordon_repair, cluster_stale_allocation_repair
+from robodata_dagster.resources.cluster import ClusterRepairResource, RepairSettings
+from robodata_dagster.sensors.cluster import cluster_cordon_repair, cluster_stale_allocation_repair
 from robodata_testing.fake_apiserver import FakeApiServer
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"

@@ -34,3 +34,39 @@ def test_the_module_loads_without_warnings_from_any_directory(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_asset_has_kinds_and_curation_refreshes_itself(monkeypatch):
+    import dagster as dg
+
+    from robodata_dagster.definitions import defs, loaded
+
+    graph = loaded().resolve_asset_graph()
+    nodes = {k.to_user_string(): graph.get(k) for k in graph.get_all_asset_keys()}
+    assert [name for name, n in nodes.items() if not n.kinds] == []
+    assert all("dagster/code_references" in n.metadata for n in nodes.values())
+    auto = {name for name, n in nodes.items() if n.automation_condition is not None}
+    assert auto == {"manifest", "site_acceptance"}  # training is manual by default
+    sensors = {s.name: s for s in loaded().sensors or []}
+    target = sensors["catalog_automation_sensor"].asset_selection.resolve(graph)
+    assert {k.to_user_string() for k in target} == {"manifest", "site_acceptance"}
+    assert sensors["catalog_automation_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
+    assert nodes["episode_metadata"].freshness_policy is not None
+    monkeypatch.setenv("ROBODATA_TRAIN_EAGER", "1")
+    eager = defs().resolve_asset_graph().get(dg.AssetKey("training_run")).automation_condition
+    assert eager is not None and eager.get_label() == "eager"
+
+
+def test_training_takes_the_manifest_as_a_typed_input_through_the_io_manager(tmp_path):
+    import dagster as dg
+
+    from robodata_dagster.assets.training import training_run
+    from robodata_dagster.lib.lineage import ManifestRef
+    from robodata_dagster.resources.manifests import ManifestRefIOManager
+
+    assert "ManifestRef" in training_run.op.ins["manifest"].dagster_type.display_name
+    io = ManifestRefIOManager(root=str(tmp_path))
+    ref = ManifestRef("demo", "/m/x.parquet", "c" * 64, "s" * 64, 3)
+    io.handle_output(dg.build_output_context(asset_key="manifest", partition_key="demo", run_id="r1"), ref)
+    loaded_ref = io.load_input(dg.build_input_context(asset_key=dg.AssetKey("manifest"), partition_key="demo"))
+    assert loaded_ref == ManifestRef("demo", "/m/x.parquet", "c" * 64, "s" * 64, 3, run_id="r1")

@@ -60,14 +60,14 @@ def test_ingestion_graph_on_postgres_with_s3_landing_and_root(prod_instance, s3,
     """Sensor (S3 landing, manifests on S3) -> the full graph with its QC checks -> state on S3."""
     from robodata.container import EpisodeReader
     from robodata.ingest.tables import IngestPaths
-    from robodata_dagster.defs.ingest.resources import (
+    from robodata_dagster.resources.ingest import (
         BatchConfig,
         IngestResource,
         LandingResource,
         LaunchConfig,
         StaggerConfig,
     )
-    from robodata_dagster.defs.ingest.sensors import landing_zone_sensor
+    from robodata_dagster.sensors.ingest import landing_zone_sensor
 
     cases = _landing_on_s3(tmp_path, s3)
     cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"

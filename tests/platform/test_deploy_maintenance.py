@@ -4,8 +4,7 @@ from datetime import UTC, datetime
 import dagster as dg
 import pytest
 
-from robodata_dagster.defs.maintenance.jobs import event_log_cleanup
-from robodata_dagster.defs.maintenance.schedules import event_log_cleanup_schedule
+from robodata_dagster.jobs.maintenance import event_log_cleanup, event_log_cleanup_schedule
 from robodata_dagster.lib.retention import prune_runs
 
 

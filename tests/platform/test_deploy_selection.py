@@ -23,7 +23,7 @@ def test_local_is_the_default():
     d = Deployment.from_env({})
     assert d.name == "local" and not d.storage.is_s3 and os.path.isabs(d.storage.root)
     assert d.executor().name == "robodata_local"
-    assert d.instance_yaml.name == "dagster.local.yaml" and d.instance_yaml.exists()
+    assert d.instance_yaml.name == "dagster.local.yaml" and (ROOT / d.instance_yaml).exists()
     assert d.k8s is None
 
 
@@ -38,7 +38,7 @@ def test_prod_selects_s3_postgres_and_k8s():
     d = Deployment.from_env(env)
     assert d.storage.root == "s3://robodata-prod/v1" and d.storage.region == "eu-west-1"
     assert d.storage.delta_options()["AWS_REGION"] == "eu-west-1"
-    assert d.instance_yaml == ROOT / "deploy" / "dagster.yaml"
+    assert ROOT / d.instance_yaml == ROOT / "deploy" / "dagster.yaml"
     ex = d.executor()
     assert ex.name == "robodata_k8s"
     cfg = d.k8s.executor_config(d.max_concurrent_steps)

@@ -57,13 +57,17 @@ def _ingest_to_s3(s3, tmp_path, root: str) -> None:
 
 def _run(instance, root: str, run_dir: Path, steps: int):
     """manifest[demo], site_acceptance and training_run[demo|demo] (the repo's specs/), as a user runs them."""
+    from robodata_dagster.assets.partitions import training_key
     from robodata_dagster.definitions import job, loaded
-    from robodata_dagster.defs.train.partitions import training_key
     from robodata_dagster.lib.registry import SpecDirs, register
 
     dirs = {"curation_dir": str(REPO / "specs" / "curation"), "training_dir": str(REPO / "specs" / "training")}
     register(instance, SpecDirs(**dirs))
-    resources = {"catalog": {"config": {"root": root}}, "specs": {"config": dirs}}
+    resources = {
+        "catalog": {"config": {"root": root}},
+        "specs": {"config": dirs},
+        "manifest_io_manager": {"config": {"root": root}},
+    }
     train = {
         "run_dir": str(run_dir),
         "checkpoint_root": f"{root}/train/checkpoints",

@@ -46,7 +46,7 @@ def webserver():
     browser = chromium()  # skip/fail early, before paying for dagster dev
     home = Path(tempfile.mkdtemp(prefix="robodata-ui-home-"))
     # the local instance, without the first-visit newsletter dialog over the graph
-    local = (ROOT / "resources" / "dagster.local.yaml").read_text()
+    local = (ROOT / "deploy" / "dagster.local.yaml").read_text()
     (home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
     port = free_port()
     env = dict(

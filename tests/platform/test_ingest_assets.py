@@ -106,21 +106,47 @@ def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance
     assert DeltaTable(IngestPaths(str(tmp_path / "state")).catalog).to_pyarrow_table().num_rows == 2
 
 
-def test_systemically_broken_batch_blocks_conversion_but_single_failures_do_not(instance, tmp_path):
-    from robodata_dagster.defs.ingest.checks import BROKEN_MIN
+def test_check_severity_matches_what_the_check_did(instance, tmp_path):
+    """A report-only check never blocks and only warns; a check that quarantines is ERROR when the
+    whole batch is broken (declared blocking: the default quarantining set), WARN for a few episodes."""
+    from robodata.ingest.qc import DEFAULT_BLOCKING
+    from robodata_dagster.assets.ingest_checks import BROKEN_MIN, qc_pre_conversion
 
-    land = tmp_path / "land-short"  # every episode shorter than the QC minimum: a systemic problem
-    synthesize(SynthConfig(episodes=BROKEN_MIN, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0), land)
-    write_manifest(IngestPaths(str(tmp_path / "state")), "b-short", new_items(str(land), LandingCursor()))
-    instance.add_dynamic_partitions("ingest_batch", ["b-short"])
+    blocking = {s.name: s.blocking for s in qc_pre_conversion.check_specs}
+    assert {n for n, b in blocking.items() if b} == {n for n in blocking if n in DEFAULT_BLOCKING}
+    assert all(s.description for s in qc_pre_conversion.check_specs)
+
+    def short_batch(name: str, n: int, seed: int) -> None:  # every episode shorter than the QC minimum
+        land = tmp_path / f"land-{name}"
+        synthesize(
+            SynthConfig(episodes=n, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0, seed=seed), land
+        )
+        write_manifest(IngestPaths(str(tmp_path / "state")), name, new_items(str(land), LandingCursor()))
+        instance.add_dynamic_partitions("ingest_batch", [name])
+
+    short_batch("b-short", 2, 1)
     cfg = {"resources": _config(tmp_path / "state")["resources"]}
-    res = full_job().execute_in_process(
-        instance=instance, partition_key="b-short", run_config=cfg, raise_on_error=False
-    )
-    assert not res.success
+    res = full_job().execute_in_process(instance=instance, partition_key="b-short", run_config=cfg)
     checks = {e.check_name: e for e in res.get_asset_check_evaluations()}
-    assert not checks["min_duration"].passed and checks["min_duration"].severity == dg.AssetCheckSeverity.ERROR
-    assert "episodes" not in {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
+    # min_duration is report-only by default: it quarantines nobody, so it warns and blocks nothing
+    assert not checks["min_duration"].passed and checks["min_duration"].severity == dg.AssetCheckSeverity.WARN
+    assert checks["min_duration"].metadata["batch"].value == "b-short"
+    md = {e.asset_key.to_user_string(): e.materialization.metadata for e in res.get_asset_materialization_events()}
+    assert md["episodes"]["converted"].value == 2
+    # Delta-backed steps carry their table's columns and this batch's rows
+    assert md["qc_results"]["dagster/row_count"].value > 0
+    assert "episode_id" in {c.name for c in md["episodes"]["dagster/column_schema"].value.columns}
+    assert md["raw_episodes"]["dagster/row_count"].value == 2
+    # configured to quarantine, failing every episode of a batch: ERROR, and nothing converted
+    short_batch("b-short2", BROKEN_MIN, 2)
+    cfg_q = {
+        "resources": {"ingest": {"config": {"root": str(tmp_path / "state"), "qc": {"blocking": ["min_duration"]}}}}
+    }
+    res = full_job().execute_in_process(instance=instance, partition_key="b-short2", run_config=cfg_q)
+    checks = {e.check_name: e for e in res.get_asset_check_evaluations()}
+    assert checks["min_duration"].severity == dg.AssetCheckSeverity.ERROR
+    md = {e.asset_key.to_user_string(): e.materialization.metadata for e in res.get_asset_materialization_events()}
+    assert md["episodes"]["converted"].value == 0
     # the same check failing for some episodes only is a warning; those episodes are quarantined
     land2 = tmp_path / "land-mixed"
     synthesize(SynthConfig(episodes=2, duration_s=1.0, height=16, width=16, fps=10.0, state_hz=20.0, seed=4), land2)
@@ -157,8 +183,8 @@ def test_profiles_choose_threads():
     import os
 
     from robodata.ingest.settings import IngestSettings
-    from robodata_dagster.defs.ingest.jobs import profile_config
-    from robodata_dagster.defs.ingest.resources import IngestResource, VideoConfig
+    from robodata_dagster.jobs.ingest import profile_config
+    from robodata_dagster.resources.ingest import IngestResource, VideoConfig
 
     def settings(profile, **fields):
         return IngestResource(**profile_config(profile, root="r", **fields)["resources"]["ingest"]["config"]).settings()

@@ -3,14 +3,14 @@ import json
 import dagster as dg
 
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata_dagster.defs.ingest.resources import (
+from robodata_dagster.resources.ingest import (
     BatchConfig,
     IngestResource,
     LandingResource,
     LaunchConfig,
     StaggerConfig,
 )
-from robodata_dagster.defs.ingest.sensors import landing_zone_sensor
+from robodata_dagster.sensors.ingest import landing_zone_sensor
 
 
 def test_landing_zone_sensor_requests_batch_partitions_and_runs(tmp_path, monkeypatch):

@@ -12,8 +12,8 @@ from tests.core.test_layout_relayout import DAY, _row
 
 
 def test_plan_asset_then_relayout_job_flips_the_catalog(tmp_path):
-    from robodata_dagster.defs.layout.assets import layout_plan
-    from robodata_dagster.defs.layout.jobs import relayout_job
+    from robodata_dagster.assets.layout import layout_plan
+    from robodata_dagster.jobs.layout import relayout_job
     from robodata_dagster.relayout import catalog_days
 
     eps = tmp_path / "eps"

@@ -5,8 +5,9 @@ import polars as pl
 
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
-from robodata_dagster.defs.curation.assets import manifest, site_acceptance
-from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
+from robodata_dagster.assets.curation import manifest, site_acceptance
+from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
+from robodata_dagster.resources.manifests import ManifestRefIOManager
 
 SPEC = """
 version: 1
@@ -25,7 +26,11 @@ sites:
 
 
 def _run(tmp_path, resource, instance):
-    resources = {"catalog": resource, "specs": SpecsResource(curation_dir=str(tmp_path / "specs"))}
+    resources = {
+        "catalog": resource,
+        "specs": SpecsResource(curation_dir=str(tmp_path / "specs")),
+        "manifest_io_manager": ManifestRefIOManager(root=str(tmp_path / "state")),
+    }
     res = dg.materialize(
         [manifest], resources=resources, instance=instance, partition_key="asset-test", selection=[manifest]
     )
@@ -91,6 +96,7 @@ def test_a_spec_whose_name_is_not_its_partition_fails_clearly_without_retry(tmp_
     resources = {
         "catalog": CatalogResource(uri=cat.uri, manifests_dir=str(tmp_path / "m")),
         "specs": SpecsResource(curation_dir=str(tmp_path / "specs")),
+        "manifest_io_manager": ManifestRefIOManager(root=str(tmp_path / "state")),
     }
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("curation_spec", ["other", "missing"])
@@ -105,7 +111,7 @@ def test_a_spec_whose_name_is_not_its_partition_fails_clearly_without_retry(tmp_
 def test_catalog_compaction_job(tmp_path):
     from datetime import datetime
 
-    from robodata_dagster.defs.maintenance.jobs import catalog_compaction
+    from robodata_dagster.jobs.maintenance import catalog_compaction
 
     cat = Catalog(str(tmp_path / "catalog"))
     today = datetime.now(UTC).date().isoformat()

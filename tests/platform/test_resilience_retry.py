@@ -14,9 +14,14 @@ import yaml
 
 from bench.resilience_training import _is_python, children
 from robodata.health.recovery import FAILURE_NOTE
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.assets import training_run
-from robodata_dagster.defs.train.jobs import training_job
+from robodata_dagster.assets.partitions import CURATION_SPECS
+from robodata_dagster.assets.training import training_run
+from robodata_dagster.jobs.training import training_job
+from robodata_dagster.resources.catalog import SpecsResource
+from robodata_dagster.resources.manifests import ManifestRefIOManager
+
+# the upstream manifest, as training_run sees it when only it is materialized (its ref loads as None)
+MANIFEST = dg.AssetSpec("manifest", partitions_def=CURATION_SPECS)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -36,10 +41,13 @@ def _materialize(tmp_path: Path, run_dir: Path, instance=None, **kw):
         if not instance.has_dynamic_partition(kind, key):
             instance.add_dynamic_partitions(kind, [key])
     return dg.materialize(
-        [training_run],
+        [training_run, MANIFEST],
         run_config=_run_config(run_dir),
         instance=instance,
-        resources={"specs": SpecsResource(training_dir=str(tmp_path / "training"))},
+        resources={
+            "specs": SpecsResource(training_dir=str(tmp_path / "training")),
+            "manifest_io_manager": ManifestRefIOManager(root=str(tmp_path / "state")),
+        },
         partition_key="s|tiny",
         **kw,
     )
@@ -105,7 +113,7 @@ class KillOneRank(threading.Thread):
 def test_training_job_carries_the_run_retry_tags_and_the_instance_enables_run_retries():
     assert training_job.tags["dagster/max_retries"] == "2"
     assert training_job.tags["dagster/retry_strategy"] == "FROM_FAILURE"
-    instance_yaml = yaml.safe_load((ROOT / "resources" / "dagster.local.yaml").read_text())
+    instance_yaml = yaml.safe_load((ROOT / "deploy" / "dagster.local.yaml").read_text())
     assert instance_yaml["run_retries"]["enabled"] is True
     assert training_run.op.retry_policy is not None and training_run.op.retry_policy.max_retries >= 1
 

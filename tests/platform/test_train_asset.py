@@ -3,8 +3,13 @@
 import dagster as dg
 import pytest
 
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.assets import training_run
+from robodata_dagster.assets.partitions import CURATION_SPECS
+from robodata_dagster.assets.training import training_run
+from robodata_dagster.resources.catalog import SpecsResource
+from robodata_dagster.resources.manifests import ManifestRefIOManager
+
+# the upstream manifest, as training_run sees it when only it is materialized (its ref loads as None)
+MANIFEST = dg.AssetSpec("manifest", partitions_def=CURATION_SPECS)
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -24,13 +29,14 @@ def tiny_training(tmp_path, instance, config: str = TINY, name: str = "tiny") ->
     (tmp_path / "training" / f"{name}.yaml").write_text(config)
     instance.add_dynamic_partitions("curation_spec", ["s"])
     instance.add_dynamic_partitions("train_config", [name])
-    return {"specs": SpecsResource(training_dir=str(tmp_path / "training"))}
+    refs = ManifestRefIOManager(root=str(tmp_path / "state"))
+    return {"specs": SpecsResource(training_dir=str(tmp_path / "training")), "manifest_io_manager": refs}
 
 
 def _run(tmp_path, instance, resources, *, own_data=True, key="s|tiny", **kw):
     cfg = {"run_dir": str(tmp_path / "run"), "use_upstream_manifest": not own_data}
     return dg.materialize(
-        [training_run],
+        [training_run, MANIFEST],
         run_config={"ops": {"training_run": {"config": cfg}}},
         instance=instance,
         resources=resources,

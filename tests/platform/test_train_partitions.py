@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from robodata.cli import app
 from robodata.ingest.synth import SynthConfig, synthesize
+from robodata_dagster.assets.partitions import TRAINING, training_key
 from robodata_dagster.definitions import job, loaded
-from robodata_dagster.defs.train.partitions import TRAINING, training_key
-from robodata_dagster.lib.lineage import manifest_ref, newest_checkpoint_lineage
+from robodata_dagster.lib.lineage import manifest_record, newest_checkpoint_lineage
 from robodata_dagster.lib.registry import SpecDirs, register
 
 pytestmark = pytest.mark.timeout(400)
@@ -49,6 +49,7 @@ def _resources(fleet) -> dict:
     return {
         "catalog": {"config": {"root": str(fleet / "state")}},
         "specs": {"config": {"curation_dir": str(fleet / "specs"), "training_dir": str(fleet / "training")}},
+        "manifest_io_manager": {"config": {"root": str(fleet / "state")}},
     }
 
 
@@ -104,7 +105,7 @@ def test_two_specs_curated_in_any_order_train_on_their_own_data(fleet, tmp_path,
         assert added == {"curation_spec": ["a", "b"], "train_config": ["tiny"]}
         for spec in order:  # both manifests exist before either training runs
             _curate(instance, fleet, spec)
-        refs = {s: manifest_ref(instance, s) for s in ("a", "b")}
+        refs = {s: manifest_record(instance, s).ref for s in ("a", "b")}
         assert refs["a"].content_hash != refs["b"].content_hash
         trained = {}
         for spec in order:
@@ -112,7 +113,8 @@ def test_two_specs_curated_in_any_order_train_on_their_own_data(fleet, tmp_path,
             ref = refs[spec]
             md = trained[spec]
             assert (md["manifest_partition"], md["manifest_hash"]) == (spec, ref.content_hash)
-            assert md["manifest_storage_id"] == ref.storage_id and md["manifest"] == ref.path
+            assert md["manifest_run_id"] == ref.run_id and md["manifest"] == ref.path
+            assert md["manifest_ref"] == {**ref.__dict__}  # the typed input, as loaded
             assert (md["catalog_version"], md["spec_hash"]) == (ref.catalog_version, ref.spec_hash)
             assert f"/tiny/{spec}/{ref.content_hash[:16]}/" in md["checkpoint"]  # its own run folder
 

@@ -88,9 +88,17 @@ class PageCache:
             # Flush batched counters/touches and unregister when a process exits normally
             # (multiprocessing children, e.g. dataloader workers, skip atexit but run finalizers).
             multiprocessing.util.Finalize(self, PageCache._exit_flush, args=(weakref.ref(self),), exitpriority=10)
-            self.settled = recovery.settle_dead(self)  # leftovers of killed processes, counted
+            self.settled = recovery.settle_dead(self._site(self._index))  # leftovers of killed processes
         assert self._index is not None
         return self._index
+
+    def recovery_site(self) -> recovery.CacheSite:
+        """This process's view of the cache for recovery.py (opened if needed)."""
+        return self._site(self._proc())
+
+    def _site(self, index: PageIndex) -> recovery.CacheSite:
+        assert self._owner is not None
+        return recovery.CacheSite(self.root, self.store, index, self._owner.id, self._stripes)
 
     @property
     def owner(self) -> str:
@@ -186,7 +194,7 @@ class PageCache:
         """Full repair (a scan of every page file, see recovery.py): settle dead processes, delete
         temp leftovers and page files no row accounts for, drop rows whose file is gone, recount
         resident bytes. Safe while others run: files younger than `grace_s` are left alone."""
-        return recovery.reconcile(self, grace_s)
+        return recovery.reconcile(self.recovery_site(), grace_s)
 
     def close(self) -> None:
         if self._pid == os.getpid() and self._index is not None:

@@ -18,26 +18,38 @@ whose file is gone, and recounts resident bytes.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
 
+from robodata.cache.index import Key, PageIndex
 from robodata.cache.owners import dead, pid_alive
-
-if TYPE_CHECKING:
-    from robodata.cache.pagecache import PageCache
+from robodata.cache.store import PageStore
 
 
-def settle_dead(cache: PageCache) -> dict[str, int]:
-    idx, store = cache._index, cache.store
-    assert idx is not None and cache._owner is not None
+@dataclass(frozen=True)
+class CacheSite:
+    """What recovery needs of one process's open page cache (PageCache.recovery_site), and nothing more."""
+
+    root: Path
+    store: PageStore
+    index: PageIndex  # this process's
+    owner_id: str  # this process's owner id (never settled as dead)
+    hold: Callable[[list[Key]], AbstractContextManager[None]]  # the pages' single-flight locks
+
+
+def settle_dead(cache: CacheSite) -> dict[str, int]:
+    idx, store = cache.index, cache.store
     out = {"dead_owners": 0, "adopted_pages": 0, "dropped_reservations": 0, "unlinked_doomed": 0}
     with_rows = idx.owners()  # before the owner files are listed: see owners.dead
-    with dead(cache.root, cache._owner.id, with_rows) as owners:
+    with dead(cache.root, cache.owner_id, with_rows) as owners:
         for owner in owners:
             out["dead_owners"] += 1
             inflight, doomed = idx.owner_rows(owner)
             if not inflight and not doomed:
                 continue
-            with cache._stripes([(o, p) for o, p, _ in inflight] + doomed):
+            with cache.hold([(o, p) for o, p, _ in inflight] + doomed):
                 keep = {(o, p) for o, p, size in inflight if store.whole(o, p, size)}
                 for o, p, _ in inflight:
                     store.remove_tmp(o, p, owner)
@@ -50,9 +62,9 @@ def settle_dead(cache: PageCache) -> dict[str, int]:
     return out
 
 
-def reconcile(cache: PageCache, grace_s: float) -> dict[str, int]:
+def reconcile(cache: CacheSite, grace_s: float) -> dict[str, int]:
     """Full repair; safe while others run: files younger than `grace_s` are left alone."""
-    idx = cache._proc()
+    idx = cache.index
     settled = settle_dead(cache)
     claimed = idx.claimed()
     pages = {(o, p) for o, p, _ in idx.rows()}

@@ -12,6 +12,7 @@ import base64
 import os
 import zlib
 from collections import deque
+from dataclasses import dataclass
 from typing import IO, Any
 
 import av
@@ -66,6 +67,17 @@ class _Camera:
             self.current = []
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a closed writer wrote, for the catalog (no reopen needed): where its footer is, its
+    layout version and duration."""
+
+    footer_offset: int
+    footer_length: int
+    layout_version: str
+    duration_s: float
+
+
 class EpisodeWriter:
     """Writes one episode container in a single sequential pass.
 
@@ -107,6 +119,7 @@ class EpisodeWriter:
         self._t_min: int | None = None
         self._t_max: int | None = None
         self._closed = False
+        self.written: Written | None = None  # set by close()
         self._emit(pack_header())
 
     # ----------------------------------------------------------------- public API
@@ -226,6 +239,7 @@ class EpisodeWriter:
             os.fsync(self._f.fileno())
             self._f.close()
         self._closed = True
+        self.written = Written(footer_offset, len(footer), str(self.layout.version), self.meta.duration_s)
 
     def abort(self) -> None:
         """Stop without writing a footer: the object stays unreadable rather than half-valid."""

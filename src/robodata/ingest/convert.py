@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec
+from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
@@ -91,17 +91,18 @@ def convert(
         tmp.unlink(missing_ok=True)
         raise RawEpisodeError(f"{raw.uri}: frame source ended early (written, expected): {short}")
     os.replace(tmp, out)
-    r = EpisodeReader.open(out)
+    facts = w.written  # what the writer wrote: the container is not reopened
+    assert facts is not None
     steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
     return Converted(
         raw.episode_id,
         str(out),
         out.stat().st_size,
-        r.meta.duration_s,
+        facts.duration_s,
         counts,
         steps,
-        r.layout_version,
-        r.footer_offset,
-        r.footer_length,
+        facts.layout_version,
+        facts.footer_offset,
+        facts.footer_length,
         time.perf_counter() - started,
     )

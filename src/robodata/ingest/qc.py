@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from robodata.config import require
-from robodata.ingest.align import AlignedTracks
+
+if TYPE_CHECKING:  # the check names and selection load without the alignment code (and PyAV)
+    from robodata.ingest.align import AlignedTracks
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Outcome:
     reason: str = ""
 
 
-PreCheck = Callable[[AlignedTracks, QCThresholds], tuple[bool, str]]
+PreCheck = Callable[["AlignedTracks", QCThresholds], tuple[bool, str]]
 
 
 def _readable(al, th):  # evaluated specially (no alignment when unreadable); here for completeness

@@ -14,7 +14,6 @@ benches; `manifest` is the real dataset over a curated manifest (robodata.datase
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,13 +23,9 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from robodata.config import require
 from robodata.errors import RobodataError
 from robodata.train.config import TrainConfig
+from robodata.train.source import DataSource
 
-
-@dataclass
-class DataSource:
-    dataset: Dataset
-    sampler: Any  # Stateful distributed sampler
-    lineage: dict[str, Any] = field(default_factory=dict)  # manifest hash, catalog version, ...
+__all__ = ["DATA_BUILDERS", "DataSource", "RoundRobinSampler", "StatefulLoader", "SyntheticEpisodes"]
 
 
 # ------------------------------------------------------------------ synthetic world

@@ -8,7 +8,7 @@ state at the anchor and an action chunk from it; anchors every data.stride_s sec
 from __future__ import annotations
 
 from robodata.train.config import TrainConfig
-from robodata.train.data import DataSource
+from robodata.train.source import DataSource
 
 
 def default_pattern(cfg: TrainConfig):

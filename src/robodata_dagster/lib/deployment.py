@@ -1,7 +1,7 @@
 """Deployment selection, in one place: ROBODATA_DEPLOYMENT=local|prod.
 
 local (default): storage root on the filesystem (ROBODATA_STORAGE_ROOT, default .demo),
-    SQLite instance (resources/dagster.local.yaml), in-process executor (steps one after another).
+    SQLite instance (deploy/dagster.local.yaml), in-process executor (steps one after another).
 prod: storage on S3 (ROBODATA_STORAGE_ROOT=s3://bucket/prefix; endpoint, region and credentials
     from the standard AWS_* variables or the pod's IAM role), Postgres instance (deploy/dagster.yaml,
     dagster-postgres), k8s_job_executor: one pod per step, sized by `step_resources(kind)` tags.
@@ -26,9 +26,9 @@ from robodata.storage import StorageLocation
 from robodata_dagster.lib.env import DEFAULT_STORAGE_ROOT, STORAGE_ROOT, setting
 from robodata_dagster.lib.step_kinds import STEP_SIZES, STEP_TAG_LIMITS
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 DEPLOYMENTS = ("local", "prod")
-INSTANCE_YAML = {"local": REPO_ROOT / "resources" / "dagster.local.yaml", "prod": REPO_ROOT / "deploy" / "dagster.yaml"}
+# The instance YAML of each deployment, relative to the repository (copied to $DAGSTER_HOME; not in the wheel).
+INSTANCE_YAML = {"local": Path("deploy/dagster.local.yaml"), "prod": Path("deploy/dagster.yaml")}
 # Tags the ingestion sensor puts on batch runs; the run queue limits them (deploy/dagster.yaml).
 BATCH_RUN_TAGS = {"robodata/run-kind": "ingest-batch"}
 
@@ -85,7 +85,7 @@ class Deployment:
 
     @property
     def instance_yaml(self) -> Path:
-        """The dagster.yaml this deployment's instance uses (copied to $DAGSTER_HOME)."""
+        """The dagster.yaml this deployment's instance uses, relative to the repository (copied to $DAGSTER_HOME)."""
         return INSTANCE_YAML[self.name]
 
     @classmethod

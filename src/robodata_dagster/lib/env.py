@@ -6,11 +6,12 @@ when the definitions are built (definitions.py). Variables:
 
 ROBODATA_DEPLOYMENT, ROBODATA_MAX_CONCURRENT_STEPS, ROBODATA_K8S_NAMESPACE, ROBODATA_K8S_IMAGE
     executor (lib/deployment.py)
+ROBODATA_TRAIN_EAGER    1: training_run is eager (declarative automation; definitions.py)
 ROBODATA_STORAGE_ROOT   state root: ingest tables, containers, catalog, manifests (default .demo)
 ROBODATA_LANDING        landing zone (default <root>/landing)
 ROBODATA_REPAIR_APPLY, ROBODATA_REPAIR_AUDIT, ROBODATA_HEALTH_TABLE, ROBODATA_KUBE_HOST,
 ROBODATA_KUBE_CONTEXT, ROBODATA_KUBE_IN_CLUSTER, KUBECONFIG
-    the cluster-repair sensors (defs/cluster/resources.py)
+    the cluster-repair sensors (resources/cluster.py)
 
 S3 endpoint, region and credentials: the standard AWS_* variables, read by robodata.storage.
 """

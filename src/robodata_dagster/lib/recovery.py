@@ -5,7 +5,6 @@ from pathlib import Path
 import dagster as dg
 
 from robodata.errors import RobodataError
-from robodata.health.recovery import PARENT_RUN_ID_TAG, RETRY_NUMBER_TAG, read_failure, recovery_cost
 
 
 def recovery_metadata(
@@ -18,6 +17,8 @@ def recovery_metadata(
     """`recovery/*` metadata of this attempt: the failed attempt's last step and end time come from
     its failure note in run_dir (step retry, or a run retry whose process lived to write it), else
     from the heartbeat and the parent run's record (a run retry after the process was killed)."""
+    from robodata.health.recovery import PARENT_RUN_ID_TAG, RETRY_NUMBER_TAG, read_failure, recovery_cost
+
     tags = dict(context.run.tags)
     attempt = int(tags.get(RETRY_NUMBER_TAG, "0") or 0) + context.retry_number
     tags[RETRY_NUMBER_TAG] = str(attempt)

@@ -56,14 +56,15 @@ class SpecDirs:
         return self.curation_dir if kind == CURATION_SPEC else self.training_dir
 
 
-def curation_spec(dirs: SpecDirs, name: str) -> Path:
-    """The spec file of manifest partition `name`; its `name:` must be the partition's."""
+def curation_spec(dirs: SpecDirs, name: str) -> tuple[Path, Any]:
+    """The spec file of manifest partition `name` and the spec parsed from it (a CurationSpec; parsed
+    once, here); its `name:` must be the partition's."""
     from robodata.curate.spec import load_spec
 
     p = dirs.path(CURATION_SPEC, name)
     spec = load_spec(p)
     require(spec.name == name, f"{p}: name {spec.name!r} must match the file name {name!r} (the partition key)")
-    return p
+    return p, spec
 
 
 def training_config(dirs: SpecDirs, name: str) -> dict[str, Any]:

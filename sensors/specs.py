@@ -3,8 +3,8 @@
 
 import dagster as dg
 
-from robodata_dagster.defs.curation.resources import SpecsResource
 from robodata_dagster.lib.registry import CURATION_SPEC, TRAIN_CONFIG, new_partitions
+from robodata_dagster.resources.catalog import SpecsResource
 
 
 @dg.sensor(

@@ -1,13 +1,13 @@
 """Training as an asset partitioned by (curation spec, training config): partition "<spec>|<config>"
-trains specs/training/<config>.yaml on the materialization of manifest partition "<spec>"
-(defs/train/partitions.py), with the same launcher as `robodata train`, in a fresh process
-(robodata.train.launch.train_in_subprocess).
+trains specs/training/<config>.yaml on the ManifestRef of manifest partition "<spec>", its typed input
+(loaded by the manifest_io_manager through the partition mapping, assets/partitions.py), with the
+same launcher as `robodata train`, in a fresh process (robodata.train.launch.train_in_subprocess).
 
 Each partition works in its own folders, `<run_dir>/<config>/<spec>/<manifest hash[:16]>` (and the
 same under `checkpoint_root`: a folder or s3://..., so a retry on a fresh pod resumes from S3): a
 rerun, or a Dagster retry of a failed run, continues from the newest complete checkpoint of the
 same data; a new manifest starts a new run. The materialization names the manifest partition and
-the storage id of the manifest materialization trained on, and the checkpoint's lineage (manifest
+the ref trained on (and the run that wrote it), and the checkpoint's lineage (manifest
 hash, catalog version, spec hash, layout version, code version, sampler position) and goodput. On a
 retried attempt (run retry: `dagster/retry_number` tag; step retry: the RetryPolicy) it also records
 the recovery cost (`recovery/*`: lost steps, restart latency).
@@ -16,20 +16,20 @@ the recovery cost (`recovery/*`: lost steps, restart latency).
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from robodata.health.recovery import clear_failure, note_failure
-from robodata.train.config import TrainConfig, apply_overrides, config_from_dict
-from robodata.train.goodput import Heartbeat
-from robodata.train.launch import train_in_subprocess
-from robodata_dagster.defs.curation.resources import SpecsResource
-from robodata_dagster.defs.train.partitions import TRAINING, split_key
+from robodata.errors import ConfigError
+from robodata_dagster.assets.partitions import TRAINING, split_key
 from robodata_dagster.lib import steps
-from robodata_dagster.lib.lineage import ManifestRef, manifest_ref
+from robodata_dagster.lib.lineage import ManifestRef
 from robodata_dagster.lib.recovery import recovery_metadata
 from robodata_dagster.lib.registry import training_config
+from robodata_dagster.resources.catalog import SpecsResource
+
+if TYPE_CHECKING:
+    from robodata.train.config import TrainConfig
 
 
 class TrainingRunConfig(dg.Config):
@@ -39,30 +39,46 @@ class TrainingRunConfig(dg.Config):
     use_upstream_manifest: bool = True  # false: the config's own data (e.g. synthetic), no manifest
 
 
-def _train_config(config: TrainingRunConfig, base: dict[str, Any], folder: str, ref: ManifestRef | None) -> TrainConfig:
+def _train_config(
+    config: TrainingRunConfig, base: dict[str, Any], folder: str, ref: ManifestRef | None
+) -> "TrainConfig":
     """The config file, the run's overrides, then the partition's own fields (which nothing overrides)."""
-    overrides = [*config.overrides, f"run_dir={Path(config.run_dir) / folder}"]
+    from robodata.train.config import apply_overrides, config_from_dict
+
+    data = apply_overrides(base, list(config.overrides))
+    data["run_dir"] = str(Path(config.run_dir) / folder)
     if config.checkpoint_root:
-        overrides.append(f"checkpoint.root={config.checkpoint_root.rstrip('/')}/{folder}")
-    if ref is not None:
-        overrides += ["data.kind=manifest", f"data.manifest={ref.path}"]
-    return config_from_dict(apply_overrides(base, overrides))
+        data["checkpoint"] = {**data.get("checkpoint", {}), "root": f"{config.checkpoint_root.rstrip('/')}/{folder}"}
+    if ref is not None:  # exactly the ref training_run loaded
+        data["data"] = {**data.get("data", {}), "kind": "manifest", "manifest": ref.path}
+    return config_from_dict(data)
 
 
 @steps.asset(
     "train",
     group_name="train",
     partitions_def=TRAINING,
-    deps=["manifest"],  # partition "<spec>|<config>" <- manifest "<spec>" (TRAINING's `spec` dimension)
+    # partition "<spec>|<config>" <- manifest "<spec>" (TRAINING's `spec` dimension), as a typed ManifestRef
+    ins={"manifest": dg.AssetIn("manifest", input_manager_key="manifest_io_manager")},
     retry_policy=dg.RetryPolicy(max_retries=2, delay=5),
+    kinds={"pytorch"},
     description="World-action model trained with HSDP on its spec's manifest; resumes from checkpoints.",
 )
 def training_run(
-    context: dg.AssetExecutionContext, config: TrainingRunConfig, specs: SpecsResource
+    context: dg.AssetExecutionContext, config: TrainingRunConfig, specs: SpecsResource, manifest: ManifestRef | None
 ) -> dg.MaterializeResult:
+    from robodata.health.recovery import clear_failure, note_failure
+    from robodata.train.goodput import Heartbeat
+    from robodata.train.launch import train_in_subprocess
+
     spec, config_name = split_key(context.partition_key)
     base = training_config(specs.dirs(), config_name)
-    ref = manifest_ref(context.instance, spec) if config.use_upstream_manifest else None
+    ref = manifest if config.use_upstream_manifest else None
+    if config.use_upstream_manifest and ref is None:
+        raise ConfigError(
+            f"manifest partition {spec!r} was never materialized; materialize it first "
+            f"(`dagster job execute -m robodata_dagster.definitions -j curation` with partition {spec!r})"
+        )
     folder = f"{config_name}/{spec}/{ref.content_hash[:16] if ref else 'own-data'}"
     cfg = _train_config(config, base, folder, ref)
     started_at, beat_before = time.time(), Heartbeat(Path(cfg.run_dir)).last_step()
@@ -84,7 +100,7 @@ def training_run(
             allow_retries=False,
         )
     context.log.info(f"trained to step {result['step']}; checkpoint {result['checkpoint']}")
-    upstream = {"manifest_storage_id": ref.storage_id, "manifest_run_id": ref.run_id} if ref else {}
+    upstream = {"manifest_run_id": ref.run_id, "manifest_ref": dg.MetadataValue.json(ref.__dict__)} if ref else {}
     metadata = {
         "checkpoint": dg.MetadataValue.path(result["checkpoint"]),
         "step": result["step"],

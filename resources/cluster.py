@@ -6,14 +6,15 @@ ROBODATA_KUBE_CONTEXT, ROBODATA_KUBE_IN_CLUSTER=1, ROBODATA_REPAIR_AUDIT, ROBODA
 ROBODATA_REPAIR_APPLY=1 turns dry-run off (the default is to report only).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from robodata.cluster.config import RepairConfig
-from robodata.cluster.kube import api_client
 from robodata_dagster.lib.env import flag, setting
 from robodata_dagster.lib.settings import to_settings
+
+if TYPE_CHECKING:
+    from robodata.cluster.config import RepairConfig
 
 
 class RepairSettings(dg.Config):
@@ -36,7 +37,7 @@ class RepairSettings(dg.Config):
 
 
 class ClusterRepairResource(dg.ConfigurableResource):
-    """Settings for the scheduler-record repair sensors (defs/cluster/sensors.py)."""
+    """Settings for the scheduler-record repair sensors (sensors/cluster.py)."""
 
     repair: RepairSettings = RepairSettings()
     audit_uri: str = ""  # empty: ROBODATA_REPAIR_AUDIT, else .robodata/cluster_repair_audit
@@ -46,7 +47,9 @@ class ClusterRepairResource(dg.ConfigurableResource):
     kube_context: str = ""
     in_cluster: bool = False
 
-    def repair_config(self) -> RepairConfig:
+    def repair_config(self) -> "RepairConfig":
+        from robodata.cluster.config import RepairConfig
+
         apply = flag("ROBODATA_REPAIR_APPLY")
         return to_settings(RepairConfig, self.repair, **({"dry_run": False} if apply else {}))
 
@@ -57,14 +60,11 @@ class ClusterRepairResource(dg.ConfigurableResource):
         return self.health_uri or setting("ROBODATA_HEALTH_TABLE", ".robodata/node_health")
 
     def api(self) -> Any:  # a kubernetes ApiClient (a context manager)
+        from robodata.cluster.kube import api_client
+
         return api_client(
             host=self.kube_host or setting("ROBODATA_KUBE_HOST") or None,
             kubeconfig=self.kubeconfig or setting("KUBECONFIG") or None,
             context=self.kube_context or setting("ROBODATA_KUBE_CONTEXT") or None,
             in_cluster=self.in_cluster or flag("ROBODATA_KUBE_IN_CLUSTER"),
         )
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"cluster_repair": ClusterRepairResource()})

@@ -1,4 +1,4 @@
-"""Housekeeping jobs: event-log retention and catalog compaction (scheduled in schedules.py).
+"""Housekeeping jobs: event-log retention and catalog compaction (and their schedules).
 
 event_log_cleanup   Dagster keeps every run and event forever; this prunes old finished runs
                     (robodata_dagster.lib.retention; see docs/operations.md for the index and
@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from robodata_dagster.defs.curation.resources import CatalogResource
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.retention import prune_runs
+from robodata_dagster.resources.catalog import CatalogResource
 
 MAINTENANCE_TAGS = {"robodata/run-kind": "maintenance"}
 
@@ -76,3 +76,20 @@ def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, c
 @dg.job(tags=MAINTENANCE_TAGS, description="Daily catalog compaction of the most recent days.")
 def catalog_compaction():
     compact_recent_days()
+
+
+# When the housekeeping jobs run (UTC).
+event_log_cleanup_schedule = dg.ScheduleDefinition(
+    name="event_log_cleanup_daily",
+    job_name="event_log_cleanup",
+    cron_schedule="17 3 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
+
+catalog_compaction_schedule = dg.ScheduleDefinition(
+    name="catalog_compaction_schedule",
+    job_name="catalog_compaction",
+    cron_schedule="30 3 * * *",
+    execution_timezone="UTC",
+)

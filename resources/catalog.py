@@ -4,14 +4,17 @@ Empty fields follow the state root (`root`, else ROBODATA_STORAGE_ROOT, else .de
 step uses them), so with ROBODATA_STORAGE_ROOT=s3://bucket/prefix all three are on S3 (reached with
 the AWS_* variables of the process that runs the step)."""
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
 from pydantic import Field
 
-from robodata.catalog.table import Catalog, CatalogConfig
-from robodata.storage import StorageLocation
 from robodata_dagster.lib.env import storage_root
 from robodata_dagster.lib.registry import SpecDirs
 from robodata_dagster.lib.settings import to_settings
+
+if TYPE_CHECKING:
+    from robodata.catalog.table import Catalog
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -31,17 +34,24 @@ class CatalogResource(dg.ConfigurableResource):
     def acceptance_table(self) -> str:
         return self.acceptance_uri or f"{storage_root(self.root)}/catalog/site_acceptance"
 
-    def catalog(self) -> Catalog:
+    def catalog(self) -> "Catalog":
         """On S3 with the delta-rs options of this process's AWS_* variables (as ingestion writes it)."""
+        from robodata.catalog.table import Catalog, CatalogConfig
+        from robodata.storage import StorageLocation
+
         uri = self.catalog_uri()
         return Catalog(CatalogConfig(uri=uri, storage_options=StorageLocation.from_env(uri).delta_options()))
 
     def manifest_options(self) -> dict:
         """fsspec options for the manifests folder (a folder or s3://...; AWS_* of this process)."""
+        from robodata.storage import StorageLocation
+
         return StorageLocation.from_env(self.manifests_uri()).fsspec_options()
 
     def acceptance_options(self) -> dict[str, str]:
         """delta-rs options for the site acceptance table."""
+        from robodata.storage import StorageLocation
+
         return StorageLocation.from_env(self.acceptance_table()).delta_options()
 
 
@@ -54,8 +64,3 @@ class SpecsResource(dg.ConfigurableResource):
 
     def dirs(self) -> SpecDirs:
         return to_settings(SpecDirs, self)
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"catalog": CatalogResource(), "specs": SpecsResource()})

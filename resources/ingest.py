@@ -8,18 +8,20 @@ in the process that uses it. S3 endpoint, region and credentials never enter run
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pydantic import Field
 
-from robodata.ingest.landing.launches import BatchPolicy
-from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING
-from robodata.ingest.settings import IngestSettings
-from robodata.ingest.tables import IngestPaths
-from robodata.storage import StorageLocation
 from robodata_dagster.lib.env import setting, storage_root
 from robodata_dagster.lib.settings import to_settings
+
+if TYPE_CHECKING:
+    from robodata.ingest.landing.launches import BatchPolicy
+    from robodata.ingest.landing.stagger import StaggerPolicy
+    from robodata.ingest.settings import IngestSettings
+    from robodata.ingest.tables import IngestPaths
 
 
 class VideoConfig(dg.Config):
@@ -82,10 +84,15 @@ class IngestResource(dg.ConfigurableResource):
     def root_uri(self) -> str:
         return storage_root(self.root)
 
-    def paths(self) -> IngestPaths:
+    def paths(self) -> "IngestPaths":
+        from robodata.ingest.tables import IngestPaths
+        from robodata.storage import StorageLocation
+
         return IngestPaths(StorageLocation.from_env(self.root_uri()))
 
-    def settings(self) -> IngestSettings:
+    def settings(self) -> "IngestSettings":
+        from robodata.ingest.settings import IngestSettings
+
         s = to_settings(IngestSettings, self, root=self.root_uri())
         if self.bulk:
             s = s.for_bulk(self.workers if self.workers > 1 else max(1, os.cpu_count() or 1))
@@ -114,7 +121,10 @@ class LaunchConfig(dg.Config):
     batch: BatchConfig = BatchConfig()
     stagger: StaggerConfig = StaggerConfig()
 
-    def policies(self) -> tuple[BatchPolicy, StaggerPolicy]:
+    def policies(self) -> tuple["BatchPolicy", "StaggerPolicy"]:
+        from robodata.ingest.landing.launches import BatchPolicy
+        from robodata.ingest.landing.stagger import StaggerPolicy
+
         return to_settings(BatchPolicy, self.batch), to_settings(StaggerPolicy, self.stagger)
 
 
@@ -129,8 +139,3 @@ class LandingResource(dg.ConfigurableResource):
 
     def landing_uri(self, root: str) -> str:
         return self.landing or setting("ROBODATA_LANDING", f"{root.rstrip('/')}/landing")
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"ingest": IngestResource(), "landing": LandingResource()})

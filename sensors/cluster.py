@@ -3,21 +3,22 @@
 Each tick snapshots the cluster, plans, applies (dry-run by default: report only) and
 writes every action to the audit table. The sensors launch no runs; their cursor holds
 the repair state (first-seen times, what was already reported). Stopped by default:
-turn them on where a cluster is configured (defs/cluster/resources.py).
+turn them on where a cluster is configured (resources/cluster.py).
 """
 
 import json
 
 import dagster as dg
 
-from robodata.cluster.repair import run_repair
-from robodata.cluster.state import RepairState
-from robodata_dagster.defs.cluster.resources import ClusterRepairResource
+from robodata_dagster.resources.cluster import ClusterRepairResource
 
 INTERVAL_S = 300
 
 
 def _tick(context: dg.SensorEvaluationContext, res: ClusterRepairResource, repairs: tuple) -> dg.SensorResult:
+    from robodata.cluster.repair import run_repair
+    from robodata.cluster.state import RepairState
+
     state = RepairState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))

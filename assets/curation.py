@@ -1,7 +1,7 @@
 """Curation assets: the manifest of each named curation spec (content-addressed) and site acceptance yield.
 
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
-`manifest` is partitioned by spec name (defs/curation/partitions.py): partition "demo" curates
+`manifest` is partitioned by spec name (assets/partitions.py): partition "demo" curates
 specs/curation/demo.yaml. Its materialization names the manifest (path, content hash, spec hash,
 catalog Delta version), which training_run reads through its partition mapping.
 """
@@ -10,15 +10,24 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from robodata.curate.acceptance import evaluate, load_acceptance, read_yield, summary_markdown
-from robodata.curate.acceptance_plot import png_markdown, yield_png
-from robodata.curate.run import curate
-from robodata_dagster.defs.curation.partitions import CURATION_SPECS
-from robodata_dagster.defs.curation.resources import CatalogResource, SpecsResource
+from robodata_dagster.assets.partitions import CURATION_SPECS
 from robodata_dagster.lib import steps
+from robodata_dagster.lib.lineage import ManifestRef
+from robodata_dagster.lib.metadata import COLUMN_SCHEMA, ROW_COUNT, delta_metadata, table_schema
 from robodata_dagster.lib.registry import curation_spec
+from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
 GROUP = "curation"
+
+# Both refresh themselves when the catalog changes (sensors/automation.py evaluates this): any
+# upstream batch updated since the partition was last handled, or a new spec partition, and nothing
+# upstream or here in progress. Unlike `eager`, a batch that is missing or failed elsewhere in the
+# catalog does not hold every manifest back.
+CATALOG_CHANGED = (
+    (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("catalog_changed")
 
 
 class ManifestConfig(dg.Config):
@@ -34,25 +43,40 @@ class AcceptanceConfigPath(dg.Config):
     group_name=GROUP,
     partitions_def=CURATION_SPECS,
     deps=[dg.AssetDep("episode_metadata", partition_mapping=dg.AllPartitionMapping())],  # the whole catalog
+    kinds={"parquet", "polars"},
+    automation_condition=CATALOG_CHANGED,
+    io_manager_key="manifest_io_manager",
     description="Immutable, content-addressed training manifest of a named curation spec over the catalog.",
 )
 def manifest(
     context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource, specs: SpecsResource
-) -> dg.MaterializeResult:
+) -> dg.Output[ManifestRef]:
+    from robodata.catalog.schema import MANIFEST_SCHEMA
+    from robodata.curate.run import curate
+
     version = None if config.catalog_version < 0 else config.catalog_version
-    spec = curation_spec(specs.dirs(), context.partition_key)
+    spec_file, spec = curation_spec(specs.dirs(), context.partition_key)
     info, selection = curate(
-        str(spec),
+        spec,
         catalog.catalog(),
         catalog.manifests_uri(),
         catalog_version=version,
         storage_options=catalog.manifest_options(),
+        base_dir=spec_file.parent,  # the spec's episode_ids_file is relative to its folder
     )
     context.log.info(f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}")
-    return dg.MaterializeResult(
+    ref = ManifestRef(
+        partition=context.partition_key,
+        path=str(info.path),
+        content_hash=info.content_hash,
+        spec_hash=info.spec_hash,
+        catalog_version=info.catalog_version,
+    )
+    return dg.Output(
+        ref,
         metadata={
             "path": dg.MetadataValue.path(str(info.path)),
-            "spec": dg.MetadataValue.path(str(spec)),
+            "spec": dg.MetadataValue.path(str(spec_file)),
             "content_hash": info.content_hash,
             "spec_hash": info.spec_hash,
             "catalog_version": info.catalog_version,
@@ -61,6 +85,8 @@ def manifest(
             "train_episodes": info.train_episodes,
             "val_episodes": info.val_episodes,
             "groups": dg.MetadataValue.json(selection.groups),
+            COLUMN_SCHEMA: table_schema(MANIFEST_SCHEMA),
+            ROW_COUNT: info.episodes,
         },
         data_version=dg.DataVersion(info.content_hash),
     )
@@ -70,11 +96,17 @@ def manifest(
     "light",
     group_name=GROUP,
     deps=[dg.AssetKey("episode_metadata")],
+    kinds={"delta", "polars"},
+    automation_condition=CATALOG_CHANGED,
     description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).",
 )
 def site_acceptance(
     context: dg.AssetExecutionContext, config: AcceptanceConfigPath, catalog: CatalogResource
 ) -> dg.MaterializeResult:
+    from robodata.curate.acceptance import YIELD_SCHEMA, evaluate, load_acceptance, read_yield, summary_markdown
+    from robodata.curate.acceptance_plot import png_markdown, yield_png
+    from robodata.ingest.tables import open_table
+
     opts = catalog.acceptance_options()
     result = evaluate(load_acceptance(config.config), catalog.catalog(), catalog.acceptance_table(), opts)
     # plot / summarise the two weeks up to the newest evaluated day (not the whole history)
@@ -83,9 +115,11 @@ def site_acceptance(
         since = (date.fromisoformat(max(result.days)) - timedelta(days=14)).isoformat()
     table = read_yield(catalog.acceptance_table(), opts, since_day=since)
     below = int((~table["meets_target"]).sum()) if table.height else 0
+    dt = open_table(catalog.acceptance_table(), opts)
+    rows = dt.to_pyarrow_dataset().count_rows() if dt is not None else 0
     return dg.MaterializeResult(
         metadata={
-            "table": dg.MetadataValue.path(catalog.acceptance_table()),
+            **delta_metadata(catalog.acceptance_table(), YIELD_SCHEMA, rows),
             "catalog_version": result.catalog_version,
             "days_evaluated": dg.MetadataValue.json(result.days),
             "episodes_evaluated": result.episodes,

@@ -6,11 +6,7 @@ facts per plan / per partition (never per episode).
 
 import dagster as dg
 
-from robodata.config import load_yaml
-from robodata.layout.config import AdvisorConfig
-from robodata.layout.relayout import RelayoutConfig, relayout_partition
-from robodata.storage import StorageLocation
-from robodata_dagster.defs.layout.partitions import RELAYOUT_DAY
+from robodata_dagster.assets.partitions import RELAYOUT_DAY
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.settings import to_settings
 
@@ -37,12 +33,16 @@ class RelayoutRunConfig(dg.Config):
 @steps.asset(
     "encode",
     group_name="layout",
+    kinds={"python", "json"},
     description="The layout (GOP, CRF, chunk spans, groups, page size) advised for a read pattern.",
 )
 def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> dg.MaterializeResult:
+    from robodata.config import load_yaml
     from robodata.container import EpisodeReader
     from robodata.layout.advisor import advise
+    from robodata.layout.config import AdvisorConfig
     from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
+    from robodata.storage import StorageLocation
 
     cfg = load_yaml(AdvisorConfig, config.advisor_yaml) if config.advisor_yaml else AdvisorConfig()
     # catalog, sample containers and the plan may be on S3 (options from the AWS_* variables)
@@ -76,9 +76,12 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     group_name="layout",
     deps=["layout_plan"],
     partitions_def=RELAYOUT_DAY,
+    kinds={"video", "python"},
     description="One catalog day re-laid into the plan's layout: verified new versions, pointers flipped.",
 )
 def relaid_containers(context: dg.AssetExecutionContext, config: RelayoutRunConfig) -> dg.MaterializeResult:
+    from robodata.layout.relayout import RelayoutConfig, relayout_partition
+
     cfg = to_settings(RelayoutConfig, config)
     report = relayout_partition(context.partition_key, cfg, log=context.log.warning)
     md = report.as_dict()

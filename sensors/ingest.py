@@ -3,29 +3,29 @@
 
 Listing, batching and the stagger policy are Dagster-free (robodata.ingest.landing.launches); this
 file only turns a tick into dynamic-partition requests and run requests. Where to list and how to
-cut and launch: the `landing` resource; the state root: the `ingest` resource (defs/ingest/resources.py).
+cut and launch: the `landing` resource; the state root: the `ingest` resource (resources/ingest.py).
 """
 
 import json
 
 import dagster as dg
 
-from robodata.ingest.landing.launches import LaunchState, tick
-from robodata.ingest.tables import IngestPaths
-from robodata_dagster.defs.ingest.jobs import profile_config
-from robodata_dagster.defs.ingest.partitions import INGEST_BATCH
-from robodata_dagster.defs.ingest.resources import IngestResource, LandingResource, LaunchConfig
+from robodata_dagster.assets.partitions import INGEST_BATCH
+from robodata_dagster.jobs.ingest import profile_config
+from robodata_dagster.resources.ingest import IngestResource, LandingResource, LaunchConfig
 
 
 def _evaluate(
     context: dg.SensorEvaluationContext, profile: str, ingest: IngestResource, landing: str, launch: LaunchConfig
 ) -> dg.SensorResult:
+    from robodata.ingest.landing.launches import LaunchState, tick
+
     root = ingest.root_uri()
     batches, stagger = launch.policies()
     state = LaunchState()
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
-    t = tick(state, landing, IngestPaths(root), batches, stagger)
+    t = tick(state, landing, ingest.paths(), batches, stagger)  # the steps' own derivation
     runs = [dg.RunRequest(run_key=b, partition_key=b, run_config=profile_config(profile, root=root)) for b in t.launch]
     return dg.SensorResult(
         run_requests=runs,

@@ -1,1 +1,0 @@
-"""Scheduler-record repair sensors (cordons, stale allocations)."""

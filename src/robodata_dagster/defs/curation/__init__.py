@@ -1,1 +1,0 @@
-"""Curation: manifests per curation spec and site acceptance over the catalog."""

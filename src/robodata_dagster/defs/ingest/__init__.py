@@ -1,1 +1,0 @@
-"""Ingestion: landing zone -> batch partitions -> containers, QC checks and catalog rows."""

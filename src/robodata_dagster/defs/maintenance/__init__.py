@@ -1,1 +1,0 @@
-"""Housekeeping: event-log retention and catalog compaction."""

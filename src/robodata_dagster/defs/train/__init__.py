@@ -1,1 +1,0 @@
-"""Training on a manifest partition, with checkpoints, resume and lineage."""
