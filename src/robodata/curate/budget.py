@@ -56,14 +56,7 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
     """
     n = len(ids)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
-    if group is None:
-        names, codes = ["all"], np.zeros(n, dtype=np.int64)
-    else:
-        keys = group.fill_null("")
-        names = keys.unique().sort().to_list()
-        codes = np.zeros(0, dtype=np.int64)
-        if n:
-            codes = keys.replace_strict(names, list(range(len(names))), return_dtype=pl.Int64).to_numpy()
+    names, codes = (["all"], np.zeros(n, dtype=np.int64)) if group is None else group_codes(group)
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
     total_w = shares.sum()
     shares = shares / total_w if total_w > 0 else shares
@@ -92,6 +85,20 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
         if counts[i] > 0
     }
     return Plan(kept.astype(np.int64), weight, groups)
+
+
+def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
+    """(sorted distinct groups, nulls as "", and each row's index into them); Categorical input is cheapest."""
+    cat = group.fill_null("").cast(pl.Categorical)
+    present = cat.unique()
+    names = present.cast(pl.String).sort().to_list()
+    if not names:
+        return names, np.zeros(0, dtype=np.int64)
+    rank = {name: i for i, name in enumerate(names)}
+    phys = present.to_physical().to_numpy().astype(np.int64)
+    lut = np.zeros(int(phys.max()) + 1, dtype=np.int64)
+    lut[phys] = [rank[v] for v in present.cast(pl.String).to_list()]
+    return names, lut[cat.to_physical().to_numpy()]
 
 
 def exact_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray:
@@ -125,8 +132,10 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
     need = [g for g in range(len(caps)) if np.isfinite(caps[g]) and totals[g] + (sizes[g] + 2) * bound > caps[g]]
     if not need:
         return keep
-    members = np.flatnonzero(np.isin(codes, need))
-    hashes = stable_hash64(ids.gather(members).to_arrow(), salt)
+    needed = np.zeros(len(caps), dtype=bool)
+    needed[need] = True
+    members = np.flatnonzero(needed[codes])
+    hashes = stable_hash64((ids if len(members) == n else ids.gather(members)).to_arrow(), salt)
     mcodes = codes[members]
     for g in need:
         at = np.flatnonzero(mcodes == g)

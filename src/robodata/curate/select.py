@@ -85,19 +85,19 @@ def evaluate(
     """
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-    predicate = _predicate(spec, base_dir)
+    source, predicate = lf, _predicate(spec, base_dir)
     if predicate is not None:
         lf = lf.filter(predicate)
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
-    keys = ["episode_id", "duration_s"] + ([group_col] if group_col and group_col not in ("episode_id",) else [])
-    first = _collect(spec, lf.select(_unique(keys if capped else fields + keys)))
-    planned = budget.plan(spec, first["episode_id"], first["duration_s"], first[group_col] if group_col else None)
+    if capped:  # keys only; the group as Categorical (4 bytes a row)
+        group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
+        first = _collect(spec, lf.select("episode_id", "duration_s", *group))
+    else:
+        group = [pl.col(group_col).alias("__group")] if group_col else []
+        first = _collect(spec, lf.select(*fields, *group))
+    planned = budget.plan(spec, first["episode_id"], first["duration_s"], first["__group"] if group_col else None)
     if capped:
-        kept_ids = first["episode_id"].gather(planned.keep)
-        rows = _collect(spec, lf.filter(pl.col("episode_id").is_in(kept_ids.implode())).select(fields))
-        rows = rows.sort("episode_id", maintain_order=True)
-        if not rows["episode_id"].equals(kept_ids):
-            raise CatalogError(f"curation spec {spec.name!r}: the catalog rows changed between scans or repeat ids")
+        rows = _fetch(spec, source, lf, first["episode_id"].gather(planned.keep), fields)
     else:
         rows = first.select(fields).gather(planned.keep)
     df = rows.with_columns(weight=pl.Series(planned.weight, dtype=pl.Float64)).rechunk()
@@ -107,8 +107,20 @@ def evaluate(
     return df.select(MANIFEST_SCHEMA.names), planned.groups
 
 
-def _unique(names: list[str]) -> list[str]:
-    return list(dict.fromkeys(names))
+def _fetch(
+    spec: CurationSpec, source: pl.LazyFrame, lf: pl.LazyFrame, ids: pl.Series, fields: list[str]
+) -> pl.DataFrame:
+    """`fields` of the rows with these (sorted, unique) ids. The ids passed the spec's predicate, so
+    only its `day` filters (partition pruning) are repeated: the others would make Polars decode
+    their columns for every row again (2x slower). Should ids repeat (input other than a catalog),
+    the full predicate decides, as in the first scan."""
+    member = pl.col("episode_id").is_in(ids.implode())
+    days = [f.expr() for f in spec.filters if f.column == "day"]
+    for scan in (source.filter(member, *days), lf.filter(member)):
+        rows = _collect(spec, scan.select(fields)).sort("episode_id", maintain_order=True)
+        if rows["episode_id"].equals(ids):
+            return rows
+    raise CatalogError(f"curation spec {spec.name!r}: the catalog changed between its two scans")
 
 
 def _collect(spec: CurationSpec, lf: pl.LazyFrame) -> pl.DataFrame:
