@@ -59,6 +59,10 @@ PINNED: dict[tuple[int, str], tuple[str, int]] = {
     (10_000, "quality"): ("de3fbfc9eff843aff0c71b8d7f9bf7922d8536b86b00959795b4f94f74e6a444", 1988),
     (100_000, "full"): ("4d089fcaebee5e4ce7fed5ef482d73d2927497414a323259d47f7f207df50f4d", 34911),
     (100_000, "quality"): ("09ea066f2a76adecf4937153394fa237135dbd9c077d2e331d7a0884cfdc843a", 20076),
+    (500_000, "full"): ("8555a0b66b4bd44d2140888c4c510c17ab115af77a63a213f7a2963ab2bc1ec5", 82391),
+    (500_000, "quality"): ("858acdb983f3bf989f657587d2ab6fdaf2b98f63c974cdd40ca542f30497b02f", 99881),
+    (5_000_000, "full"): ("ed17325f321c0bdd262aa5d053a9a2092b5d9bc7a3c2f6239730abb99ac1c5a7", 82600),
+    (5_000_000, "quality"): ("abb46b0d2780116acaf1134c77e56567c5ffd8d337eece906c9905d12ce4a9a8", 999795),
 }
 
 
