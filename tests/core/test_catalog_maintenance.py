@@ -19,8 +19,9 @@ SHAPE = synthetic.FleetShape(rows_per_day=4000, batch_size=1000)
 
 
 def _day_files(cat: Catalog, day: str) -> list[str]:
-    actions = cat.table().get_add_actions(flatten=True).to_pylist()
-    return [f"{cat.uri}/{a['path']}" for a in actions if a["partition.day"] == day]
+    actions = cat.table().get_add_actions(flatten=True)
+    paths, days = actions.column("path").to_pylist(), actions.column("partition.day").to_pylist()
+    return [f"{cat.uri}/{p}" for p, d in zip(paths, days, strict=True) if d == day]
 
 
 def _row_groups_admitting(cat: Catalog, day: str, column: str, value: str) -> tuple[int, int]:
