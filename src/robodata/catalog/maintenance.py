@@ -110,14 +110,15 @@ def optimize(catalog: Catalog, days: list[str] | None = None, config: OptimizeCo
 
 def _files(dt: DeltaTable) -> tuple[list[str], list[int]]:
     actions = dt.get_add_actions(flatten=True)
-    return actions.column("partition.day").to_pylist(), actions.column("num_records").to_pylist()
+    days = [str(d) for d in actions.column("partition.day").to_pylist()]
+    return days, [int(n or 0) for n in actions.column("num_records").to_pylist()]
 
 
 def _groups(dt: DeltaTable, days: list[str] | None, rows_per_commit: int) -> list[list[str]]:
     """The days to rewrite (those present in the table), in groups of about `rows_per_commit` rows."""
     per_day: dict[str, int] = {}
     for day, rows in zip(*_files(dt), strict=True):
-        per_day[day] = per_day.get(day, 0) + int(rows or 0)
+        per_day[day] = per_day.get(day, 0) + rows
     wanted = sorted(per_day) if days is None else sorted(set(days) & set(per_day))
     groups: list[list[str]] = []
     size = 0
