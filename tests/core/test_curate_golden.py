@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from bench.curate_full import SPECS as BENCH_SPECS
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 from robodata.curate.run import curate
@@ -19,19 +20,11 @@ from robodata.curate.spec import spec_from_dict
 SHAPE = synthetic.FleetShape(rows_per_day=500, batch_size=700)
 ROWS = 6000
 
-FOLD = {
-    "version": 1,
+FOLD = {  # the bench's full-table spec with budgets and an excluded batch that bind on ROWS rows
+    **BENCH_SPECS["full"],
     "name": "golden-fold",
-    "filters": [
-        {"column": "task", "op": "in", "value": ["fold_towel", "fold_shirt", "hang_cloth", "box_pack"]},
-        {"column": "quality_score", "op": ">=", "value": 0.6},
-        {"column": "qc_status", "op": "==", "value": "pass"},
-        {"column": "success", "op": "==", "value": True},
-    ],
-    "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 2, "hang_cloth": 1, "box_pack": 1}},
     "budget": {"total_hours": 25, "per_group_hours": {"box_pack": 2}},
     "exclude": {"robots": ["sfo-1-r003", "aus-1-r017"], "batches": ["batch-2"]},
-    "split": {"val_fraction": 0.05, "salt": "bench"},
 }
 SPECS: dict[str, dict] = {
     "fold_days": {
@@ -40,14 +33,7 @@ SPECS: dict[str, dict] = {
         "filters": [{"column": "day", "op": "between", "value": ["2024-01-03", "2024-01-09"]}, *FOLD["filters"]],
     },
     "fold_full": FOLD,
-    "quality_only": {
-        "version": 1,
-        "name": "golden-quality",
-        "filters": [
-            {"column": "quality_score", "op": ">=", "value": 0.9},
-            {"column": "qc_status", "op": "==", "value": "pass"},
-        ],
-    },
+    "quality_only": {**{k: v for k, v in BENCH_SPECS["quality"].items() if k != "split"}, "name": "golden-quality"},
     "sites_budget": {
         "version": 1,
         "name": "golden-sites",
