@@ -10,13 +10,24 @@ Reports (last stdout line, JSON):
   growth_10x       time(catalog N) / time(catalog N/10); the spec selects the same set in both
   vs_file_walk     file-walk time / catalog time, same manifest rows, walk_episodes (10,000) on local disk
   deterministic    two runs at the same catalog version give identical manifest bytes
-  selected         episodes in the manifest;  peak_rss_mb
+  selected         episodes in the manifest;  peak_rss_mb (this process: catalog generation included)
+  full_table       the same spec without its day filter (every day, ~40 % of the catalog passes its
+                   filters, the budget keeps ~83k episodes), each size in a process of its own
+                   (bench.curate_full): manifest_s (best of 3), manifest_s_first_run, growth_10x,
+                   peak_rss_mb (that process: the curation alone), same_manifest_as_before (content
+                   hash equal to the one main's eager evaluation wrote, pinned in bench.curate_full,
+                   or where none is pinned to the budget's full-sort rule: same_manifest_basis), selected
+  quality_only     `quality_score >= 0.9, qc_status == pass` over all tasks and days, no budget
+                   (~20 % of the catalog is the manifest): the same keys
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,6 +39,7 @@ import polars as pl
 from bench import curate_file_walk
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.curate_catalog import ensure_catalog
+from bench.curate_full import PINNED, SPECS
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 from robodata.curate.run import curate
@@ -46,6 +58,20 @@ KEYS = (
     "catalog_rows",
     "walk_episodes",
     "peak_rss_mb",
+    "full_table.manifest_s",
+    "full_table.manifest_s_first_run",
+    "full_table.growth_10x",
+    "full_table.peak_rss_mb",
+    "full_table.same_manifest_as_before",
+    "full_table.same_manifest_basis",
+    "full_table.selected",
+    "quality_only.manifest_s",
+    "quality_only.manifest_s_first_run",
+    "quality_only.growth_10x",
+    "quality_only.peak_rss_mb",
+    "quality_only.same_manifest_as_before",
+    "quality_only.same_manifest_basis",
+    "quality_only.selected",
 )
 
 
@@ -62,21 +88,7 @@ SIZES = {
     "full": Size(50_000_000, 50_000, 10_000),
 }
 
-SPEC: dict[str, Any] = {
-    "version": 1,
-    "name": "bench-fold",
-    "filters": [
-        {"column": "day", "op": "between", "value": ["2024-01-03", "2024-01-09"]},
-        {"column": "task", "op": "in", "value": ["fold_towel", "fold_shirt", "hang_cloth", "box_pack"]},
-        {"column": "quality_score", "op": ">=", "value": 0.6},
-        {"column": "qc_status", "op": "==", "value": "pass"},
-        {"column": "success", "op": "==", "value": True},
-    ],
-    "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 2, "hang_cloth": 1, "box_pack": 1}},
-    "budget": {"total_hours": 2500, "per_group_hours": {"box_pack": 150}},
-    "exclude": {"robots": ["sfo-1-r003", "aus-1-r017"], "batches": ["batch-20"]},
-    "split": {"val_fraction": 0.05, "salt": "bench"},
-}
+SPEC: dict[str, Any] = SPECS["narrow"]
 
 
 def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, float, str]:
@@ -115,6 +127,32 @@ def file_walk_speedup(work: Path, episodes: int) -> tuple[float, float, bool]:
     return walk_s, best, walk_rows.equals(selection.rows)
 
 
+def full_table(spec: str, big: Catalog, small: Catalog, rows: int, work: Path) -> dict[str, Any]:
+    """Time `spec` over both catalogs, each in a process of its own (its peak RSS is the curation's)."""
+
+    def child(catalog: Catalog, out: str, *extra: str) -> dict[str, Any]:
+        cmd = [sys.executable, "-m", "bench.curate_full", "--catalog", catalog.uri, "--spec", spec]
+        done = subprocess.run([*cmd, "--out", str(work / out), *extra], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    got, got_small = child(big, f"{spec}-big"), child(small, f"{spec}-small")
+    if (rows, spec) in PINNED:
+        basis, same = "pinned main 6d94797", (got["content_hash"], got["episodes"]) == PINNED[(rows, spec)]
+    else:
+        ref = child(big, f"{spec}-exact", "--exact", "--runs", "1")
+        basis, same = "full-sort budget rule", ref["content_hash"] == got["content_hash"]
+    print(f"{spec}: {got} small {got_small['best_s']}s same as before ({basis}): {same}")
+    return {
+        "manifest_s": got["best_s"],
+        "manifest_s_first_run": got["first_s"],
+        "growth_10x": round(got["best_s"] / got_small["best_s"], 3),
+        "peak_rss_mb": got["peak_rss_mb"],
+        "same_manifest_as_before": same,
+        "same_manifest_basis": basis,
+        "selected": got["episodes"],
+    }
+
+
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
     size = SIZES[size_of(args)]
@@ -137,8 +175,11 @@ def main() -> None:
         print(
             f"file walk {size.walk_episodes} episodes: {walk_s:.2f}s vs catalog {cat_s:.4f}s (same rows: {walk_same})"
         )
+        wide = {spec: full_table(spec, big, small, n, work) for spec in ("full", "quality")}
         emit(
             {
+                "full_table": wide["full"],
+                "quality_only": wide["quality"],
                 "manifest_s": round(t_big, 3),
                 "manifest_s_first_run": round(first_big, 3),
                 "growth_10x": round(t_big / t_small, 3),

@@ -14,6 +14,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="robodata: da
 
 COMMAND_MODULES = [
     "robodata.cache.commands",
+    "robodata.catalog.commands",
     "robodata.container.commands",
     "robodata.ingest.commands",
     "robodata.health.commands",

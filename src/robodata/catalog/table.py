@@ -9,9 +9,10 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   alone (no file listing, no data read). Merges name the day in their predicate
   (`t.day = s.day AND t.episode_id = s.episode_id`), so delta-rs rewrites only files of
   the days present in the batch (and of the days its episodes left).
-* **Z-ordered within each day by (site, task, robot)** by `optimize()`: the Delta log
-  keeps per-file min/max statistics of every column, and Parquet keeps them per row
-  group, so filters on site/task/robot skip files and row groups inside a partition.
+* **Clustered within each day on the filter columns** (task, qc_status, success, site, robot)
+  by `optimize()` (robodata.catalog.maintenance), in 8k-row row groups: the Delta log keeps
+  per-file min/max statistics of every column, and Parquet keeps them per row group, so
+  filters on those columns skip files and row groups inside a partition.
 * **Target file size 128 MiB** for compaction (`delta.targetFileSize`), ZSTD pages.
   A day of a large fleet (~50k episodes) is a few MiB, so one file per day after
   compaction; merges leave small files that `optimize()` folds back.
@@ -58,7 +59,6 @@ from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import require
 
 PARTITION_BY = ["day"]
-ZORDER_BY = ["site", "task", "robot"]
 TABLE_CONFIGURATION = {
     "delta.targetFileSize": str(128 * 1024 * 1024),
     "delta.checkpointInterval": "50",
@@ -231,18 +231,12 @@ class Catalog:
         return dt.version()
 
     def optimize(self, days: list[str] | None = None, target_size: int | None = None) -> dict[str, Any]:
-        """Compact and Z-order (site, task, robot) the given days (all if None)."""
-        dt = self._open()
-        filters = [("day", "in", list(days))] if days else None
-        metrics = dt.optimize.z_order(
-            ZORDER_BY,
-            partition_filters=filters,
-            target_size=target_size,
-            writer_properties=writer_properties(),
-            max_concurrent_tasks=2,
-        )
-        dt.create_checkpoint()
-        return metrics
+        """Compact the given days (all if None) and cluster them on the columns specs filter on
+        (robodata.catalog.maintenance)."""
+        from robodata.catalog.maintenance import OptimizeConfig, optimize
+
+        config = OptimizeConfig() if target_size is None else OptimizeConfig(target_size_bytes=target_size)
+        return optimize(self, days, config)
 
     def checkpoint(self) -> None:
         self._open().create_checkpoint()

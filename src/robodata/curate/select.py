@@ -1,10 +1,20 @@
-"""Evaluate a CurationSpec over the catalog with a lazy Polars scan.
+"""Evaluate a CurationSpec over the catalog: decide on keys, then fetch only the selected rows.
 
-Cost follows the selected set, not the catalog: the scan reads only the columns the
-manifest and the spec need, `day` predicates prune partitions from the Delta log, and
-the other predicates are pushed into the Parquet reader (per-file stats in the log,
-per-row-group stats in the files). Mixing, budgets and the split then run eagerly on
-the (already filtered) selection.
+Cost follows the selection, not the catalog, and memory follows the keys of the rows that pass
+the filters, never all their manifest columns:
+
+1. **Keys**: one streaming Polars scan with the spec's predicate pushed into it (`day` predicates
+   prune partitions from the Delta log; the others use the log's per-file and Parquet's per-row-
+   group statistics, see robodata.catalog.maintenance) yields only episode_id, duration_s and
+   the mix group of the rows that pass.
+2. **Budget and weights** on those keys (robodata.curate.budget): linear time, the same decisions
+   bit for bit as the eager evaluation that wrote manifests before.
+3. **Fetch**: a second scan with the same predicate plus `episode_id in <kept ids>` reads the
+   manifest's other columns, for the kept rows only (Polars decodes the id column first and
+   materialises the rest only for matching rows). A spec without hour caps keeps every
+   candidate, so it reads the manifest columns in the first scan instead.
+
+The split is then taken over the kept rows only.
 """
 
 from __future__ import annotations
@@ -12,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from robodata.catalog.rows import CatalogError
-from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
+from robodata.catalog.schema import MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
+from robodata.curate import budget
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
 
@@ -63,7 +73,7 @@ def evaluate(
 
     Args:
         spec: the validated spec.
-        lf: catalog rows (CATALOG_SCHEMA columns), e.g. `Catalog.scan()`.
+        lf: catalog rows (CATALOG_SCHEMA columns; episode_id unique), e.g. `Catalog.scan()`.
         base_dir: root of the spec's `exclude.episode_ids_file`.
 
     Returns:
@@ -74,31 +84,50 @@ def evaluate(
         CatalogError: the scan failed (e.g. the catalog lacks a column the spec names).
     """
     group_col = spec.mix.by if spec.mix else None
-    needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
-    needed |= {f.column for f in spec.filters}
-    if group_col:
-        needed.add(group_col)
-    if spec.exclude.robots:
-        needed.add("robot")
-    if spec.exclude.batches:
-        needed.add("ingest_batch")
-    lf = lf.select([c for c in CATALOG_SCHEMA.names if c in needed])
-    predicate = _predicate(spec, base_dir)
+    fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
+    source, predicate = lf, _predicate(spec, base_dir)
     if predicate is not None:
         lf = lf.filter(predicate)
-    lf = lf.select(
-        [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-        + ([group_col] if group_col and group_col not in MANIFEST_SCHEMA.names else [])
-    )
-    try:
-        df = lf.collect().sort("episode_id", maintain_order=True).rechunk()
-    except pl.exceptions.PolarsError as exc:
-        raise CatalogError(f"evaluating curation spec {spec.name!r} over the catalog failed: {exc}") from exc
-    df, groups = _mix_and_budget(spec, df, group_col)
+    capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
+    if capped:  # keys only; the group as Categorical (4 bytes a row)
+        group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
+        first = _collect(spec, lf.select("episode_id", "duration_s", *group))
+    else:
+        group = [pl.col(group_col).alias("__group")] if group_col else []
+        first = _collect(spec, lf.select(*fields, *group))
+    planned = budget.plan(spec, first["episode_id"], first["duration_s"], first["__group"] if group_col else None)
+    if capped:
+        rows = _fetch(spec, source, lf, first["episode_id"].gather(planned.keep), fields)
+    else:
+        rows = first.select(fields).gather(planned.keep)
+    df = rows.with_columns(weight=pl.Series(planned.weight, dtype=pl.Float64)).rechunk()
     split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
-    return df.select(MANIFEST_SCHEMA.names), groups
+    return df.select(MANIFEST_SCHEMA.names), planned.groups
+
+
+def _fetch(
+    spec: CurationSpec, source: pl.LazyFrame, lf: pl.LazyFrame, ids: pl.Series, fields: list[str]
+) -> pl.DataFrame:
+    """`fields` of the rows with these (sorted, unique) ids. The ids passed the spec's predicate, so
+    only its `day` filters (partition pruning) are repeated: the others would make Polars decode
+    their columns for every row again (2x slower). Should ids repeat (input other than a catalog),
+    the full predicate decides, as in the first scan."""
+    member = pl.col("episode_id").is_in(ids.implode())
+    days = [f.expr() for f in spec.filters if f.column == "day"]
+    for scan in (source.filter(member, *days), lf.filter(member)):
+        rows = _collect(spec, scan.select(fields)).sort("episode_id", maintain_order=True)
+        if rows["episode_id"].equals(ids):
+            return rows
+    raise CatalogError(f"curation spec {spec.name!r}: the catalog changed between its two scans")
+
+
+def _collect(spec: CurationSpec, lf: pl.LazyFrame) -> pl.DataFrame:
+    try:
+        return lf.collect(engine="streaming")
+    except pl.exceptions.PolarsError as exc:
+        raise CatalogError(f"evaluating curation spec {spec.name!r} over the catalog failed: {exc}") from exc
 
 
 def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
@@ -122,45 +151,3 @@ def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
     for e in exprs[1:]:
         out = out & e
     return out
-
-
-def _mix_and_budget(spec: CurationSpec, df: pl.DataFrame, group_col: str | None):
-    """Apply hour budgets and compute sampling weights; deterministic for a given input."""
-    n = df.height
-    dur = df["duration_s"].fill_null(0.0).to_numpy().astype(np.float64)
-    if group_col is None:
-        names, codes = ["all"], np.zeros(n, dtype=np.int64)
-    else:
-        keys = df[group_col].fill_null("")
-        names = keys.unique().sort().to_list()
-        codes = (keys.rank("dense").cast(pl.Int64) - 1).to_numpy()
-    shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
-    total_w = shares.sum()
-    shares = shares / total_w if total_w > 0 else shares
-    caps = np.full(len(names), np.inf)
-    if spec.budget.total_hours is not None:
-        caps = np.minimum(caps, spec.budget.total_hours * 3600.0 * shares)
-    for i, g in enumerate(names):
-        if g in spec.budget.per_group_hours:
-            caps[i] = min(caps[i], spec.budget.per_group_hours[g] * 3600.0)
-    keep = np.ones(n, dtype=bool)
-    if np.isfinite(caps).any():
-        order_hash = stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/budget")
-        order = np.lexsort((order_hash, codes))  # by group, then stable pseudo-random
-        sorted_codes, sorted_dur = codes[order], dur[order]
-        cum = np.cumsum(sorted_dur)
-        starts = np.searchsorted(sorted_codes, np.arange(len(names)))
-        base = np.concatenate([[0.0], cum])[starts]
-        within = cum - base[sorted_codes]
-        keep[order] = within <= caps[sorted_codes]
-    group_s = np.bincount(codes[keep], weights=dur[keep], minlength=len(names))
-    counts = np.bincount(codes[keep], minlength=len(names))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weight = np.where(group_s[codes] > 0, shares[codes] * dur / group_s[codes], 0.0)
-    out = df.with_columns(weight=pl.Series(weight, dtype=pl.Float64)).filter(pl.Series(keep))
-    groups = {
-        str(g): {"episodes": int(counts[i]), "hours": float(group_s[i] / 3600.0), "share": float(shares[i])}
-        for i, g in enumerate(names)
-        if counts[i] > 0
-    }
-    return out, groups

@@ -16,6 +16,7 @@ import pyarrow as pa
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
+_CHUNK = 1 << 16  # rows per block of the fixed-width path (its working set stays in cache)
 
 
 def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
@@ -32,12 +33,9 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     values = values.cast(pa.large_string())
     n = len(values)
-    h0 = FNV_OFFSET
-    for byte in salt.encode():
-        h0 = ((h0 ^ byte) * FNV_PRIME) & _M64
-    h = np.full(n, h0, dtype=np.uint64)
+    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
     if n == 0:
-        return h
+        return np.full(0, h0, dtype=np.uint64)
     bufs = values.buffers()
     offsets = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=values.offset * 8)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
@@ -45,9 +43,47 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
     lengths = offsets[1:] - starts
     if values.null_count:
         lengths = np.where(np.asarray(values.is_valid()), lengths, 0)
+    width = int(lengths[0])
+    if not values.null_count and width > 0 and int(offsets[-1] - offsets[0]) == n * width and (lengths == width).all():
+        mat = data[int(offsets[0]) : int(offsets[0]) + n * width].reshape(n, width)
+        return _fixed_width(mat, h0)
+    return _variable_width(data, starts, lengths, h0)
+
+
+def _fnv_bytes(h: int, raw: bytes) -> int:
+    for byte in raw:
+        h = ((h ^ byte) * FNV_PRIME) & _M64
+    return h
+
+
+def _fixed_width(mat: np.ndarray, h0: int) -> np.ndarray:
+    """Strings of one width (e.g. zero-padded ids): leading bytes shared by all are hashed once,
+    the rest column by column in cache-sized chunks."""
+    n, width = mat.shape
+    lead = 0
+    while lead < width and bool((mat[:, lead] == mat[0, lead]).all()):
+        lead += 1
+    h0 = _fnv_bytes(h0, mat[0, :lead].tobytes())
+    out = np.empty(n, dtype=np.uint64)
     prime = np.uint64(FNV_PRIME)
-    max_len = int(lengths.max()) if n else 0
-    full = int(lengths.min()) if n else 0
+    with np.errstate(over="ignore"):
+        for a in range(0, n, _CHUNK):
+            h = out[a : a + _CHUNK]
+            h.fill(h0)
+            block = mat[a : a + _CHUNK]
+            for j in range(lead, width):
+                np.bitwise_xor(h, block[:, j], out=h, casting="unsafe")
+                np.multiply(h, prime, out=h)
+            _splitmix_final_inplace(h)
+    return out
+
+
+def _variable_width(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, h0: int) -> np.ndarray:
+    n = len(starts)
+    h = np.full(n, h0, dtype=np.uint64)
+    prime = np.uint64(FNV_PRIME)
+    max_len = int(lengths.max())
+    full = int(lengths.min())
     with np.errstate(over="ignore"):
         for j in range(max_len):
             if j < full:  # every string is at least this long: no mask needed
@@ -74,6 +110,16 @@ def _splitmix_final(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def _splitmix_final_inplace(z: np.ndarray) -> None:
+    t = np.empty_like(z)
+    for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        np.right_shift(z, np.uint64(shift), out=t)
+        np.bitwise_xor(z, t, out=z)
+        np.multiply(z, np.uint64(mult), out=z)
+    np.right_shift(z, np.uint64(31), out=t)
+    np.bitwise_xor(z, t, out=z)
 
 
 def stable_hash64_py(value: str, salt: str = "") -> int:

@@ -1,0 +1,103 @@
+"""One process of bench.curate: time a full-table spec over one catalog, with this process's own peak RSS.
+
+    python -m bench.curate_full --catalog URI --spec full|quality --out DIR [--runs 3] [--exact]
+
+Prints one JSON line: best and first seconds of `runs` spec -> manifest runs, the content hash, the
+episodes, and peak_rss_mb of this process (the curation alone: the catalog is generated elsewhere).
+`--exact` makes the budget take the full-sort rule manifests were written with before issue 28
+(robodata.curate.budget.exact_keep), the reference where no pinned hash exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import peak_rss_mb
+from robodata.catalog.table import Catalog
+from robodata.curate import budget
+from robodata.curate.run import curate
+from robodata.curate.spec import spec_from_dict
+
+PART_OF = "curate"  # a process of bench.curate, not a bench (bench/suite.py)
+
+NARROW: dict[str, Any] = {
+    "version": 1,
+    "name": "bench-fold",
+    "filters": [
+        {"column": "day", "op": "between", "value": ["2024-01-03", "2024-01-09"]},
+        {"column": "task", "op": "in", "value": ["fold_towel", "fold_shirt", "hang_cloth", "box_pack"]},
+        {"column": "quality_score", "op": ">=", "value": 0.6},
+        {"column": "qc_status", "op": "==", "value": "pass"},
+        {"column": "success", "op": "==", "value": True},
+    ],
+    "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 2, "hang_cloth": 1, "box_pack": 1}},
+    "budget": {"total_hours": 2500, "per_group_hours": {"box_pack": 150}},
+    "exclude": {"robots": ["sfo-1-r003", "aus-1-r017"], "batches": ["batch-20"]},
+    "split": {"val_fraction": 0.05, "salt": "bench"},
+}
+SPECS: dict[str, dict[str, Any]] = {
+    "narrow": NARROW,
+    "full": {**NARROW, "filters": NARROW["filters"][1:]},  # the bench spec without its day filter
+    "quality": {
+        "version": 1,
+        "name": "bench-quality",
+        "filters": [
+            {"column": "quality_score", "op": ">=", "value": 0.9},
+            {"column": "qc_status", "op": "==", "value": "pass"},
+        ],
+        "split": {"val_fraction": 0.05, "salt": "bench"},
+    },
+}
+# Content hashes the eager evaluation of main 6d94797 (before issue 28) wrote over the bench's
+# catalogs: (catalog rows, spec) -> (hash, episodes). Other sizes compare against --exact.
+PINNED: dict[tuple[int, str], tuple[str, int]] = {
+    (10_000, "full"): ("804c6f5478867a9f7783704f10e1756d504dc48129bd46e5b3c7b7be05451f9f", 3997),
+    (10_000, "quality"): ("de3fbfc9eff843aff0c71b8d7f9bf7922d8536b86b00959795b4f94f74e6a444", 1988),
+    (100_000, "full"): ("4d089fcaebee5e4ce7fed5ef482d73d2927497414a323259d47f7f207df50f4d", 34911),
+    (100_000, "quality"): ("09ea066f2a76adecf4937153394fa237135dbd9c077d2e331d7a0884cfdc843a", 20076),
+    (500_000, "full"): ("8555a0b66b4bd44d2140888c4c510c17ab115af77a63a213f7a2963ab2bc1ec5", 82391),
+    (500_000, "quality"): ("858acdb983f3bf989f657587d2ab6fdaf2b98f63c974cdd40ca542f30497b02f", 99881),
+    (5_000_000, "full"): ("ed17325f321c0bdd262aa5d053a9a2092b5d9bc7a3c2f6239730abb99ac1c5a7", 82600),
+    (5_000_000, "quality"): ("abb46b0d2780116acaf1134c77e56567c5ffd8d337eece906c9905d12ce4a9a8", 999795),
+}
+
+
+def run(catalog: str, spec_name: str, out: Path, runs: int) -> dict[str, Any]:
+    spec = spec_from_dict(SPECS[spec_name])
+    cat = Catalog(catalog)
+    times: list[float] = []
+    info = None
+    for i in range(runs):
+        t = time.perf_counter()
+        info, _ = curate(spec, cat, out / f"run{i}")
+        times.append(time.perf_counter() - t)
+    assert info is not None
+    return {
+        "best_s": round(min(times), 3),
+        "first_s": round(times[0], 3),
+        "content_hash": info.content_hash,
+        "episodes": info.episodes,
+        "path": info.path,
+        "peak_rss_mb": peak_rss_mb(include_children=False),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--catalog", required=True)
+    ap.add_argument("--spec", choices=sorted(SPECS), required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--exact", action="store_true")
+    args = ap.parse_args()
+    if args.exact:
+        budget.fast_keep = lambda *a, **k: None  # always the full sort
+    print(json.dumps(run(args.catalog, args.spec, Path(args.out), args.runs), sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

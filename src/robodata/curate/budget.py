@@ -1,0 +1,177 @@
+"""Mixing weights and hour budgets, decided on keys only (episode_id, duration, group).
+
+The rule (robodata.curate.spec): a capped group keeps its episodes in
+`stable_hash64(episode_id, salt + "/budget")` order while the running duration stays within the
+cap. Manifests written before issue 28 define the exact arithmetic, and it is kept bit for bit:
+the candidates (sorted by episode_id) are ordered by (group, hash), one running float64 sum runs
+over all groups in that order (`np.cumsum`), and an episode is kept iff that sum minus the sum at
+its group's start is <= the cap (`exact_keep`). That needs a full sort of every candidate.
+
+`fast_keep` reaches the same decisions in linear time when it can prove them: with finite,
+non-negative durations the running sum is monotone, so a group keeps a prefix of its hash order,
+and the old value at the i-th episode of a group differs from the group's own prefix sum by at
+most (i + 1) rounding errors of the total (the sum reached before the group cancels in the
+subtraction, up to those roundings). So a group whose whole duration is below its cap by more
+than that keeps everything without hashing, and a capped group hashes its members, sorts only
+those under a hash threshold (a little more than the cap's share of the group) and cuts where
+the prefix sum leaves the cap by more than the bound. Anything it cannot prove (a prefix sum
+within the bound of the cap, equal hashes, negative or non-finite durations) falls back to
+`exact_keep`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from robodata.curate.spec import CurationSpec
+from robodata.curate.stablehash import stable_hash64
+
+_U = 2.0**-53  # unit roundoff of float64
+_TWO64 = float(2**64)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the budget keeps of the candidate rows and their sampling weights."""
+
+    keep: np.ndarray  # int64 positions of kept candidate rows, in episode_id order
+    weight: np.ndarray  # float64 sampling weight of each kept row (same order)
+    groups: dict[str, dict[str, float]]  # group -> {episodes, hours, share}
+
+
+def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Series | None) -> Plan:
+    """Budget and weights for candidate rows (any order; episode_id unique among them).
+
+    Args:
+        spec: the validated spec (mix, budget, split salt).
+        ids: episode_id of each candidate.
+        durations: duration_s of each candidate (nulls count as 0).
+        group: the `mix.by` column of each candidate (None without a mix).
+
+    Returns:
+        The Plan: kept positions in episode_id order, their weights, per-group stats.
+    """
+    n = len(ids)
+    dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
+    names, codes = (["all"], np.zeros(n, dtype=np.int64)) if group is None else group_codes(group)
+    shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
+    total_w = shares.sum()
+    shares = shares / total_w if total_w > 0 else shares
+    caps = np.full(len(names), np.inf)
+    if spec.budget.total_hours is not None:
+        caps = np.minimum(caps, spec.budget.total_hours * 3600.0 * shares)
+    for i, g in enumerate(names):
+        if g in spec.budget.per_group_hours:
+            caps[i] = min(caps[i], spec.budget.per_group_hours[g] * 3600.0)
+    salt = spec.split.salt + "/budget"
+    if not np.isfinite(caps).any():
+        mask = np.ones(n, dtype=bool)
+    else:
+        fast = fast_keep(codes, dur, caps, ids, salt)
+        mask = fast if fast is not None else exact_keep(codes, dur, caps, ids, salt)
+    kept = np.flatnonzero(mask)
+    kept = kept[_id_order(ids, kept)]
+    kcodes, kdur = codes[kept], dur[kept]
+    group_s = np.bincount(kcodes, weights=kdur, minlength=len(names))  # in episode_id order, as before
+    counts = np.bincount(kcodes, minlength=len(names))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.where(group_s[kcodes] > 0, shares[kcodes] * kdur / group_s[kcodes], 0.0)
+    groups = {
+        str(g): {"episodes": int(counts[i]), "hours": float(group_s[i] / 3600.0), "share": float(shares[i])}
+        for i, g in enumerate(names)
+        if counts[i] > 0
+    }
+    return Plan(kept.astype(np.int64), weight, groups)
+
+
+def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
+    """(sorted distinct groups, nulls as "", and each row's index into them); Categorical input is cheapest."""
+    cat = group.fill_null("").cast(pl.Categorical)
+    present = cat.unique()
+    names = present.cast(pl.String).sort().to_list()
+    if not names:
+        return names, np.zeros(0, dtype=np.int64)
+    rank = {name: i for i, name in enumerate(names)}
+    phys = present.to_physical().to_numpy().astype(np.int64)
+    lut = np.zeros(int(phys.max()) + 1, dtype=np.int64)
+    lut[phys] = [rank[v] for v in present.cast(pl.String).to_list()]
+    return names, lut[cat.to_physical().to_numpy()]
+
+
+def exact_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray:
+    """The budget as manifests before issue 28 computed it (full sort; defines the result)."""
+    n = len(codes)
+    by_id = _id_order(ids, np.arange(n))
+    scodes, sdur = codes[by_id], dur[by_id]
+    order_hash = stable_hash64(ids.gather(by_id).to_arrow(), salt)
+    order = np.lexsort((order_hash, scodes))  # by group, then stable pseudo-random
+    sorted_codes, sorted_dur = scodes[order], sdur[order]
+    cum = np.cumsum(sorted_dur)
+    starts = np.searchsorted(sorted_codes, np.arange(len(caps)))
+    base = np.concatenate([[0.0], cum])[starts]
+    within = cum - base[sorted_codes]
+    keep = np.ones(n, dtype=bool)
+    keep[by_id[order]] = within <= caps[sorted_codes]
+    return keep
+
+
+def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray | None:
+    """`exact_keep`'s result in linear time, or None when it cannot be proven (see the module docstring)."""
+    n = len(codes)
+    keep = np.ones(n, dtype=bool)
+    if n == 0:
+        return keep
+    if not (np.isfinite(dur).all() and dur.min() >= 0):
+        return None
+    bound = float(dur.sum()) * (1.0 + 4.0 * (n + 2) * _U) * 4.0 * _U  # per-position error slope
+    totals = np.bincount(codes, weights=dur, minlength=len(caps))
+    sizes = np.bincount(codes, minlength=len(caps))
+    need = [g for g in range(len(caps)) if np.isfinite(caps[g]) and totals[g] + (sizes[g] + 2) * bound > caps[g]]
+    if not need:
+        return keep
+    needed = np.zeros(len(caps), dtype=bool)
+    needed[need] = True
+    members = np.flatnonzero(needed[codes])
+    hashes = stable_hash64((ids if len(members) == n else ids.gather(members)).to_arrow(), salt)
+    mcodes = codes[members]
+    for g in need:
+        at = np.flatnonzero(mcodes == g)
+        cut = _prefix(hashes[at], dur[members[at]], float(caps[g]), float(totals[g]), bound)
+        if cut is None:
+            return None
+        keep[members[at[~cut]]] = False
+    return keep
+
+
+def _prefix(h: np.ndarray, d: np.ndarray, cap: float, total: float, bound: float) -> np.ndarray | None:
+    """Which members of one group the cap keeps (bool per member), or None if undecidable here."""
+    frac = min(1.0, 1.25 * cap / total + 64.0 / len(h)) if total > 0 else 1.0
+    while True:
+        sub = np.arange(len(h)) if frac >= 1.0 else np.flatnonzero(h < np.uint64(min(frac * _TWO64, _TWO64 - 4096)))
+        order = sub[np.argsort(h[sub], kind="stable")]
+        hs = h[order]
+        if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
+            return None  # equal hashes: the old order falls back on episode_id order
+        run = np.cumsum(d[order])
+        err = (np.arange(len(run)) + 2.0) * bound
+        over = np.flatnonzero(run > cap + err)
+        if not len(over) and frac < 1.0:
+            frac = min(1.0, frac * 2.0)  # the cap was not reached below this threshold: look further
+            continue
+        end = int(over[0]) if len(over) else len(run)
+        if not (run[:end] <= cap - err[:end]).all():
+            return None  # a running sum within rounding of the cap
+        kept = np.zeros(len(h), dtype=bool)
+        kept[order[:end]] = True
+        return kept
+
+
+def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
+    """Indices into `positions` ordering them by episode_id (ties keep their order)."""
+    if len(positions) == 0:
+        return positions
+    frame = pl.DataFrame({"id": ids.gather(positions)}).with_row_index("at")
+    return frame.sort("id", maintain_order=True)["at"].to_numpy().astype(np.int64)

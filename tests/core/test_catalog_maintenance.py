@@ -1,0 +1,72 @@
+"""`robodata catalog optimize`: compacts days, keeps every row, and Z-orders so row-group statistics skip."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from robodata.catalog import synthetic
+from robodata.catalog.maintenance import OptimizeConfig, optimize
+from robodata.catalog.table import Catalog
+from robodata.cli import app
+from robodata.errors import ConfigError
+
+SHAPE = synthetic.FleetShape(rows_per_day=4000, batch_size=1000)
+
+
+def _day_files(cat: Catalog, day: str) -> list[str]:
+    actions = cat.table().get_add_actions(flatten=True)
+    paths, days = actions.column("path").to_pylist(), actions.column("partition.day").to_pylist()
+    return [f"{cat.uri}/{p}" for p, d in zip(paths, days, strict=True) if d == day]
+
+
+def _row_groups_admitting(cat: Catalog, day: str, column: str, value: str) -> tuple[int, int]:
+    """(row groups of `day` whose min/max of `column` admit `value`, all row groups of `day`)."""
+    admit = total = 0
+    for uri in _day_files(cat, day):
+        meta = pq.ParquetFile(uri).metadata
+        at = meta.schema.to_arrow_schema().get_field_index(column)
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(at).statistics
+            total += 1
+            admit += int(stats.min <= value <= stats.max)
+    return admit, total
+
+
+def test_optimize_compacts_a_day_keeps_rows_and_lets_row_groups_be_skipped(tmp_path):
+    cat = Catalog(str(tmp_path / "cat"))
+    for start in range(0, 8000, 1000):  # 4 files a day
+        cat.merge(synthetic.rows(SHAPE, start, 1000))
+    before = pl.read_delta(cat.uri).sort("episode_id")
+    admit, total = _row_groups_admitting(cat, "2024-01-01", "task", "fold_towel")
+    assert admit == total == 4  # arrival order: every row group spans every task
+
+    out = CliRunner().invoke(
+        app, ["catalog", "optimize", "--catalog", cat.uri, "--day", "2024-01-01", "--row-group-rows", "1024"]
+    )
+    assert out.exit_code == 0, out.output
+    metrics = json.loads(out.stdout.strip().splitlines()[-1])
+    assert metrics["numFilesRemoved"] == 4 and metrics["numFilesAdded"] == 1 and metrics["rows"] == 4000
+    assert len(_day_files(cat, "2024-01-01")) == 1
+    assert len(_day_files(cat, "2024-01-02")) == 4  # other days untouched
+    assert pl.read_delta(cat.uri).sort("episode_id").equals(before)
+    admit, total = _row_groups_admitting(cat, "2024-01-01", "task", "fold_towel")
+    assert total == 4 and admit < total  # a spec for one task skips row groups of the day
+
+
+def test_optimize_config_is_checked_and_errors_are_clear(tmp_path):
+    with pytest.raises(ConfigError, match="not a catalog column"):
+        OptimizeConfig(cluster_by=["nope"])
+    with pytest.raises(ConfigError, match="partition column"):
+        OptimizeConfig(cluster_by=["day"])
+    with pytest.raises(ConfigError, match="list column"):
+        OptimizeConfig(cluster_by=["cameras"])
+    out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", str(tmp_path / "none")])
+    assert out.exit_code == 2 and "no catalog table" in out.output
+    cat = Catalog(str(tmp_path / "cat"))
+    cat.merge(synthetic.rows(SHAPE, 0, 10))
+    assert optimize(cat)["version"] == cat.version()

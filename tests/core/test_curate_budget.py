@@ -1,0 +1,76 @@
+"""The linear-time budget (`fast_keep`) decides exactly as the full-sort rule manifests were written
+with (`exact_keep`), or declines; and the fixed-width hash path equals the reference hash."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robodata.curate import budget
+from robodata.curate.stablehash import stable_hash64, stable_hash64_py
+
+
+@st.composite
+def candidates(draw):
+    n = draw(st.integers(1, 400))
+    groups = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    ids = pl.Series("episode_id", [f"ep-{i:06d}-{rng.integers(0, 10**6)}" for i in rng.permutation(n)])
+    codes = rng.integers(0, groups, n).astype(np.int64)
+    kind = draw(st.sampled_from(["uniform", "integers", "zeros", "hostile"]))
+    if kind == "uniform":
+        dur = rng.uniform(0, 200, n)
+    elif kind == "integers":  # exact sums: running sums land exactly on caps
+        dur = rng.integers(0, 4, n).astype(np.float64) * 10.0
+    elif kind == "zeros":
+        dur = np.where(rng.random(n) < 0.5, 0.0, rng.uniform(0, 10, n))
+    else:
+        dur = rng.uniform(-50, 200, n)
+        dur[rng.random(n) < 0.05] = np.nan
+    caps = np.array(
+        [draw(st.sampled_from([np.inf, 0.0, 10.0, 30.0, 100.0, 1e3, 1e4, 1e9])) for _ in range(groups)],
+        dtype=np.float64,
+    )
+    return ids, codes, dur, caps, kind
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(candidates())
+def test_fast_budget_equals_the_full_sort_rule_or_declines(case):
+    ids, codes, dur, caps, kind = case
+    exact = budget.exact_keep(codes, dur, caps, ids, "s/budget")
+    fast = budget.fast_keep(codes, dur, caps, ids, "s/budget")
+    if kind == "uniform" and (caps > 0).all():  # no running sum lands within rounding of a cap
+        assert fast is not None
+    if kind == "hostile":  # negative or NaN durations: not monotone, always the full sort
+        assert fast is None or (np.isfinite(dur).all() and dur.min() >= 0)
+    if fast is not None:
+        assert np.array_equal(fast, exact)
+
+
+def test_fast_budget_decides_large_groups_without_falling_back():
+    rng = np.random.default_rng(3)
+    n = 200_000
+    ids = pl.Series([f"ep-{i:010d}" for i in range(n)])
+    codes = rng.integers(0, 4, n).astype(np.int64)
+    dur = rng.uniform(20, 180, n)
+    caps = np.array([3.6e5, 1e5, np.inf, 5e9])  # two binding caps, one none, one above the group's hours
+    fast = budget.fast_keep(codes, dur, caps, ids, "bench/budget")
+    assert fast is not None
+    assert np.array_equal(fast, budget.exact_keep(codes, dur, caps, ids, "bench/budget"))
+    assert fast[codes == 2].all() and fast[codes == 3].all() and 0 < fast[codes == 1].sum() < (codes == 1).sum()
+
+
+def test_fixed_width_hash_path_equals_the_reference():
+    ids = pa.array([f"ep-{i:010d}" for i in range(70_000)] + ["ep-9999999999"])  # crosses a block
+    got = stable_hash64(ids, "bench/budget")
+    for i in (0, 1, 65_535, 65_536, 70_000):
+        assert int(got[i]) == stable_hash64_py(ids[i].as_py(), "bench/budget")
+    part = ids.slice(65_530, 20)  # an offset into the buffers
+    assert [int(h) for h in stable_hash64(part, "x")] == [stable_hash64_py(v.as_py(), "x") for v in part]
+    same = pa.array(["abc", "abc", "abd"])  # every byte but the last shared
+    assert [int(h) for h in stable_hash64(same)] == [stable_hash64_py(v) for v in ["abc", "abc", "abd"]]
