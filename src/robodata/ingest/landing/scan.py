@@ -5,6 +5,10 @@ An item is complete when it can be read in full:
   mcap         `<id>.mcap` (uploaders write `.partial` and rename / multipart-complete)
   ros2-bag     `<id>/metadata.yaml` (rosbag2 writes it on close)
   lerobot-*    `<name>/meta/info.json`: one item per episode, `uri = <dir>#<episode_index>`
+  hdf5         `<name>.hdf5|.h5`: one item per `data/demo_*` group (`uri = <file>#data/demo_N`),
+               else the file (ALOHA `episode_N.hdf5`)
+  unrecognized any other entry (robodata.ingest.landing.kinds): listed so that it becomes a
+               quarantine row with a reason naming what it looks like, never nothing
 The cursor is a completion-time watermark plus the names completed at that instant, so its
 size does not grow with the number of items seen; items younger than `settle_s` wait a tick.
 An item completed before the watermark costs its completion check only: it is not sized
@@ -23,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from robodata.config import require
+from robodata.ingest.landing.kinds import file_kind
 from robodata.storage import StorageLocation, objects
 
 
@@ -77,6 +82,22 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
         )
 
 
+def _hdf5_items(fs, path: str, full: str, size: int, mtime: float, name: str) -> Iterator[LandingItem]:
+    """One item per `data/demo_*` group of a robomimic-style file, else one for the file (an
+    unreadable file too: its importer quarantines it with the reason)."""
+    from robodata.ingest.importers.hdf5 import list_groups
+
+    try:
+        with fs.open(path, "rb") as f:
+            groups = list_groups(f)
+    except Exception:  # h5py: OSError for a truncated file, and others for garbage
+        groups = []
+    for g in groups:
+        yield LandingItem(f"{full}#{g}", "hdf5", size // len(groups), mtime, f"{name}#{g}")
+    if not groups:
+        yield LandingItem(full, "hdf5", size, mtime, name)
+
+
 def scan(url: str, storage_options: dict | None = None, completed_since: float = 0.0) -> Iterator[LandingItem]:
     """Every complete item directly under `url` completed at or after `completed_since` (no
     particular order). Remote URLs without explicit options use the AWS_* variables
@@ -97,12 +118,19 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
         if entry.get("islink"):  # a local symlink: listed like what it points at
             try:
                 entry = {**fs.info(path), "name": path}
-            except OSError:  # dangling
+            except OSError:  # dangling: still an entry, quarantined with its reason
+                if _mtime(entry) >= completed_since:
+                    yield LandingItem(full, "unrecognized", 0, _mtime(entry), name)
                 continue
             escapes = not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
         if entry["type"] != "directory":  # a file, or a link fsspec did not follow ("other")
-            if name.endswith(".mcap") and _mtime(entry) >= completed_since:
-                yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
+            if _mtime(entry) < completed_since:
+                continue
+            kind, size = file_kind(name), int(entry.get("size") or 0)
+            if kind == "hdf5" and not escapes:
+                yield from _hdf5_items(fs, path, full, size, _mtime(entry), name)
+            else:
+                yield LandingItem(full, kind, size, _mtime(entry), name)
             continue
         for marker, kind in (
             ("_COMPLETE", "legacy-jpeg"),
@@ -123,6 +151,9 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
             break
+        else:  # no importer claims the folder: one unrecognized item (its reason is found when aligned)
+            if _mtime(entry) >= completed_since:
+                yield LandingItem(full, "unrecognized", 0, _mtime(entry), name)
 
 
 @dataclass

@@ -1,0 +1,72 @@
+"""Landing zones holding every public format robodata imports, written by each ecosystem's own
+writer (robodata.ingest.synth), plus entries no importer claims; hostile variants of each."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from robodata.ingest.synth import SynthConfig, make_episode, synthesize
+from robodata.ingest.synth.arrays import write_aloha
+
+TINY = dict(duration_s=1.0, height=48, width=64, fps=10.0, state_hz=50.0, cameras=("cam_left", "wrist"))
+UNKNOWN = {"flight.ulg": "PX4 log", "euroc": "EuRoC", "notes.txt": "text file"}
+
+
+def write_formats(root: Path, seed: int = 0) -> tuple[Path, Path, dict[str, int]]:
+    """root/landing with good items of each new format; returns (landing, msgs dir, items per format)."""
+    land = root / "landing"
+    land.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for fmt, n in (("ros1-bag", 1), ("ros2-bag-custom", 1), ("hdf5-aloha", 1), ("hdf5-robomimic", 2)):
+        cfg = SynthConfig(episodes=n, format=fmt, seed=seed, site=f"s-{fmt}", **TINY)  # type: ignore[arg-type]
+        synthesize(cfg, land)
+        counts[fmt] = n
+    write_aloha(make_episode(SynthConfig(seed=seed, **TINY), 7), land, compress=True)  # type: ignore[arg-type]
+    counts["hdf5-aloha"] += 1
+    msgs = land.parent / "landing-msgs"
+    shutil.move(str(msgs), root / "msgs")
+    return land, root / "msgs", counts
+
+
+def write_unknown(land: Path) -> None:
+    (land / "flight.ulg").write_bytes(b"ULog\x01\x12\x35" + bytes(64))
+    (land / "euroc" / "mav0" / "cam0").mkdir(parents=True)
+    (land / "notes.txt").write_text("not a recording\n")
+
+
+def hdf5_hostile(land: Path, good: Path) -> dict[str, str]:
+    """Hostile ALOHA files next to `good`: name -> phrase its quarantine reason holds."""
+    data = good.read_bytes()
+    (land / "episode_900.hdf5").write_bytes(data[: len(data) // 3])  # truncated
+    out = {"episode_900.hdf5": "HDF5"}
+    edits = {
+        "episode_901.hdf5": (lambda f: f.__delitem__("observations/qpos"), "missing key 'observations/qpos'"),
+        "episode_902.hdf5": (
+            lambda f: _replace(f, "observations/images/wrist", np.zeros((10, 48, 64, 3), np.float32)),
+            "dtype",
+        ),
+        "episode_903.hdf5": (lambda f: _zero(f), "zero steps"),
+        "episode_904.hdf5": (lambda f: _replace(f, "action", np.zeros((4, 7), np.float32)), "step count"),
+    }
+    for name, (edit, expect) in edits.items():
+        shutil.copy(good, land / name)
+        with h5py.File(land / name, "a") as f:
+            edit(f)
+        out[name] = expect
+    return out
+
+
+def _replace(f, key: str, value: np.ndarray) -> None:
+    del f[key]
+    f[key] = value
+
+
+def _zero(f) -> None:
+    for key in ("observations/qpos", "observations/qvel", "observations/effort", "action"):
+        _replace(f, key, np.zeros((0, 7), np.float32))
+    for cam in list(f["observations/images"]):
+        _replace(f, f"observations/images/{cam}", np.zeros((0, 48, 64, 3), np.uint8))

@@ -1,0 +1,100 @@
+"""Every public format in, none skipped in silence (issue 23): ROS 1 bags, ROS 2 bags of vendor
+types with `--msgs`, HDF5 (ALOHA raw + compressed, robomimic), unknown entries as rows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from deltalake import DeltaTable
+from typer.testing import CliRunner
+
+from robodata.ingest.importers import ImportOptions, open_raw
+from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.scan import LandingCursor, new_items, scan
+from robodata.ingest.pipeline import run_batch
+from robodata.ingest.raw import RawEpisodeError
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.tables import IngestPaths
+from tests.core.helpers_formats import UNKNOWN, hdf5_hostile, write_formats, write_unknown
+from tests.core.helpers_hostile import item_name
+
+
+@pytest.fixture(scope="module")
+def zone(tmp_path_factory):
+    root = tmp_path_factory.mktemp("formats")
+    land, msgs, counts = write_formats(root)
+    write_unknown(land)
+    hostile = hdf5_hostile(land, land / "episode_0.hdf5")
+    s = IngestSettings(root=str(root / "state"), msgs=str(msgs))
+    items = new_items(str(land), LandingCursor())
+    write_manifest(IngestPaths(s.root), "b1", items)
+    out = run_batch("b1", s, derived=False)
+    qc = DeltaTable(IngestPaths(s.root).table("qc_results")).to_pyarrow_table().to_pylist()
+    return land, msgs, counts, hostile, items, out, qc
+
+
+def test_every_entry_is_an_item_and_unknown_ones_are_rows_with_their_kind(zone):
+    land, _, counts, hostile, items, out, qc = zone
+    listed = {item_name(i.uri) for i in items}
+    assert listed == {p.name for p in land.iterdir()}  # nothing dropped
+    kinds = {i.kind for i in items}
+    assert {"ros1-bag", "ros2-bag", "hdf5", "unrecognized"} <= kinds
+    summary = {i["uri"].split("#")[0].rsplit("/", 1)[-1]: i for i in qc if i["stage"] == "summary"}
+    for name, what in UNKNOWN.items():
+        r = summary[name]
+        assert not r["passed"] and what in r["reason"] and "unrecognized" in r["reason"], r
+    assert out["unrecognized"]["unrecognized"] == len(UNKNOWN)
+    pre = [r for r in qc if r["stage"] == "pre" and r["check"] == "recognized"]
+    assert len(pre) == len(UNKNOWN) and all(r["blocking"] for r in pre)
+
+
+def test_good_items_of_every_format_convert_and_hostile_ones_are_quarantined(zone):
+    land, _, counts, hostile, items, out, qc = zone
+    summary = {item_name(r["uri"]) + r["uri"].partition("#")[2]: r for r in qc if r["stage"] == "summary"}
+    good = [k for k in summary if k not in hostile and k.split("#")[0] not in UNKNOWN]
+    assert len(good) == sum(counts.values())
+    assert all(summary[k]["passed"] for k in good), {k: summary[k]["reason"] for k in good}
+    for name, expect in hostile.items():
+        assert not summary[name]["passed"] and expect in summary[name]["reason"], summary[name]
+    assert out["episodes"]["converted"] == len(good)
+    sources = {r["source"] for r in qc if r["stage"] == "summary" and r["passed"]}
+    assert {"ros1-bag", "ros2-bag", "hdf5"} <= sources
+
+
+def test_vendor_types_without_msgs_name_the_type_and_the_option(zone):
+    land, msgs, *_ = zone
+    bag = next(p for p in land.iterdir() if (p / "metadata.yaml").exists())
+    with pytest.raises(RawEpisodeError, match=r"robodata_vendor/msg/ArmState.*--msgs"):
+        open_raw(str(bag), "ros2-bag")
+    raw = open_raw(str(bag), "ros2-bag", options=ImportOptions(msgs=str(msgs)))
+    assert raw.arrays["joint_pos"].values.shape[1] == 7
+
+
+def test_robomimic_demos_are_one_item_each_with_language(zone):
+    land, *_ = zone
+    uris = sorted(i.uri for i in scan(str(land)) if "demo.hdf5" in i.uri)
+    assert [u.rsplit("#", 1)[1] for u in uris] == ["data/demo_0", "data/demo_1"]
+    raw = open_raw(uris[1], "hdf5")
+    assert raw.task == "pick up the cube" and raw.episode_id == "demo-demo_1"
+    assert set(raw.cameras) == {"cam_left_image", "wrist_image"} and raw.cameras["wrist_image"].fps == 10.0
+
+
+def test_cli_ingest_prints_unrecognized_and_takes_msgs(zone, tmp_path):
+    from robodata.cli import app
+
+    land, msgs, *_ = zone
+    small = tmp_path / "land"
+    small.mkdir()
+    for name in ("flight.ulg", "euroc"):
+        (shutil.copytree if (land / name).is_dir() else shutil.copy)(land / name, small / name)
+    bag = next(p for p in land.iterdir() if (p / "metadata.yaml").exists())
+    shutil.copytree(bag, small / bag.name)
+    args = ["ingest", str(small), "--root", str(tmp_path / "s"), "--batch", "c1", "--msgs", str(msgs)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output.strip().splitlines()[-1])
+    assert doc["unrecognized"]["unrecognized"] == 2 and doc["qc_results"]["passed"] == 1
+    res = CliRunner().invoke(app, [*args[:-2], "--msgs", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "--msgs" in res.output
