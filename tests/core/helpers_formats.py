@@ -21,7 +21,7 @@ def write_formats(root: Path, seed: int = 0) -> tuple[Path, Path, dict[str, int]
     land = root / "landing"
     land.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for fmt, n in (("ros1-bag", 1), ("ros2-bag-custom", 1), ("hdf5-aloha", 1), ("hdf5-robomimic", 2)):
+    for fmt, n in (("ros1-bag", 1), ("ros2-bag-custom", 1), ("hdf5-aloha", 1), ("hdf5-robomimic", 2), ("zarr", 2)):
         cfg = SynthConfig(episodes=n, format=fmt, seed=seed, site=f"s-{fmt}", **TINY)  # type: ignore[arg-type]
         synthesize(cfg, land)
         counts[fmt] = n
@@ -70,3 +70,17 @@ def _zero(f) -> None:
         _replace(f, key, np.zeros((0, 7), np.float32))
     for cam in list(f["observations/images"]):
         _replace(f, f"observations/images/{cam}", np.zeros((0, 48, 64, 3), np.uint8))
+
+
+def zarr_hostile(land: Path) -> dict[str, str]:
+    """A replay buffer whose episode_ends run past its data: both episodes quarantined."""
+    import zarr
+
+    synthesize(SynthConfig(episodes=1, format="zarr", **TINY), land / "tmp")  # type: ignore[arg-type]
+    bad = land / "short.zarr"
+    shutil.move(str(land / "tmp" / "replay.zarr"), bad)
+    (land / "tmp").rmdir()
+    g = zarr.open_group(str(bad), mode="a")
+    del g["meta/episode_ends"]
+    g["meta"].create_array("episode_ends", data=np.array([5, 400], np.int64))
+    return {"short.zarr#1": "meta/episode_ends needs 400"}

@@ -45,6 +45,10 @@ def _open(uri: str, kind: str, topic_map: TopicMap, decode_threads: int, opts: I
         from robodata.ingest.importers.lerobot import open_lerobot
 
         return open_lerobot(uri)
+    if kind == "zarr":
+        from robodata.ingest.importers.zarr_buffer import open_zarr
+
+        return open_zarr(uri, opts.key_map)
     if kind == "hdf5":
         from robodata.ingest.importers.hdf5 import open_hdf5
 

@@ -7,6 +7,7 @@ An item is complete when it can be read in full:
   lerobot-*    `<name>/meta/info.json`: one item per episode, `uri = <dir>#<episode_index>`
   hdf5         `<name>.hdf5|.h5`: one item per `data/demo_*` group (`uri = <file>#data/demo_N`),
                else the file (ALOHA `episode_N.hdf5`)
+  zarr         `<name>/meta/episode_ends` (replay buffer): one item per episode, `uri = <dir>#<index>`
   unrecognized any other entry (robodata.ingest.landing.kinds): listed so that it becomes a
                quarantine row with a reason naming what it looks like, never nothing
 The cursor is a completion-time watermark plus the names completed at that instant, so its
@@ -82,6 +83,24 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
         )
 
 
+def _zarr_items(fs, path: str, full: str, minfo: dict, storage_options: dict | None) -> Iterator[LandingItem]:
+    """One item per episode of a replay buffer (`<store>#<index>`); an unreadable one is one item."""
+    from robodata.ingest.importers.zarr_buffer import episode_ends
+
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        ends = episode_ends(full, storage_options)
+    except Exception:  # its importer quarantines it with the reason
+        yield LandingItem(full + "#0", "zarr", 0, _mtime(minfo), name)
+        return
+    size, total = int(fs.du(path)), int(ends[-1]) if len(ends) else 0
+    for i in range(len(ends)):
+        steps = int(ends[i]) - (int(ends[i - 1]) if i else 0)
+        yield LandingItem(f"{full}#{i}", "zarr", size * steps // max(total, 1), _mtime(minfo), f"{name}#{i:06d}")
+    if not len(ends):  # zero episodes: still a row
+        yield LandingItem(full + "#0", "zarr", 0, _mtime(minfo), name)
+
+
 def _hdf5_items(fs, path: str, full: str, size: int, mtime: float, name: str) -> Iterator[LandingItem]:
     """One item per `data/demo_*` group of a robomimic-style file, else one for the file (an
     unreadable file too: its importer quarantines it with the reason)."""
@@ -136,6 +155,8 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             ("_COMPLETE", "legacy-jpeg"),
             ("metadata.yaml", "ros2-bag"),
             ("meta/info.json", "lerobot"),
+            ("meta/episode_ends/.zarray", "zarr"),  # Zarr v2 replay buffer (diffusion_policy / UMI)
+            ("meta/episode_ends/zarr.json", "zarr"),  # Zarr v3
         ):
             mpath = _join(fs, path, marker)
             try:
@@ -148,6 +169,8 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
                 yield LandingItem(full + ("#0" if kind == "lerobot" else ""), kind, 0, _mtime(minfo), name)
             elif kind == "lerobot":
                 yield from _lerobot_items(fs, path, full, minfo, storage_options)
+            elif kind == "zarr":
+                yield from _zarr_items(fs, path, full, minfo, storage_options)
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
             break

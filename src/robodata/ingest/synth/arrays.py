@@ -104,6 +104,7 @@ def write_zarr(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str
     path = root / f"{name}.zarr"
     tmp = root / f"{name}.zarr.partial"
     g = zarr.open_group(str(tmp), mode="w", zarr_format=2)
+    g.attrs["fps"] = _fps(eps[0])  # diffusion_policy stores none (10 Hz); a synthetic episode's own rate
     steps = [_steps(ep) for ep in eps]
     ends = np.cumsum([len(s[1]) for s in steps]).astype(np.int64)
     data = g.create_group("data")
