@@ -102,3 +102,29 @@ def test_cli_ingest_prints_unrecognized_and_takes_msgs(zone, tmp_path):
     assert doc["unrecognized"]["unrecognized"] == 2 and doc["qc_results"]["passed"] == 1
     res = CliRunner().invoke(app, [*args[:-2], "--msgs", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "--msgs" in res.output
+
+
+def test_catalog_rows_carry_the_facts_for_mixing_corpora_and_specs_filter_on_them(zone):
+    import polars as pl
+
+    from robodata.curate.filters import Filter
+
+    land, *_ = zone
+    cat = pl.from_arrow(DeltaTable(str(land.parent / "state" / "catalog" / "episodes")).to_pyarrow_table())
+    ok = cat.filter(pl.col("qc_status") == "pass")
+    aloha = ok.filter(pl.col("episode_id") == "episode_0").row(0, named=True)
+    assert aloha["robot_type"] == "aloha" and aloha["source_format"] == "hdf5" and aloha["language"] == ""
+    assert aloha["state_dim"] == 7 and aloha["action_dim"] == 7 and aloha["control_hz"] == 10.0
+    demo = ok.filter(pl.col("episode_id") == "demo-demo_1").row(0, named=True)
+    assert demo["language"] == "pick up the cube" and demo["source_dataset"] == "demo.hdf5"
+    bag = ok.filter(pl.col("source_format") == "ros1-bag").row(0, named=True)
+    assert bag["state_names"] == [f"j{i}" for i in range(7)] or len(bag["state_names"]) == 7
+    bad = cat.filter(pl.col("qc_status") == "quarantined").filter(pl.col("source_format") == "unrecognized")
+    assert bad.height == 3 and bad["state_dim"].null_count() == 3
+    for f, n in (
+        (Filter("language", "!=", ""), 2),
+        (Filter("robot_type", "==", "aloha"), 2),
+        (Filter("control_hz", ">=", 10.0), ok.height),
+        (Filter("state_names", "not_null"), ok.height),
+    ):
+        assert ok.filter(f.expr()).height == n, f

@@ -253,4 +253,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
         clocks,
         issues,
         frames,
+        robot_type=str(md.get("robot_type", "")),
+        source_dataset=str(md.get("dataset", "")),
+        language=str(md.get("language", "")),
     )

@@ -33,6 +33,7 @@ class StepEpisode:
     robot: str = ""
     task: str = ""  # language instruction when the recording has one
     success: bool | None = None
+    source_dataset: str = ""
     epoch_ns: int = 0  # wall time of step 0 (these formats store none: the file's modification time)
     issues: list[str] = field(default_factory=list)
 
@@ -118,4 +119,7 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
         arrays,
         issues=ep.issues,
         frames=frames,
+        robot_type=ep.robot,
+        source_dataset=ep.source_dataset,
+        language=ep.task,
     )

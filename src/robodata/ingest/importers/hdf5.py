@@ -168,6 +168,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             cameras,
             robot=km.robot_type,
             task=lang,
+            source_dataset=path.name if group else path.parent.name,
             epoch_ns=int(path.stat().st_mtime * 1e9),
         )
     return to_raw(ep)

@@ -305,4 +305,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
         arrays,
         clocks=clocks,
         frames=frames,
+        robot_type=robot,
+        source_dataset=root.name,
+        language=task_names[0],
     )

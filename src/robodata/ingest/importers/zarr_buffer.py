@@ -110,6 +110,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         arrays,
         cameras,
         robot=km.robot_type,
+        source_dataset=path.name,
         epoch_ns=int(path.stat().st_mtime * 1e9) if path.exists() else 0,
     )
     return to_raw(ep)
