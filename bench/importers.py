@@ -12,7 +12,6 @@ formats.<fmt>.vs_decode_plus_encode: (CPU of reading + decoding the source frame
     encoding those decoded frames through the same writer) / CPU of the whole conversion, as
     bench.ingest measures the JPEG path: 1.0 = nothing but decoding and encoding costs.
 silently_skipped: landing entries that became neither an item nor a row (must be 0).
-Formats not built yet (see the report) are absent rather than faked.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ def _landing(root: Path, n: int, duration: float, h: int, w: int) -> tuple[Path,
         ("hdf5_aloha", "hdf5-aloha"),
         ("hdf5_robomimic", "hdf5-robomimic"),
         ("zarr", "zarr"),
+        ("rlds", "rlds"),
     ):
         tmp = root / f"w-{fmt}"
         for p in synthesize(SynthConfig(episodes=n, format=synth, site=fmt, **base), tmp):  # type: ignore[arg-type]

@@ -21,7 +21,14 @@ def write_formats(root: Path, seed: int = 0) -> tuple[Path, Path, dict[str, int]
     land = root / "landing"
     land.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for fmt, n in (("ros1-bag", 1), ("ros2-bag-custom", 1), ("hdf5-aloha", 1), ("hdf5-robomimic", 2), ("zarr", 2)):
+    for fmt, n in (
+        ("ros1-bag", 1),
+        ("ros2-bag-custom", 1),
+        ("hdf5-aloha", 1),
+        ("hdf5-robomimic", 2),
+        ("zarr", 2),
+        ("rlds", 2),
+    ):
         cfg = SynthConfig(episodes=n, format=fmt, seed=seed, site=f"s-{fmt}", **TINY)  # type: ignore[arg-type]
         synthesize(cfg, land)
         counts[fmt] = n
@@ -84,3 +91,33 @@ def zarr_hostile(land: Path) -> dict[str, str]:
     del g["meta/episode_ends"]
     g["meta"].create_array("episode_ends", data=np.array([5, 400], np.int64))
     return {"short.zarr#1": "meta/episode_ends needs 400"}
+
+
+def rlds_hostile(land: Path) -> dict[str, str]:
+    """RLDS datasets with a cut shard, an episode of zero steps, one without is_first / is_last, one
+    whose state is text: item name (dataset#shard:index) -> phrase of its reason."""
+    from robodata.ingest.importers.tfrecord import frame, make_example
+
+    good = land / "rlds_ds"
+    shard = next(good.rglob("*.tfrecord*"))
+    rel = shard.relative_to(good)
+    cut = shutil.copytree(good, land / "rlds_cut")
+    data = shard.read_bytes()
+    (cut / rel).write_bytes(data[: len(data) - 100])  # the second episode's record is cut short
+    bad = shutil.copytree(good, land / "rlds_bad")
+    records = [
+        {
+            "steps/is_first": np.zeros(0, np.int64),
+            "steps/is_last": np.zeros(0, np.int64),
+            "steps/action": np.zeros(0, np.float32),
+        },
+        {"steps/action": np.zeros((3, 7), np.float32)},
+        {"steps/is_first": np.array([1, 0]), "steps/is_last": np.array([0, 1]), "steps/action": [b"a", b"b"]},
+    ]
+    (bad / rel).write_bytes(b"".join(frame(make_example(r)) for r in records))
+    return {
+        f"rlds_cut#{rel}:1": "truncated",
+        f"rlds_bad#{rel}:0": "zero steps",
+        f"rlds_bad#{rel}:1": "is_first",
+        f"rlds_bad#{rel}:2": "dtype",
+    }

@@ -17,7 +17,7 @@ from robodata.ingest.pipeline import run_batch
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
-from tests.core.helpers_formats import UNKNOWN, hdf5_hostile, write_formats, write_unknown, zarr_hostile
+from tests.core.helpers_formats import UNKNOWN, hdf5_hostile, write_formats, rlds_hostile, write_unknown, zarr_hostile
 from tests.core.helpers_hostile import item_name
 
 
@@ -26,7 +26,7 @@ def zone(tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     land, msgs, counts = write_formats(root)
     write_unknown(land)
-    hostile = hdf5_hostile(land, land / "episode_0.hdf5") | zarr_hostile(land)
+    hostile = hdf5_hostile(land, land / "episode_0.hdf5") | zarr_hostile(land) | rlds_hostile(land)
     s = IngestSettings(root=str(root / "state"), msgs=str(msgs))
     items = new_items(str(land), LandingCursor())
     write_manifest(IngestPaths(s.root), "b1", items)
@@ -40,7 +40,7 @@ def test_every_entry_is_an_item_and_unknown_ones_are_rows_with_their_kind(zone):
     listed = {item_name(i.uri) for i in items}
     assert listed == {p.name for p in land.iterdir()}  # nothing dropped
     kinds = {i.kind for i in items}
-    assert {"ros1-bag", "ros2-bag", "hdf5", "zarr", "unrecognized"} <= kinds
+    assert {"ros1-bag", "ros2-bag", "hdf5", "zarr", "rlds", "unrecognized"} <= kinds
     summary = {i["uri"].split("#")[0].rsplit("/", 1)[-1]: i for i in qc if i["stage"] == "summary"}
     for name, what in UNKNOWN.items():
         r = summary[name]
@@ -52,19 +52,28 @@ def test_every_entry_is_an_item_and_unknown_ones_are_rows_with_their_kind(zone):
 
 def test_good_items_of_every_format_convert_and_hostile_ones_are_quarantined(zone):
     land, _, counts, hostile, items, out, qc = zone
-    summary = {
-        "#".join(filter(None, (item_name(r["uri"]), r["uri"].partition("#")[2]))): r
-        for r in qc
-        if r["stage"] == "summary"
-    }
-    good = [k for k in summary if k not in hostile and k.split("#")[0] not in UNKNOWN and k != "short.zarr#0"]
-    assert len(good) == sum(counts.values())
+    summary = {_key(r["uri"]): r for r in qc if r["stage"] == "summary"}
+    intact = ("short.zarr#0", "rlds_cut#" + _first_rlds(summary))  # hostile items' good episodes
+    good = [k for k in summary if k not in hostile and k.split("#")[0] not in UNKNOWN and k not in intact]
+    assert len(good) == sum(counts.values()), " ".join(good)
     assert all(summary[k]["passed"] for k in good), {k: summary[k]["reason"] for k in good}
     for name, expect in hostile.items():
         assert not summary[name]["passed"] and expect in summary[name]["reason"], summary[name]
-    assert out["episodes"]["converted"] == len(good) + 1  # + short.zarr#0: its range is inside the data
+    assert out["episodes"]["converted"] == len(good) + 2  # + short.zarr#0, rlds_cut's first: both intact
     sources = {r["source"] for r in qc if r["stage"] == "summary" and r["passed"]}
-    assert {"ros1-bag", "ros2-bag", "hdf5", "zarr"} <= sources
+    assert {"ros1-bag", "ros2-bag", "hdf5", "zarr", "rlds"} <= sources
+
+
+def _key(uri: str) -> str:
+    """dataset#episode without the RLDS record offset."""
+    name, frag = item_name(uri), uri.partition("#")[2]
+    if name.startswith("rlds"):
+        frag = frag.rsplit(":", 1)[0]
+    return f"{name}#{frag}" if frag else name
+
+
+def _first_rlds(summary: dict) -> str:
+    return next(k for k in summary if k.startswith("rlds_ds#") and k.endswith(":0")).split("#", 1)[1]
 
 
 def test_vendor_types_without_msgs_name_the_type_and_the_option(zone):
@@ -122,7 +131,7 @@ def test_catalog_rows_carry_the_facts_for_mixing_corpora_and_specs_filter_on_the
     bad = cat.filter(pl.col("qc_status") == "quarantined").filter(pl.col("source_format") == "unrecognized")
     assert bad.height == 3 and bad["state_dim"].null_count() == 3
     for f, n in (
-        (Filter("language", "!=", ""), 2),
+        (Filter("language", "!=", ""), 2 + ok.filter(pl.col("source_format") == "rlds").height),
         (Filter("robot_type", "==", "aloha"), 2),
         (Filter("control_hz", ">=", 10.0), ok.height),
         (Filter("state_names", "not_null"), ok.height),

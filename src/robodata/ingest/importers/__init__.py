@@ -45,6 +45,10 @@ def _open(uri: str, kind: str, topic_map: TopicMap, decode_threads: int, opts: I
         from robodata.ingest.importers.lerobot import open_lerobot
 
         return open_lerobot(uri)
+    if kind == "rlds":
+        from robodata.ingest.importers.rlds import open_rlds
+
+        return open_rlds(uri, opts.key_map)
     if kind == "zarr":
         from robodata.ingest.importers.zarr_buffer import open_zarr
 

@@ -82,5 +82,5 @@ def unrecognized_reason(uri: str) -> str:
     what = guess(name, entries)
     return (
         f"{uri}: unrecognized landing entry ({what}): no importer claims it "
-        f"(known: MCAP, ROS 1 .bag, ROS 2 bag folders, legacy JPEG folders, LeRobot, HDF5, Zarr replay buffers)"
+        f"(known: MCAP, ROS 1 .bag, ROS 2 bag folders, legacy JPEG folders, LeRobot, HDF5, Zarr replay buffers, RLDS/TFDS folders)"
     )

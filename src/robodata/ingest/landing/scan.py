@@ -8,6 +8,8 @@ An item is complete when it can be read in full:
   hdf5         `<name>.hdf5|.h5`: one item per `data/demo_*` group (`uri = <file>#data/demo_N`),
                else the file (ALOHA `episode_N.hdf5`)
   zarr         `<name>/meta/episode_ends` (replay buffer): one item per episode, `uri = <dir>#<index>`
+  rlds         `<name>/[<version>/]dataset_info.json` + TFRecord shards (local): one item per RLDS
+               episode, `uri = <dir>#<shard>:<index>:<offset>`
   unrecognized any other entry (robodata.ingest.landing.kinds): listed so that it becomes a
                quarantine row with a reason naming what it looks like, never nothing
 The cursor is a completion-time watermark plus the names completed at that instant, so its
@@ -101,6 +103,31 @@ def _zarr_items(fs, path: str, full: str, minfo: dict, storage_options: dict | N
         yield LandingItem(full + "#0", "zarr", 0, _mtime(minfo), name)
 
 
+def _is_tfds(path: str) -> bool:
+    from pathlib import Path
+
+    p = Path(path)
+    return (p / "dataset_info.json").is_file() or any(p.glob("*/dataset_info.json"))
+
+
+def _rlds_items(path: str, full: str, mtime: float, name: str) -> Iterator[LandingItem]:
+    """One item per RLDS episode (TFRecord record): `uri = <dataset>#<shard>:<index>:<offset>`
+    (local datasets: the shards' record headers are read, their data skipped)."""
+    from pathlib import Path
+
+    from robodata.ingest.importers.rlds import list_episodes
+
+    try:
+        eps = list_episodes(Path(path))
+    except Exception:  # its importer quarantines it with the reason
+        eps = []
+    size = int(sum(f.stat().st_size for f in Path(path).rglob("*.tfrecord*")))
+    for e in eps:
+        yield LandingItem(f"{full}#{e}", "rlds", size // len(eps), mtime, f"{name}#{e.rsplit(':', 1)[0]}")
+    if not eps:
+        yield LandingItem(full + "#-:0:0", "rlds", 0, mtime, name)
+
+
 def _hdf5_items(fs, path: str, full: str, size: int, mtime: float, name: str) -> Iterator[LandingItem]:
     """One item per `data/demo_*` group of a robomimic-style file, else one for the file (an
     unreadable file too: its importer quarantines it with the reason)."""
@@ -174,8 +201,13 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
             break
-        else:  # no importer claims the folder: one unrecognized item (its reason is found when aligned)
-            if _mtime(entry) >= completed_since:
+        else:  # a TFDS dataset (dataset_info.json here or in its version folder), or unrecognized
+            if _mtime(entry) < completed_since:
+                continue
+            rlds = not escapes and not objects.is_remote(url) and _is_tfds(path)
+            if rlds:
+                yield from _rlds_items(path, full, _mtime(entry), name)
+            else:  # no importer claims the folder: one unrecognized item (its reason is found when aligned)
                 yield LandingItem(full, "unrecognized", 0, _mtime(entry), name)
 
 

@@ -119,8 +119,42 @@ def write_zarr(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str
     return path
 
 
+def write_rlds(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str = "rlds_ds") -> Path:
+    """A TFDS RLDS dataset folder `<name>/1.0.0/`: dataset_info.json, features.json and one shard of
+    tf.train.Example records, one per episode (steps/observation/<cam>_image JPEG bytes,
+    steps/observation/state, steps/action, steps/language_instruction, steps/is_first/is_last)."""
+    from robodata.ingest.importers.tfrecord import frame, make_example
+
+    top = root / f"{name}.partial"
+    d = top / "1.0.0"
+    d.mkdir(parents=True)
+    cams = list(eps[0].frame_t)
+    (d / "dataset_info.json").write_text(json.dumps({"name": name, "version": "1.0.0", "fileFormat": "tfrecord"}))
+    steps = {f"observation/{c}_image": {"image": {"shape": [None, None, 3], "encodingFormat": "jpeg"}} for c in cams}
+    (d / "features.json").write_text(json.dumps({"featuresDict": {"features": {"steps": steps}}}))
+    with open(d / f"{name}-train.tfrecord-00000-of-00001", "wb") as f:
+        for ep in eps:
+            frames, pos, _, _, cmd = _steps(ep)
+            n = len(pos)
+            feats: dict = {f"steps/observation/{c}_image": [jpeg_bytes(x, quality) for x in frames[c]] for c in cams}
+            feats["steps/observation/state"] = pos
+            feats["steps/action"] = cmd.astype(np.float32)
+            feats["steps/language_instruction"] = [b"pick up the cube"] * n
+            feats["steps/is_first"] = np.eye(1, n, 0, np.int64)[0]
+            feats["steps/is_last"] = np.eye(1, n, n - 1, np.int64)[0]
+            feats["steps/reward"] = np.zeros(n, np.float32)
+            f.write(frame(make_example(feats)))
+    path = root / name
+    top.rename(path)
+    return path
+
+
 def _robomimic(eps: list[SynthEpisode], root: Path, quality: int = 90) -> Path:
     return write_robomimic(eps, root, quality)
 
 
-DATASET_WRITERS = {"hdf5-robomimic": _robomimic, "zarr": write_zarr}
+def _rlds(eps: list[SynthEpisode], root: Path, quality: int = 90) -> Path:
+    return write_rlds(eps, root, quality)
+
+
+DATASET_WRITERS = {"hdf5-robomimic": _robomimic, "zarr": write_zarr, "rlds": _rlds}
