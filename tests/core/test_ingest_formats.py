@@ -17,7 +17,7 @@ from robodata.ingest.pipeline import run_batch
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
-from tests.core.helpers_formats import UNKNOWN, hdf5_hostile, write_formats, rlds_hostile, write_unknown, zarr_hostile
+from tests.core.helpers_formats import UNKNOWN, hdf5_hostile, rlds_hostile, write_formats, write_unknown, zarr_hostile
 from tests.core.helpers_hostile import item_name
 
 

@@ -7,12 +7,12 @@ lazily: `frames` pulls each camera's images block by block from its reader.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
+from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name
 
@@ -28,8 +28,8 @@ class StepEpisode:
     source: str  # hdf5 | zarr | rlds
     uri: str
     fps: float
-    arrays: dict[str, tuple[np.ndarray, tuple[str, ...]]] = field(default_factory=dict)
-    cameras: dict[str, CameraSource] = field(default_factory=dict)
+    arrays: Mapping[str, tuple[np.ndarray, tuple[str, ...]]] = field(default_factory=dict)
+    cameras: Mapping[str, CameraSource] = field(default_factory=dict)
     robot: str = ""
     task: str = ""  # language instruction when the recording has one
     success: bool | None = None
@@ -99,7 +99,7 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
                 if img is None:
                     del gens[c]
                     continue
-                got = (img.height, img.width) if hasattr(img, "height") else img.shape[:2]
+                got = image_shape(img)[:2]
                 if tuple(got) != shapes[c]:
                     raise RawEpisodeError(f"{where}: camera {c!r} frame {i} is {got}, expected {shapes[c]}")
                 yield c, i, img

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
 from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, decode_encoded, to_raw
 from robodata.ingest.importers.keymap import KeyMap, choose
@@ -114,8 +115,8 @@ def _shape(g, key: str, where: str) -> tuple[int, int]:
     if ds.shape[0] == 0:
         return 0, 0
     row = ds[0]
-    img = decode_encoded(bytes(row), f"{where} {key} frame 0")
-    return (img.height, img.width) if hasattr(img, "height") else img.shape[:2]
+    h, w, _ = image_shape(decode_encoded(bytes(row), f"{where} {key} frame 0"))
+    return h, w
 
 
 def open_hdf5(uri: str, key_map: str = "") -> RawEpisode:

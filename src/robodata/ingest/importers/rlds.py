@@ -12,12 +12,14 @@ Images are decoded per step on the way to the encoder; is_first / is_last frame 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
-from robodata.ingest.importers.fixed_rate import StepEpisode, decode_encoded, to_raw
+from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
 from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
@@ -104,15 +106,15 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         keys.pop(km.language, None)
     lay = plan(km, keys, where)
     arrays = {s: (np.asarray(feats[f"steps/{k}"]).reshape(n, -1), ()) for s, k in lay.arrays.items()}
-    cameras = {}
+    cameras: dict[str, CameraSource] = {}
     for s, k in lay.cameras.items():
         imgs = feats[f"steps/{k}"]
         if not isinstance(imgs, list) or len(imgs) != n:
             raise RawEpisodeError(f"{where}: camera steps/{k} has {len(imgs)} images for {n} steps")
         first = decode_encoded(imgs[0], f"{where} steps/{k} step 0")
-        h, w = (first.height, first.width) if hasattr(first, "height") else first.shape[:2]
+        h, w = image_shape(first)[:2]
 
-        def frames(imgs=imgs, k=k):
+        def frames(imgs: list = imgs, k: str = k) -> Iterator:
             for i, b in enumerate(imgs):
                 yield decode_encoded(b, f"{where} steps/{k} step {i}")
 

@@ -90,9 +90,8 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     keys = _keys(g)
     lay = plan(km, keys, uri)
     for key, info in keys.items():
-        if key in lay.arrays.values() or key in lay.cameras.values():
-            if info.shape[0] < hi:
-                raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
+        if (key in lay.arrays.values() or key in lay.cameras.values()) and info.shape[0] < hi:
+            raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
     arrays = {s: (np.asarray(g["data"][k][lo:hi]), ()) for s, k in lay.arrays.items()}
     cameras = {}
     for s, k in lay.cameras.items():

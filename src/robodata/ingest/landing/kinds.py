@@ -65,7 +65,10 @@ def guess(name: str, entries: list[str] | None = None) -> str:
     if entries is not None:
         if any(e.endswith(".db3") or e.endswith(".mcap") for e in entries):
             return "ROS 2 bag folder without metadata.yaml (still being written?)"
-        return "folder with no completion marker (_COMPLETE, metadata.yaml, meta/info.json, dataset_info.json, meta/episode_ends)"
+        return (
+            "folder with no completion marker "
+            "(_COMPLETE, metadata.yaml, meta/info.json, dataset_info.json, meta/episode_ends)"
+        )
     return f"file of unknown type {suffix or '(no suffix)'}"
 
 
@@ -82,5 +85,6 @@ def unrecognized_reason(uri: str) -> str:
     what = guess(name, entries)
     return (
         f"{uri}: unrecognized landing entry ({what}): no importer claims it "
-        f"(known: MCAP, ROS 1 .bag, ROS 2 bag folders, legacy JPEG folders, LeRobot, HDF5, Zarr replay buffers, RLDS/TFDS folders)"
+        "(known: MCAP, ROS 1 .bag, ROS 2 bag folders, legacy JPEG folders, LeRobot, HDF5, "
+        "Zarr replay buffers, RLDS/TFDS folders)"
     )
