@@ -64,7 +64,9 @@ def _landing(root: Path, n: int, duration: float, h: int, w: int) -> tuple[Path,
     shutil.move(str(root / "w-ros2_bag_custom_msgs-msgs"), root / "msgs")
     frames = max(2, int(duration * 15))
     for fmt, ver in (("lerobot_v21", "v2.1"), ("lerobot_v30", "v3.0")):
-        p = write_lerobot(land / fmt, ver, episodes=n, frames_per_episode=frames, fps=15, height=h, width=w)
+        p = write_lerobot(
+            land / fmt, ver, episodes=n, frames_per_episode=frames, fps=15, height=h, width=w, image_cameras=("side",)
+        )
         owner[p.name] = fmt
     (land / "flight.ulg").write_bytes(b"ULog\x01" + bytes(256))
     (land / "euroc" / "mav0" / "cam0").mkdir(parents=True)

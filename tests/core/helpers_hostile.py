@@ -235,7 +235,7 @@ def _lerobot_cases(sentinel: Path) -> dict[str, tuple[Callable[[Path], None], st
         "lr-info-list": (_lerobot_edit(info_list), "JSON object"),
         "lr-link-data": (_lerobot_edit(link_data), "outside"),
         "lr-camera-name": (_lerobot_edit(bad_camera), "names_safe"),
-        "lr-missing-video": (_lerobot_edit(missing_video), "unreadable video"),
+        "lr-missing-video": (_lerobot_edit(missing_video), "video of feature 'observation.images.top' is missing"),
     }
 
 

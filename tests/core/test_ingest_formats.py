@@ -137,3 +137,18 @@ def test_catalog_rows_carry_the_facts_for_mixing_corpora_and_specs_filter_on_the
         (Filter("state_names", "not_null"), ok.height),
     ):
         assert ok.filter(f.expr()).height == n, f
+
+
+@pytest.mark.parametrize("version", ["v2.1", "v3.0"])
+def test_lerobot_image_features_are_cameras_read_from_the_parquet(tmp_path, version):
+    from robodata.ingest.align import aligned_tracks
+    from robodata.ingest.convert import convert
+    from robodata.ingest.synth.lerobot import write_lerobot
+
+    ds = write_lerobot(
+        tmp_path / "ds", version, episodes=2, frames_per_episode=6, cameras=("top",), image_cameras=("side",)
+    )
+    raw = open_raw(f"{ds}#1", f"lerobot-{version}")
+    assert set(raw.cameras) == {"top", "side"} and raw.cameras["side"].height == 48
+    res = convert(raw, aligned_tracks(raw), tmp_path / "ep.rdep")
+    assert res.frames == {"top": 6, "side": 6}
