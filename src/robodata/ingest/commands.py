@@ -24,7 +24,9 @@ def synth(
     width: int = typer.Option(640),
     fps: float = typer.Option(30.0),
     state_hz: float = typer.Option(100.0),
-    fmt: str = typer.Option("jpeg", "--format", help="jpeg (legacy folders) or mcap"),
+    fmt: str = typer.Option(
+        "jpeg", "--format", help="jpeg, mcap, ros1-bag, ros2-bag-custom, hdf5-aloha, hdf5-robomimic, zarr, rlds"
+    ),
     site: str = typer.Option("site-a"),
     seed: int = typer.Option(0),
     drop_prob: float = typer.Option(0.0, help="fraction of frames dropped"),
