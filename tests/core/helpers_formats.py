@@ -121,3 +121,20 @@ def rlds_hostile(land: Path) -> dict[str, str]:
         f"rlds_bad#{rel}:1": "is_first",
         f"rlds_bad#{rel}:2": "dtype",
     }
+
+
+def hostile_format_cases(landing: Path, base: Path, tiny: dict) -> tuple[list[str], dict[str, str]]:
+    """For the hostile landing (helpers_hostile.build): a good ALOHA file and ROS 1 bag, and hostile
+    HDF5 / ROS 1 items and unknown entries: (good item names, {hostile name: reason phrase})."""
+    aloha = synthesize(SynthConfig(episodes=1, format="hdf5-aloha", **tiny), base / "aloha")[0]  # type: ignore[arg-type]
+    bag = synthesize(SynthConfig(episodes=1, format="ros1-bag", site="site-r", **tiny), base / "ros1")[0]  # type: ignore[arg-type]
+    for src in (aloha, bag):
+        shutil.copy(src, landing / src.name)
+    cases = hdf5_hostile(landing, landing / aloha.name)
+    data = bag.read_bytes()
+    (landing / "rb-truncated.bag").write_bytes(data[: len(data) // 2])
+    (landing / "rb-garbage.bag").write_bytes(b"#ROSBAG V2.0\n" + bytes(range(256)) * 4)
+    cases |= {"rb-truncated.bag": "ROS 1 bag", "rb-garbage.bag": "ROS 1 bag"}
+    write_unknown(landing)
+    cases |= {"flight.ulg": "PX4 log", "euroc": "EuRoC dataset folder", "notes.txt": "unrecognized"}
+    return [aloha.name, bag.name], cases
