@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -89,7 +90,9 @@ def zarr_hostile(land: Path) -> dict[str, str]:
     (land / "tmp").rmdir()
     g = zarr.open_group(str(bad), mode="a")
     del g["meta/episode_ends"]
-    g["meta"].create_array("episode_ends", data=np.array([5, 400], np.int64))
+    meta = g["meta"]
+    assert isinstance(meta, zarr.Group)
+    meta.create_array("episode_ends", data=np.array([5, 400], np.int64))
     return {"short.zarr#1": "meta/episode_ends needs 400"}
 
 
@@ -105,7 +108,7 @@ def rlds_hostile(land: Path) -> dict[str, str]:
     data = shard.read_bytes()
     (cut / rel).write_bytes(data[: len(data) - 100])  # the second episode's record is cut short
     bad = shutil.copytree(good, land / "rlds_bad")
-    records = [
+    records: list[dict[str, Any]] = [
         {
             "steps/is_first": np.zeros(0, np.int64),
             "steps/is_last": np.zeros(0, np.int64),
@@ -126,8 +129,8 @@ def rlds_hostile(land: Path) -> dict[str, str]:
 def hostile_format_cases(landing: Path, base: Path, tiny: dict) -> tuple[list[str], dict[str, str]]:
     """For the hostile landing (helpers_hostile.build): a good ALOHA file and ROS 1 bag, and hostile
     HDF5 / ROS 1 items and unknown entries: (good item names, {hostile name: reason phrase})."""
-    aloha = synthesize(SynthConfig(episodes=1, format="hdf5-aloha", **tiny), base / "aloha")[0]  # type: ignore[arg-type]
-    bag = synthesize(SynthConfig(episodes=1, format="ros1-bag", site="site-r", **tiny), base / "ros1")[0]  # type: ignore[arg-type]
+    aloha = synthesize(SynthConfig(episodes=1, format="hdf5-aloha", **tiny), base / "aloha")[0]
+    bag = synthesize(SynthConfig(episodes=1, format="ros1-bag", site="site-r", **tiny), base / "ros1")[0]
     for src in (aloha, bag):
         shutil.copy(src, landing / src.name)
     cases = hdf5_hostile(landing, landing / aloha.name)

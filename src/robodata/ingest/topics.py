@@ -88,25 +88,6 @@ class TopicMap:
 def load_topics(path: str) -> tuple[TopicRule, ...]:
     """Topic rules from a YAML file: a list of rules, or {rules: [...]}; each rule's keys are
     TopicRule's fields. ConfigError naming the file and rule when one is bad."""
-    import yaml
+    from robodata.config import load_yaml_list
 
-    from robodata.config import from_dict
-    from robodata.errors import ConfigError
-
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--topics {path}: unreadable ({type(exc).__name__}: {exc})") from None
-    rules = doc.get("rules") if isinstance(doc, dict) else doc
-    if not isinstance(rules, list):
-        raise ConfigError(f"--topics {path}: expected a list of rules (or a `rules:` list)")
-    out = []
-    for i, r in enumerate(rules):
-        if not isinstance(r, dict):
-            raise ConfigError(f"--topics {path}: rule {i} must be a mapping")
-        try:
-            out.append(from_dict(TopicRule, r))
-        except (ConfigError, TypeError, ValueError) as exc:
-            raise ConfigError(f"--topics {path}: rule {i} ({r.get('topic')!r}): {exc}") from None
-    return tuple(out)
+    return load_yaml_list(TopicRule, path, "--topics", "rules")

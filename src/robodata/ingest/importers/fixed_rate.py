@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
+from robodata.errors import RobodataError
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name
 
@@ -59,6 +60,17 @@ def as_rgb(frame: np.ndarray, where: str) -> np.ndarray:
     if a.shape[2] == 1:
         a = np.repeat(a, 3, axis=2)
     return np.ascontiguousarray(a)
+
+
+def guarded(open_fn: Callable[[str, str], RawEpisode], uri: str, key_map: str, what: str) -> RawEpisode:
+    """open_fn(uri, key_map), a library's error for bad data (h5py / zarr / protobuf: OSError,
+    KeyError, ValueError, ...) turned into a RawEpisodeError naming the item and `what` it is."""
+    try:
+        return open_fn(uri, key_map)
+    except RobodataError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
+        raise RawEpisodeError(f"{uri}: unreadable {what} ({type(exc).__name__}: {exc})") from None
 
 
 def to_raw(ep: StepEpisode) -> RawEpisode:

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
-from robodata.errors import RobodataError
-from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, decode_encoded, to_raw
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, decode_encoded, guarded, to_raw
 from robodata.ingest.importers.keymap import KeyMap, choose
 from robodata.ingest.importers.layout import KeyInfo, is_image, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -120,12 +119,7 @@ def _shape(g, key: str, where: str) -> tuple[int, int]:
 
 
 def open_hdf5(uri: str, key_map: str = "") -> RawEpisode:
-    try:
-        return _open(uri, key_map)
-    except RobodataError:
-        raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:  # h5py: truncated / corrupt data
-        raise RawEpisodeError(f"{uri}: unreadable HDF5 ({type(exc).__name__}: {exc})") from None
+    return guarded(_open, uri, key_map, "HDF5")
 
 
 def _open(uri: str, key_map: str) -> RawEpisode:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from robodata.config import from_dict, require
+from robodata.config import load_yaml_list, require
 from robodata.errors import ConfigError
 
 FORMATS = ("hdf5", "zarr", "rlds")
@@ -101,25 +101,7 @@ BUILT_IN = (ALOHA, ROBOMIMIC, UMI_ZARR, RLDS)
 @lru_cache(maxsize=8)
 def load_key_maps(path: str) -> tuple[KeyMap, ...]:
     """Key maps from a YAML file (a list, or {maps: [...]}); ConfigError naming the file and map."""
-    import yaml
-
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--key-map {path}: unreadable ({type(exc).__name__}: {exc})") from None
-    maps = doc.get("maps") if isinstance(doc, dict) else doc
-    if not isinstance(maps, list) or not maps:
-        raise ConfigError(f"--key-map {path}: expected a list of key maps (or a `maps:` list)")
-    out = []
-    for i, m in enumerate(maps):
-        if not isinstance(m, dict):
-            raise ConfigError(f"--key-map {path}: map {i} must be a mapping")
-        try:
-            out.append(from_dict(KeyMap, m))
-        except (ConfigError, TypeError, ValueError) as exc:
-            raise ConfigError(f"--key-map {path}: map {i} ({m.get('name')!r}): {exc}") from None
-    return tuple(out)
+    return load_yaml_list(KeyMap, path, "--key-map", "maps")
 
 
 def choose(fmt: str, item: str, file: str = "") -> KeyMap:

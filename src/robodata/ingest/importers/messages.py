@@ -118,20 +118,10 @@ def _register(store, conn, path: Path) -> None:
 
 
 def iter_bag_dir(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
+    """A ROS 2 bag folder (rosbags.rosbag2); types not embedded come from `msgs`."""
     from rosbags.rosbag2 import Reader
 
-    store = _typestore(msgs)
-    try:
-        with Reader(path) as reader:
-            conns = [c for c in reader.connections if topics is None or c.topic in topics]
-            for c in conns:
-                _register(store, c, path)
-            for conn, t, raw in reader.messages(connections=conns):
-                yield conn.topic, conn.msgtype, int(t), store.deserialize_cdr(raw, conn.msgtype)
-    except RawEpisodeError:
-        raise
-    except Exception as exc:
-        raise RawEpisodeError(f"{path}: unreadable ROS 2 bag ({type(exc).__name__}: {exc})") from None
+    return _iter_rosbag(path, topics, Reader, _typestore(msgs), ros1=False)
 
 
 def iter_bag1(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
@@ -144,17 +134,23 @@ def iter_bag1(path: Path, topics: set[str] | None = None, msgs: str = "") -> Ite
     store = get_typestore(Stores.ROS1_NOETIC)
     if msgs:
         store.register(load_msgdefs(msgs))
+    return _iter_rosbag(path, topics, Reader, store, ros1=True)
+
+
+def _iter_rosbag(path: Path, topics: set[str] | None, reader_cls, store, ros1: bool) -> Iterator[Message]:
+    deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
     try:
-        with Reader(path) as reader:
+        with reader_cls(path) as reader:
             conns = [c for c in reader.connections if topics is None or c.topic in topics]
             for c in conns:
                 _register(store, c, path)
             for conn, t, raw in reader.messages(connections=conns):
-                yield conn.topic, conn.msgtype, int(t), store.deserialize_ros1(raw, conn.msgtype)
+                yield conn.topic, conn.msgtype, int(t), deserialize(raw, conn.msgtype)
     except RawEpisodeError:
         raise
     except Exception as exc:
-        raise RawEpisodeError(f"{path}: unreadable ROS 1 bag ({type(exc).__name__}: {exc})") from None
+        what = "ROS 1 bag" if ros1 else "ROS 2 bag"
+        raise RawEpisodeError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc})") from None
 
 
 def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:

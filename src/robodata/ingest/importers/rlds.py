@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
-from robodata.errors import RobodataError
-from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, to_raw
+from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
 from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
@@ -68,12 +67,7 @@ def _steps(feats: dict, where: str) -> int:
 
 
 def open_rlds(uri: str, key_map: str = "") -> RawEpisode:
-    try:
-        return _open(uri, key_map)
-    except RobodataError:
-        raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
-        raise RawEpisodeError(f"{uri}: unreadable RLDS episode ({type(exc).__name__}: {exc})") from None
+    return guarded(_open, uri, key_map, "RLDS episode")
 
 
 def _open(uri: str, key_map: str) -> RawEpisode:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.errors import RobodataError
-from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, to_raw
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -66,12 +65,7 @@ def _reader(store: str, key: str, lo: int, hi: int, where: str):
 
 
 def open_zarr(uri: str, key_map: str = "") -> RawEpisode:
-    try:
-        return _open(uri, key_map)
-    except RobodataError:
-        raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
-        raise RawEpisodeError(f"{uri}: unreadable Zarr episode ({type(exc).__name__}: {exc})") from None
+    return guarded(_open, uri, key_map, "Zarr episode")
 
 
 def _open(uri: str, key_map: str) -> RawEpisode:
