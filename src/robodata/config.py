@@ -77,3 +77,28 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping at top level, got {type(data).__name__}")
     return from_dict(cls, data, path=p.name)
+
+
+def load_yaml_list(cls: type[T], path: str, option: str, key: str) -> tuple[T, ...]:
+    """Dataclasses `cls` from a YAML file holding a list, or `{key: [...]}`, each item validated
+    with from_dict; ConfigError naming the option, file and item (e.g. `--topics FILE: rule 2`)."""
+    import yaml
+
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{option} {path}: unreadable ({type(exc).__name__}: {exc})") from None
+    items = doc.get(key) if isinstance(doc, dict) else doc
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{option} {path}: expected a non-empty list (or a `{key}:` list)")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ConfigError(f"{option} {path}: item {i} must be a mapping")
+        try:
+            out.append(from_dict(cls, item))
+        except (ConfigError, TypeError, ValueError) as exc:
+            label = item.get("name") or item.get("topic")
+            raise ConfigError(f"{option} {path}: {key[:-1]} {i} ({label!r}): {exc}") from None
+    return tuple(out)

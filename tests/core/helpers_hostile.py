@@ -235,7 +235,7 @@ def _lerobot_cases(sentinel: Path) -> dict[str, tuple[Callable[[Path], None], st
         "lr-info-list": (_lerobot_edit(info_list), "JSON object"),
         "lr-link-data": (_lerobot_edit(link_data), "outside"),
         "lr-camera-name": (_lerobot_edit(bad_camera), "names_safe"),
-        "lr-missing-video": (_lerobot_edit(missing_video), "unreadable video"),
+        "lr-missing-video": (_lerobot_edit(missing_video), "video of feature 'observation.images.top' is missing"),
     }
 
 
@@ -307,6 +307,11 @@ def build(root: Path) -> Landing:
         cases.append(Case(name, "lerobot", expect))
     for name, expect in _mcap_cases(landing, sentinel, mcap).items():
         cases.append(Case(name, "mcap", expect))
+    from tests.core.helpers_formats import hostile_format_cases  # HDF5, ROS 1, unknown entries (issue 23)
+
+    more_good, more = hostile_format_cases(landing, base, TINY)
+    good += more_good
+    cases += [Case(name, "formats", expect) for name, expect in more.items()]
     return Landing(landing, sentinel, good, cases)
 
 

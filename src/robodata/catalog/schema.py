@@ -31,6 +31,18 @@ CATALOG_SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("footer_offset", pa.int64()),  # lets a loader fetch the index in one range read
         ("footer_length", pa.int64()),
+        # Facts for mixing corpora (issue 23). Nulls: a quarantined row (no container) has null
+        # dims / names / control_hz; strings are "" when unknown. Tables written before these
+        # columns get them as nulls on open/merge (schema migration, robodata.catalog.table).
+        ("robot_type", pa.string()),  # embodiment, e.g. "aloha", "koch", "franka"; "" if unknown
+        ("source_format", pa.string()),  # importer kind: mcap | ros1-bag | ros2-bag | hdf5 | zarr | rlds | ...
+        ("source_dataset", pa.string()),  # dataset / file the episode came from; "" if none
+        ("state_dim", pa.int32()),  # width of the state stream (joint_pos, else the first array)
+        ("action_dim", pa.int32()),  # width of the action stream (cmd); null if none
+        ("state_names", pa.list_(pa.string())),  # column names of the state stream ([] if unnamed)
+        ("action_names", pa.list_(pa.string())),
+        ("control_hz", pa.float64()),  # nominal rate of the state stream
+        ("language", pa.string()),  # instruction text; "" if none
     ]
 )
 

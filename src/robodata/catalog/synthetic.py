@@ -102,6 +102,15 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
         size_bytes=(pl.col("duration_s") * 2_500_000).cast(pl.Int64),
         footer_offset=(pl.col("duration_s") * 2_500_000).cast(pl.Int64) - 65_536,
         footer_length=pl.lit(65_536, dtype=pl.Int64),
+        robot_type=pl.when(pl.col("site_i") % 2 == 0).then(pl.lit("aloha")).otherwise(pl.lit("franka")),
+        source_format=pl.lit("mcap"),
+        source_dataset=pl.lit(""),
+        state_dim=pl.when(pl.col("site_i") % 2 == 0).then(pl.lit(14)).otherwise(pl.lit(7)).cast(pl.Int32),
+        action_dim=pl.when(pl.col("site_i") % 2 == 0).then(pl.lit(14)).otherwise(pl.lit(7)).cast(pl.Int32),
+        state_names=pl.lit([], dtype=pl.List(pl.String)),
+        action_names=pl.lit([], dtype=pl.List(pl.String)),
+        control_hz=pl.when(pl.col("site_i") % 2 == 0).then(pl.lit(50.0)).otherwise(pl.lit(100.0)),
+        language=pl.when(pl.col("task_i") % 2 == 0).then(name("task_i", TASKS)).otherwise(pl.lit("")),
     )
     return out.to_arrow().cast(CATALOG_SCHEMA)
 

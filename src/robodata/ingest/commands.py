@@ -24,7 +24,9 @@ def synth(
     width: int = typer.Option(640),
     fps: float = typer.Option(30.0),
     state_hz: float = typer.Option(100.0),
-    fmt: str = typer.Option("jpeg", "--format", help="jpeg (legacy folders) or mcap"),
+    fmt: str = typer.Option(
+        "jpeg", "--format", help="jpeg, mcap, ros1-bag, ros2-bag-custom, hdf5-aloha, hdf5-robomimic, zarr, rlds"
+    ),
     site: str = typer.Option("site-a"),
     seed: int = typer.Option(0),
     drop_prob: float = typer.Option(0.0, help="fraction of frames dropped"),
@@ -71,6 +73,9 @@ def ingest_cmd(
     ),
     batch: str = typer.Option("", help="batch name (default: a timestamp)"),
     workers: int = typer.Option(1, help="conversion processes (work bins)"),
+    topics: str = typer.Option("", "--topics", help="YAML topic rules for MCAP / bags (docs/ingestion.md)"),
+    msgs: str = typer.Option("", "--msgs", help="folder of .msg / .idl definitions the bags do not embed"),
+    key_map: str = typer.Option("", "--key-map", help="YAML key maps for HDF5 / Zarr / RLDS layouts"),
 ) -> None:
     """Ingest everything complete in a landing zone as one batch, without Dagster."""
     import json
@@ -83,7 +88,7 @@ def ingest_cmd(
     from robodata.ingest.tables import IngestPaths, check_batch
 
     try:
-        settings = IngestSettings(root=root, workers=workers)
+        settings = IngestSettings(root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map)
         name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
     except RobodataError as exc:
         raise typer.BadParameter(str(exc)) from None
@@ -95,5 +100,8 @@ def ingest_cmd(
         typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(
-        json.dumps({"batch": name, **{k: out[k] for k in ("episodes", "qc_results", "episode_metadata")}}, default=str)
+        json.dumps(
+            {"batch": name, **{k: out[k] for k in ("episodes", "unrecognized", "qc_results", "episode_metadata")}},
+            default=str,
+        )
     )

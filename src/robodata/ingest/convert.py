@@ -39,6 +39,9 @@ def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
     extra = {"source": raw.source, "raw_uri": raw.uri, "alignment_error_ms": round(al.alignment_error_ms, 4)}
     if raw.success is not None:
         extra["success"] = bool(raw.success)
+    for k in ("robot_type", "source_dataset", "language"):
+        if getattr(raw, k):
+            extra[k] = getattr(raw, k)
     return EpisodeMeta(
         raw.episode_id, raw.robot, raw.site, raw.task, raw.epoch_ns + al.t0_ns, streams, vendor=raw.vendor, extra=extra
     )

@@ -18,6 +18,7 @@ from robodata.ingest.tables import IngestPaths
 def run_batch(batch: str, settings: IngestSettings, derived: bool = True) -> dict:
     paths = IngestPaths(settings.root)
     out = {"raw_episodes": observe(paths, batch), "aligned_tracks": align_batch(paths, batch, settings)}
+    out["unrecognized"] = {k: out["aligned_tracks"][k] for k in ("unrecognized", "unrecognized_reasons")}
     out["qc_pre"] = pre_qc(paths, batch, settings.qc)
     out["episodes"] = convert_batch(paths, batch, settings)
     out["qc_post"] = post_qc(paths, batch, settings.qc)

@@ -51,7 +51,8 @@ def _readable(al, th):  # evaluated specially (no alignment when unreadable); he
 
 # Identity checks fail while reading (robodata.ingest.steps.aligned_tracks: `failed_check`), so
 # like `readable` they are evaluated specially; they always block: such an episode is never converted.
-IDENTITY_CHECKS = ("names_safe", "episode_id_unique")
+# `recognized` fails for a landing entry no importer claims (robodata.ingest.landing.kinds).
+IDENTITY_CHECKS = ("recognized", "names_safe", "episode_id_unique")
 
 
 def _topics_known(al: AlignedTracks, th: QCThresholds):
@@ -118,6 +119,7 @@ def _duration(al: AlignedTracks, th: QCThresholds):
 
 PRE_CHECKS: dict[str, PreCheck] = {
     "readable": _readable,
+    "recognized": _readable,
     "names_safe": _readable,
     "episode_id_unique": _readable,
     "topics_known": _topics_known,

@@ -61,6 +61,9 @@ class RawEpisode:
     frames: Callable[[], Iterator[tuple[str, int, Image]]] | None = field(default=None, repr=False)
     # frames(): yields (camera, frame_index, image), each camera in order; cameras interleaved. An image
     # is RGB uint8 HxWx3 or a decoded av.VideoFrame in its own pixel format (robodata.codecs.image).
+    robot_type: str = ""  # embodiment (LeRobot robot_type, a key map's robot_type); catalog column
+    source_dataset: str = ""  # the public / fleet dataset the item belongs to; catalog column
+    language: str = ""  # the instruction text, "" when the recording has none; catalog column
 
     def clock_for(self, name: str) -> ClockFit:
         return self.clocks.get(name, IDENTITY)

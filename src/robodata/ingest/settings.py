@@ -6,8 +6,9 @@ from dataclasses import dataclass, field, replace
 
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
+from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
-from robodata.ingest.topics import TopicMap, TopicRule
+from robodata.ingest.topics import TopicMap, TopicRule, load_topics
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class IngestSettings:
     video: VideoSettings = field(default_factory=VideoSettings)
     topics: tuple[TopicRule, ...] = ()  # custom MCAP / ROS 2 topic rules, tried before the defaults
     unknown_topics: str = "report"
+    topics_file: str = ""  # YAML topic rules (robodata.ingest.topics.load_topics), tried before `topics`
+    msgs: str = ""  # folder of .msg / .idl definitions bags do not embed (robodata.ingest.importers.msgdefs)
+    key_map: str = ""  # YAML key maps for HDF5 / Zarr / RLDS layouts (robodata.ingest.importers.keymap)
     qc: QCSelection = field(default_factory=QCSelection)
     visual_frames: int = 6  # frames decoded per episode for visual features
 
@@ -25,6 +29,15 @@ class IngestSettings:
         require(bool(self.root), "root must be set")
         require(1 <= self.workers <= 256, f"workers must be in [1, 256], got {self.workers}")
         require(0 <= self.decode_threads <= 32, "decode_threads must be in [0, 32]")
+        self.topic_map  # noqa: B018 - a bad topics file fails here, before any work
+        if self.msgs:
+            from robodata.ingest.importers.msgdefs import load_msgdefs
+
+            load_msgdefs(self.msgs)
+        if self.key_map:
+            from robodata.ingest.importers.keymap import load_key_maps
+
+            load_key_maps(self.key_map)
 
     def for_bulk(self, workers: int) -> IngestSettings:
         """These settings for throughput: `workers` conversion processes (one a core), each reading,
@@ -35,7 +48,12 @@ class IngestSettings:
 
     @property
     def topic_map(self) -> TopicMap:
-        return TopicMap(tuple(self.topics) + TopicMap.default().rules, self.unknown_topics)
+        from_file = load_topics(self.topics_file) if self.topics_file else ()
+        return TopicMap(from_file + tuple(self.topics) + TopicMap.default().rules, self.unknown_topics)
+
+    @property
+    def import_options(self) -> ImportOptions:
+        return ImportOptions(self.topic_map, self.msgs, self.key_map)
 
     @classmethod
     def from_dict(cls, d: dict) -> IngestSettings:

@@ -1,9 +1,12 @@
 """Topic mapping for MCAP / ROS 2 bags: which topic becomes which container stream.
 
 Rules are regular expressions over topic names; `{name}` in `stream` is replaced by the
-rule's named group `name`. Kinds: video (CompressedImage / Image), joint_state
-(sensor_msgs/JointState -> joint_pos, joint_vel, joint_cur, cmd), array (a numeric field of a
-custom message, `field` a dotted path), events (a string field).
+rule's named group `name` (with `join`, its slashes become `join`: `/camera/color/image_raw` ->
+`camera_color`). Kinds: video (CompressedImage / Image), joint_state (sensor_msgs/JointState ->
+joint_pos, joint_vel, joint_cur, cmd), array (a numeric field of a custom message, `field` a
+dotted path), vector (a structured message, or its `field`, flattened to one named vector:
+Vector3, Quaternion, Pose, Twist, Imu, Odometry, TransformStamped, ...; robodata.ingest.flatten),
+events (a string field). `load_topics(FILE.yaml)` reads rules from a file (docs/ingestion.md).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 
 from robodata.config import require
 
-TOPIC_KINDS = ("video", "joint_state", "array", "events", "ignore")
+TOPIC_KINDS = ("video", "joint_state", "array", "vector", "events", "ignore")
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class TopicRule:
     field: str = ""  # array / events: dotted path into the message
     rate_hz: float = 0.0  # nominal rate; 0 -> measured
     units: str = ""
+    join: str = ""  # replaces "/" in the captured groups (nested names); "" keeps them as captured
 
     def __post_init__(self) -> None:
         require(self.kind in TOPIC_KINDS, f"topic rule {self.topic!r}: kind must be one of {TOPIC_KINDS}")
@@ -37,11 +41,15 @@ class TopicRule:
         m = re.fullmatch(self.topic, topic)
         if m is None:
             return None
-        return (
-            self.stream.format(**{k: v for k, v in m.groupdict().items() if v is not None})
-            if "{" in self.stream
-            else self.stream
-        )
+        groups = {k: v.replace("/", self.join) if self.join else v for k, v in m.groupdict().items() if v is not None}
+        return self.stream.format(**groups) if "{" in self.stream else self.stream
+
+
+# nested camera topics: RealSense /camera/color/image_raw, ZED /zed2/left/image_rect_color, ...
+NESTED_CAMERA = (
+    r"/(?P<name>[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*?)/image(_raw|_rect_color|_rect_raw|_rect|_color|_mono)?"
+    r"(/compressed)?"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class TopicMap:
         return cls(
             rules=(
                 TopicRule(r"/(?P<name>[A-Za-z0-9_]+)/image(_raw|/compressed)?", "video"),
+                TopicRule(NESTED_CAMERA, "video", join="_"),  # /camera/color/image_raw -> camera_color
                 TopicRule(r"/joint_states", "joint_state", stream="joint"),
                 TopicRule(r"/events", "events", stream="events", field="event"),
                 TopicRule(r"/(rosout|rosout_agg|parameter_events|tf|tf_static)", "ignore", stream="-"),
@@ -74,3 +83,11 @@ class TopicMap:
     def extended(self, *rules: TopicRule) -> TopicMap:
         """Custom rules first, then these."""
         return TopicMap(tuple(rules) + self.rules, self.unknown)
+
+
+def load_topics(path: str) -> tuple[TopicRule, ...]:
+    """Topic rules from a YAML file: a list of rules, or {rules: [...]}; each rule's keys are
+    TopicRule's fields. ConfigError naming the file and rule when one is bad."""
+    from robodata.config import load_yaml_list
+
+    return load_yaml_list(TopicRule, path, "--topics", "rules")

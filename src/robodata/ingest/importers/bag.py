@@ -1,4 +1,4 @@
-"""MCAP files and ROS 2 bag directories -> RawEpisode, streams chosen by a TopicMap.
+"""MCAP files, ROS 2 bag directories and ROS 1 `.bag` files -> RawEpisode, streams chosen by a TopicMap.
 
 Two passes over the messages: the first (here) collects timestamps, proprio arrays and events;
 frames() is the second and decodes images on the way to the encoder. Per message the device
@@ -17,6 +17,7 @@ import numpy as np
 from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
 from robodata.ingest.clock import fit_offset
+from robodata.ingest.flatten import flatten
 from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
@@ -80,16 +81,17 @@ class _Streams:
             raise RawEpisodeError(f"{self.path}: topics {other!r} and {topic!r} both map to stream {stream!r}")
 
 
-def open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
+def open_bag(uri: str, topic_map: TopicMap, msgs: str = "") -> RawEpisode:
+    """`msgs`: a folder of .msg / .idl definitions for types the recording does not embed."""
     try:
-        return _open_bag(uri, topic_map)
+        return _open_bag(uri, topic_map, msgs)
     except RobodataError:
         raise
     except _MALFORMED as exc:  # e.g. a stamp past int64, a field of the wrong type
         raise RawEpisodeError(f"{uri}: malformed recording ({type(exc).__name__}: {exc})") from None
 
 
-def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
+def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     path = Path(uri)
     if not path.exists():
         raise RawEpisodeError(f"{path}: missing")
@@ -103,7 +105,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
     ev_topic = ""
     topic = ""
     try:
-        for topic, schema, log_t, msg in iter_messages(path):
+        for topic, schema, log_t, msg in iter_messages(path, None, msgs):
             hit = topic_map.resolve(topic)
             if hit is None:
                 u = unknown.setdefault(topic, [schema, 0])
@@ -114,7 +116,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
                 continue
             st = stamp_ns(msg)
             t_dev = log_t if st is None else st
-            if rule.kind in ("video", "array"):
+            if rule.kind in ("video", "array", "vector"):
                 stream = names.name(topic, stream, rule.topic)
             if rule.kind == "video":
                 v = video.get(stream)
@@ -150,6 +152,17 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
                 a["t_dev"].append(t_dev)
                 a["t_host"].append(log_t)
                 a["v"].append(vals)
+            elif rule.kind == "vector":
+                names.claim(stream, topic)
+                sub = field(msg, rule.field) if rule.field else msg
+                labels, flat = flatten(sub)
+                a = arrays[stream]
+                if a["v"] and tuple(labels) != a["names"]:
+                    raise RawEpisodeError(f"{path}: topic {topic!r}: fields change across messages")
+                a.update(names=tuple(labels), units=rule.units, rate=rule.rate_hz, clock=topic)
+                a["t_dev"].append(t_dev)
+                a["t_host"].append(log_t)
+                a["v"].append(np.asarray(flat, np.float32))
             elif rule.kind == "events":
                 if ev_topic and ev_topic != topic:
                     raise RawEpisodeError(f"{path}: topics {ev_topic!r} and {topic!r} both map to the events stream")
@@ -206,7 +219,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
             return stream, i, img
 
         def jobs():
-            for topic, schema, _, msg in iter_messages(path, set(topic_of)):
+            for topic, schema, _, msg in iter_messages(path, set(topic_of), msgs):
                 s = topic_of[topic]
                 i = counters[s]
                 counters[s] += 1
@@ -214,7 +227,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
 
         yield from prefetch(jobs(), workers=2, depth=8)
 
-    src = "ros2-bag" if path.is_dir() else "mcap"
+    src = "ros2-bag" if path.is_dir() else ("ros1-bag" if path.suffix.lower() == ".bag" else "mcap")
     success = md.get("success")
     if success is not None and not isinstance(success, bool):
         raise RawEpisodeError(f"{path}: metadata robodata.episode success must be true or false, not {success!r}")
@@ -240,4 +253,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
         clocks,
         issues,
         frames,
+        robot_type=str(md.get("robot_type", "")),
+        source_dataset=str(md.get("dataset", "")),
+        language=str(md.get("language", "")),
     )

@@ -185,8 +185,10 @@ def _time_base(s: VideoStream) -> float:
     return float(s.time_base)
 
 
-def _packet_times(path: Path, t_from: float, t_to: float) -> np.ndarray:
+def _packet_times(path: Path, t_from: float, t_to: float, feature: str = "") -> np.ndarray:
     """Presentation times (s) of the video's frames inside [t_from, t_to), from the demuxer only."""
+    if not path.is_file():
+        raise RawEpisodeError(f"{path}: the video of feature {feature!r} is missing (meta/info.json video_path)")
     try:
         with av.open(str(path)) as c:
             s = c.streams.video[0]
@@ -213,6 +215,37 @@ def _decode(path: Path, t_from: float, t_to: float, n: int):
                 return
             yield frame  # yuv420p as decoded: the encoder takes it without an RGB round trip
             k += 1
+
+
+def _image_features(feats: dict, table, where: Path, cams: dict, t_state: np.ndarray, fps: float) -> dict:
+    """`dtype: image` features (frames stored in the parquet: struct<bytes, path> or bytes) as
+    cameras on the state clock; returns camera -> frame generator factory."""
+    from robodata.ingest.importers.fixed_rate import decode_encoded
+
+    out = {}
+    for key, ft in feats.items():
+        if ft.get("dtype") != "image":
+            continue
+        name = check_name(key.rsplit(".", 1)[-1], field=f"features key {key!r} (camera name)", source=where)
+        if name in cams:
+            raise RawEpisodeError(f"{where}: two camera features end in camera name {name!r}")
+        if key not in table.column_names:
+            raise RawEpisodeError(f"{where}: image feature {key!r} has no column in the episode's parquet")
+        col = table.column(key)
+        h, w = int(ft["shape"][0]), int(ft["shape"][1])
+        if not (0 < h <= 16384 and 0 < w <= 16384):
+            raise RawEpisodeError(f"{where}: features.{key}: bad shape {ft['shape']!r}")
+        cams[name] = CameraTrack(t_state, h, w, fps, clock="state")
+
+        def gen(col=col, key=key):
+            for i, v in enumerate(col.to_pylist()):
+                data = v.get("bytes") if isinstance(v, dict) else v
+                if not data:
+                    raise RawEpisodeError(f"{where}: image feature {key!r} row {i} holds no image bytes")
+                yield decode_encoded(data, f"{where} feature {key!r} row {i}")
+
+        out[name] = gen
+    return out
 
 
 def open_lerobot(uri: str) -> RawEpisode:
@@ -256,7 +289,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
         if name in cams:
             raise RawEpisodeError(f"{where}: two video features end in camera name {name!r}")
         path, t_from, t_to = _video_path(root, info, ep, key)
-        pts = _packet_times(path, t_from, t_to)
+        pts = _packet_times(path, t_from, t_to, key)
         if len(pts) == 0:
             raise RawEpisodeError(f"{path}: no frames in [{t_from}, {t_to}) for episode {ep.index}")
         t_cam = np.round((pts - t_from) * 1e9).astype(np.int64)
@@ -268,11 +301,13 @@ def _open_lerobot(uri: str) -> RawEpisode:
         n = min(len(t_cam), len(t_state))
         clocks[name] = fit_offset(t_cam[:n], t_state[:n]) if n >= 2 else ClockFit(1.0, 0.0, 0.0, 0)
         sources[name] = (path, t_from, t_to, len(t_cam))
+    images = _image_features(feats, table, where, cams, t_state, fps)
     task_names = ep.tasks or [""]
 
     def frames():
-        # Cameras interleaved frame by frame (one open decoder per camera).
-        gens = {c: _decode(*sources[c]) for c in cams}
+        # Cameras interleaved frame by frame (one open decoder per camera; image features from the parquet).
+        gens = {c: _decode(*sources[c]) for c in cams if c in sources}
+        gens.update({c: g() for c, g in images.items()})
         counts = {c: 0 for c in cams}
         while gens:
             for c in list(gens):
@@ -305,4 +340,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
         arrays,
         clocks=clocks,
         frames=frames,
+        robot_type=robot,
+        source_dataset=root.name,
+        language=task_names[0],
     )

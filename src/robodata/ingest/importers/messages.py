@@ -41,19 +41,34 @@ def stamp_ns(msg: Any) -> int | None:
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
-def _typestore():
+def _typestore(msgs: str = ""):
+    """ROS 2 Humble's types plus the definitions under `msgs` (robodata.ingest.importers.msgdefs)."""
     from rosbags.typesys import Stores, get_typestore
 
-    return get_typestore(Stores.ROS2_HUMBLE)
+    from robodata.ingest.importers.msgdefs import load_msgdefs
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    if msgs:
+        store.register(load_msgdefs(msgs))
+    return store
+
+
+def unknown_type(path: Path, topic: str, msgtype: str) -> RawEpisodeError:
+    return RawEpisodeError(
+        f"{path}: topic {topic!r}: message type {msgtype!r} is unknown: the recording embeds no definition "
+        f"for it; pass its .msg/.idl files with `robodata ingest --msgs DIR` (IngestSettings.msgs)"
+    )
 
 
 class _Cdr:
-    def __init__(self):
-        self.store = _typestore()
+    def __init__(self, msgs: str = ""):
+        self.store = _typestore(msgs)
         self.known: set[str] = set()
 
-    def decode(self, schema_name: str, schema_data: bytes, data: bytes):
+    def decode(self, schema_name: str, schema_data: bytes, data: bytes, path: Path, topic: str):
         if schema_name not in self.store.types and schema_name not in self.known:
+            if not schema_data:
+                raise unknown_type(path, topic, schema_name)
             from rosbags.typesys import get_types_from_msg
 
             self.store.register(get_types_from_msg(schema_data.decode(), schema_name))
@@ -61,7 +76,7 @@ class _Cdr:
         return self.store.deserialize_cdr(data, schema_name)
 
 
-def iter_mcap(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
+def iter_mcap(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
     from mcap.reader import make_reader
 
     cdr: _Cdr | None = None
@@ -74,8 +89,8 @@ def iter_mcap(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
                 if enc == "json":
                     msg = json.loads(message.data)
                 elif enc == "cdr":
-                    cdr = cdr or _Cdr()
-                    msg = cdr.decode(name, schema.data if schema else b"", message.data)
+                    cdr = cdr or _Cdr(msgs)
+                    msg = cdr.decode(name, schema.data if schema else b"", message.data, path, channel.topic)
                 else:
                     raise RawEpisodeError(f"{path}: topic {channel.topic}: unsupported message encoding {enc!r}")
                 yield channel.topic, name, int(message.log_time), msg
@@ -85,27 +100,65 @@ def iter_mcap(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
         raise RawEpisodeError(f"{path}: truncated or corrupt MCAP ({type(exc).__name__}: {exc})") from None
 
 
-def iter_bag_dir(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
+def _register(store, conn, path: Path) -> None:
+    """The connection's type into `store`: from the bag's own definition, else it must be known."""
+    if conn.msgtype in store.types:
+        return
+    text = conn.msgdef.data if conn.msgdef else ""
+    if not text:
+        raise unknown_type(path, conn.topic, conn.msgtype)
+    if getattr(conn.msgdef.format, "name", "MSG") == "IDL":
+        from rosbags.typesys import get_types_from_idl
+
+        store.register(get_types_from_idl(text))
+    else:
+        from rosbags.typesys import get_types_from_msg
+
+        store.register(get_types_from_msg(text, conn.msgtype))
+
+
+def iter_bag_dir(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
+    """A ROS 2 bag folder (rosbags.rosbag2); types not embedded come from `msgs`."""
     from rosbags.rosbag2 import Reader
 
-    store = _typestore()
-    try:
-        with Reader(path) as reader:
-            conns = [c for c in reader.connections if topics is None or c.topic in topics]
-            for conn, t, raw in reader.messages(connections=conns):
-                if conn.msgtype not in store.types and conn.msgdef:
-                    from rosbags.typesys import get_types_from_msg
+    return _iter_rosbag(path, topics, Reader, _typestore(msgs), ros1=False)
 
-                    store.register(get_types_from_msg(conn.msgdef.data, conn.msgtype))
-                yield conn.topic, conn.msgtype, int(t), store.deserialize_cdr(raw, conn.msgtype)
+
+def iter_bag1(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
+    """A ROS 1 bag (rosbags.rosbag1): types from the bag's own definitions (ROS 1 bags embed them)."""
+    from rosbags.rosbag1 import Reader
+    from rosbags.typesys import Stores, get_typestore
+
+    from robodata.ingest.importers.msgdefs import load_msgdefs
+
+    store = get_typestore(Stores.ROS1_NOETIC)
+    if msgs:
+        store.register(load_msgdefs(msgs))
+    return _iter_rosbag(path, topics, Reader, store, ros1=True)
+
+
+def _iter_rosbag(path: Path, topics: set[str] | None, reader_cls, store, ros1: bool) -> Iterator[Message]:
+    deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
+    try:
+        with reader_cls(path) as reader:
+            conns = [c for c in reader.connections if topics is None or c.topic in topics]
+            for c in conns:
+                _register(store, c, path)
+            for conn, t, raw in reader.messages(connections=conns):
+                yield conn.topic, conn.msgtype, int(t), deserialize(raw, conn.msgtype)
     except RawEpisodeError:
         raise
     except Exception as exc:
-        raise RawEpisodeError(f"{path}: unreadable ROS 2 bag ({type(exc).__name__}: {exc})") from None
+        what = "ROS 1 bag" if ros1 else "ROS 2 bag"
+        raise RawEpisodeError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc})") from None
 
 
-def iter_messages(path: Path, topics: set[str] | None = None) -> Iterator[Message]:
-    return iter_bag_dir(path, topics) if path.is_dir() else iter_mcap(path, topics)
+def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
+    if path.is_dir():
+        return iter_bag_dir(path, topics, msgs)
+    if path.suffix.lower() == ".bag":
+        return iter_bag1(path, topics, msgs)
+    return iter_mcap(path, topics, msgs)
 
 
 def mcap_metadata(path: Path, name: str) -> dict[str, str]:

@@ -5,6 +5,13 @@ An item is complete when it can be read in full:
   mcap         `<id>.mcap` (uploaders write `.partial` and rename / multipart-complete)
   ros2-bag     `<id>/metadata.yaml` (rosbag2 writes it on close)
   lerobot-*    `<name>/meta/info.json`: one item per episode, `uri = <dir>#<episode_index>`
+  hdf5         `<name>.hdf5|.h5`: one item per `data/demo_*` group (`uri = <file>#data/demo_N`),
+               else the file (ALOHA `episode_N.hdf5`)
+  zarr         `<name>/meta/episode_ends` (replay buffer): one item per episode, `uri = <dir>#<index>`
+  rlds         `<name>/[<version>/]dataset_info.json` + TFRecord shards (local): one item per RLDS
+               episode, `uri = <dir>#<shard>:<index>:<offset>`
+  unrecognized any other entry (robodata.ingest.landing.kinds): listed so that it becomes a
+               quarantine row with a reason naming what it looks like, never nothing
 The cursor is a completion-time watermark plus the names completed at that instant, so its
 size does not grow with the number of items seen; items younger than `settle_s` wait a tick.
 An item completed before the watermark costs its completion check only: it is not sized
@@ -23,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from robodata.config import require
+from robodata.ingest.landing.kinds import file_kind
 from robodata.storage import StorageLocation, objects
 
 
@@ -77,6 +85,65 @@ def _lerobot_items(fs, path: str, url: str, info_meta: dict, storage_options: di
         )
 
 
+def _zarr_items(fs, path: str, full: str, minfo: dict, storage_options: dict | None) -> Iterator[LandingItem]:
+    """One item per episode of a replay buffer (`<store>#<index>`); an unreadable one is one item."""
+    from robodata.ingest.importers.zarr_buffer import episode_ends
+
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        ends = episode_ends(full, storage_options)
+    except Exception:  # its importer quarantines it with the reason
+        yield LandingItem(full + "#0", "zarr", 0, _mtime(minfo), name)
+        return
+    size, total = int(fs.du(path)), int(ends[-1]) if len(ends) else 0
+    for i in range(len(ends)):
+        steps = int(ends[i]) - (int(ends[i - 1]) if i else 0)
+        yield LandingItem(f"{full}#{i}", "zarr", size * steps // max(total, 1), _mtime(minfo), f"{name}#{i:06d}")
+    if not len(ends):  # zero episodes: still a row
+        yield LandingItem(full + "#0", "zarr", 0, _mtime(minfo), name)
+
+
+def _is_tfds(path: str) -> bool:
+    from pathlib import Path
+
+    p = Path(path)
+    return (p / "dataset_info.json").is_file() or any(p.glob("*/dataset_info.json"))
+
+
+def _rlds_items(path: str, full: str, mtime: float, name: str) -> Iterator[LandingItem]:
+    """One item per RLDS episode (TFRecord record): `uri = <dataset>#<shard>:<index>:<offset>`
+    (local datasets: the shards' record headers are read, their data skipped)."""
+    from pathlib import Path
+
+    from robodata.ingest.importers.rlds import list_episodes
+
+    try:
+        eps = list_episodes(Path(path))
+    except Exception:  # its importer quarantines it with the reason
+        eps = []
+    size = int(sum(f.stat().st_size for f in Path(path).rglob("*.tfrecord*")))
+    for e in eps:
+        yield LandingItem(f"{full}#{e}", "rlds", size // len(eps), mtime, f"{name}#{e.rsplit(':', 1)[0]}")
+    if not eps:
+        yield LandingItem(full + "#-:0:0", "rlds", 0, mtime, name)
+
+
+def _hdf5_items(fs, path: str, full: str, size: int, mtime: float, name: str) -> Iterator[LandingItem]:
+    """One item per `data/demo_*` group of a robomimic-style file, else one for the file (an
+    unreadable file too: its importer quarantines it with the reason)."""
+    from robodata.ingest.importers.hdf5 import list_groups
+
+    try:
+        with fs.open(path, "rb") as f:
+            groups = list_groups(f)
+    except Exception:  # h5py: OSError for a truncated file, and others for garbage
+        groups = []
+    for g in groups:
+        yield LandingItem(f"{full}#{g}", "hdf5", size // len(groups), mtime, f"{name}#{g}")
+    if not groups:
+        yield LandingItem(full, "hdf5", size, mtime, name)
+
+
 def scan(url: str, storage_options: dict | None = None, completed_since: float = 0.0) -> Iterator[LandingItem]:
     """Every complete item directly under `url` completed at or after `completed_since` (no
     particular order). Remote URLs without explicit options use the AWS_* variables
@@ -97,17 +164,26 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
         if entry.get("islink"):  # a local symlink: listed like what it points at
             try:
                 entry = {**fs.info(path), "name": path}
-            except OSError:  # dangling
+            except OSError:  # dangling: still an entry, quarantined with its reason
+                if _mtime(entry) >= completed_since:
+                    yield LandingItem(full, "unrecognized", 0, _mtime(entry), name)
                 continue
             escapes = not os.path.realpath(path).startswith(os.path.realpath(root) + os.sep)
         if entry["type"] != "directory":  # a file, or a link fsspec did not follow ("other")
-            if name.endswith(".mcap") and _mtime(entry) >= completed_since:
-                yield LandingItem(full, "mcap", int(entry.get("size") or 0), _mtime(entry), name)
+            if _mtime(entry) < completed_since:
+                continue
+            kind, size = file_kind(name), int(entry.get("size") or 0)
+            if kind == "hdf5" and not escapes:
+                yield from _hdf5_items(fs, path, full, size, _mtime(entry), name)
+            else:
+                yield LandingItem(full, kind, size, _mtime(entry), name)
             continue
         for marker, kind in (
             ("_COMPLETE", "legacy-jpeg"),
             ("metadata.yaml", "ros2-bag"),
             ("meta/info.json", "lerobot"),
+            ("meta/episode_ends/.zarray", "zarr"),  # Zarr v2 replay buffer (diffusion_policy / UMI)
+            ("meta/episode_ends/zarr.json", "zarr"),  # Zarr v3
         ):
             mpath = _join(fs, path, marker)
             try:
@@ -120,9 +196,19 @@ def scan(url: str, storage_options: dict | None = None, completed_since: float =
                 yield LandingItem(full + ("#0" if kind == "lerobot" else ""), kind, 0, _mtime(minfo), name)
             elif kind == "lerobot":
                 yield from _lerobot_items(fs, path, full, minfo, storage_options)
+            elif kind == "zarr":
+                yield from _zarr_items(fs, path, full, minfo, storage_options)
             else:
                 yield LandingItem(full, kind, int(fs.du(path)), _mtime(minfo), name)
             break
+        else:  # a TFDS dataset (dataset_info.json here or in its version folder), or unrecognized
+            if _mtime(entry) < completed_since:
+                continue
+            rlds = not escapes and not objects.is_remote(url) and _is_tfds(path)
+            if rlds:
+                yield from _rlds_items(path, full, _mtime(entry), name)
+            else:  # no importer claims the folder: one unrecognized item (its reason is found when aligned)
+                yield LandingItem(full, "unrecognized", 0, _mtime(entry), name)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """aligned_tracks stage: open every raw episode of a batch, align its clocks, record the result.
 
 A read failure is a fact about that episode (error column, and `failed_check`: the pre-QC check
-it fails), never an exception for the batch: `readable` for what cannot be read, `names_safe`
+it fails), never an exception for the batch: `readable` for what cannot be read, `recognized` for
+a landing entry no importer claims (robodata.ingest.landing.kinds), `names_safe`
 for an unsafe id or stream name (robodata.names), `episode_id_unique` for a second recording
 of an id already in the batch. Of the recordings sharing an id, the first by landing uri is
 kept; the others are quarantined with the winner's uri in their reason, never converted.
@@ -14,6 +15,7 @@ import pyarrow as pa
 from robodata.errors import RobodataError
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.importers import staged_raw
+from robodata.ingest.landing.kinds import unrecognized_reason
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
 from robodata.names import UnsafeNameError
@@ -37,7 +39,7 @@ ALIGNED_SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("decoded_bytes", pa.int64()),  # frames x H x W x 3 over cameras: the conversion work estimate
         ("alignment_json", pa.string()),
-        ("failed_check", pa.string()),  # "" when ok; else readable | names_safe | episode_id_unique
+        ("failed_check", pa.string()),  # "" when ok; else readable | recognized | names_safe | episode_id_unique
     ]
 )
 
@@ -47,8 +49,10 @@ def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
 
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
+    if kind == "unrecognized":  # listed so that it is a row with its reason; never staged or read
+        return _failed(uri, kind, unrecognized_reason(uri), "recognized")
     try:
-        with staged_raw(uri, kind, settings.topic_map, decode_threads=0) as raw:
+        with staged_raw(uri, kind, None, 0, settings.import_options) as raw:
             al = aligned_tracks(raw)
     except UnsafeNameError as exc:
         return _failed(uri, kind, str(exc), "names_safe")
@@ -120,10 +124,13 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
     duplicates = refuse_duplicate_ids(rows, batch)
     paths.replace("aligned_tracks", pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
+    unrecognized = [r for r in rows if r["failed_check"] == "recognized"]
     return {
         "episodes": len(rows),
         "aligned": len(ok),
-        "unreadable": len(rows) - len(ok) - duplicates,
+        "unreadable": len(rows) - len(ok) - duplicates - len(unrecognized),
         "duplicate_ids": duplicates,
+        "unrecognized": len(unrecognized),
+        "unrecognized_reasons": [r["error"] for r in unrecognized[:10]],
         "max_alignment_error_ms": round(max((r["alignment_error_ms"] for r in ok), default=0.0), 4),
     }

@@ -33,6 +33,8 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         for p in ch.parts:
             counts[p.stream] = counts.get(p.stream, 0) + p.count
     success = m.extra.get("success")
+    state = m.streams.get(main)
+    action = m.streams.get("cmd")
     return {
         "episode_id": m.episode_id,
         "uri": c["container_uri"],
@@ -55,6 +57,15 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         "size_bytes": int(r.source.size()),
         "footer_offset": r.footer_offset,
         "footer_length": r.footer_length,
+        "robot_type": str(m.extra.get("robot_type") or ""),
+        "source_format": str(m.extra.get("source") or ""),
+        "source_dataset": str(m.extra.get("source_dataset") or ""),
+        "state_dim": int(state.shape[0]) if state is not None and state.shape else None,
+        "action_dim": int(action.shape[0]) if action is not None and action.shape else None,
+        "state_names": list(state.names) if state is not None else [],
+        "action_names": list(action.names) if action is not None else [],
+        "control_hz": float(state.rate_hz) if state is not None and state.rate_hz else None,
+        "language": str(m.extra.get("language") or ""),
     }
 
 
@@ -81,6 +92,15 @@ def _row_from_alignment(a: dict, batch: str) -> dict:
         "size_bytes": 0,
         "footer_offset": 0,
         "footer_length": 0,
+        "robot_type": "",
+        "source_format": a.get("source") or a.get("kind") or "",
+        "source_dataset": "",
+        "state_dim": None,
+        "action_dim": None,
+        "state_names": None,
+        "action_names": None,
+        "control_hz": None,
+        "language": "",
     }
 
 

@@ -63,7 +63,7 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
         al = AlignedTracks.from_json(j["alignment_json"])
         dest = j["container"]
         with (
-            staged_raw(j["uri"], j["kind"], s.topic_map, s.decode_threads) as raw,
+            staged_raw(j["uri"], j["kind"], None, s.decode_threads, s.import_options) as raw,
             objects.local_output(dest, StorageLocation.from_env(s.root).fsspec_options()) as out,
         ):
             res = convert(raw, al, out, s.video)

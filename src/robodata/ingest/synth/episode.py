@@ -19,6 +19,9 @@ JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "
 TASKS = ("fold_napkin", "pick_place", "wipe_table", "stack_cups")
 
 
+SYNTH_FORMATS = ("jpeg", "mcap", "ros1-bag", "ros2-bag-custom", "hdf5-aloha", "hdf5-robomimic", "zarr", "rlds")
+
+
 @dataclass(frozen=True)
 class SynthConfig:
     episodes: int = 4
@@ -32,7 +35,7 @@ class SynthConfig:
     clock_offset_max_s: float = 0.05  # per-device clock offset vs the robot clock
     drop_prob: float = 0.0  # probability a frame is dropped
     jpeg_quality: int = 90
-    format: str = "jpeg"  # jpeg | mcap
+    format: str = "jpeg"  # one of SYNTH_FORMATS (robodata.ingest.synth.synthesize)
     site: str = "site-a"
     robots: tuple[str, ...] = ("robot-01", "robot-02")
     vendor: str = "inhouse"
@@ -49,7 +52,7 @@ class SynthConfig:
         require(0 <= self.jitter_frac < 0.5, "jitter_frac must be in [0, 0.5)")
         require(0 <= self.drop_prob < 1, "drop_prob must be in [0, 1)")
         require(1 <= self.jpeg_quality <= 100, "jpeg_quality must be in [1, 100]")
-        require(self.format in ("jpeg", "mcap"), f"format must be jpeg or mcap, got {self.format!r}")
+        require(self.format in SYNTH_FORMATS, f"format must be one of {SYNTH_FORMATS}, got {self.format!r}")
 
 
 @dataclass

@@ -38,6 +38,16 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str) -> 
             c.mux(p)
 
 
+def _png(rgb: np.ndarray) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def _episode(index: int, n: int, h: int, w: int, cams: tuple[str, ...], seed: int):
     rng = np.random.default_rng([seed, index])
     t = np.arange(n)
@@ -60,7 +70,10 @@ def write_lerobot(
     cameras: tuple[str, ...] = ("top", "wrist"),
     seed: int = 0,
     task: str = "pick_place",
+    image_cameras: tuple[str, ...] = (),
 ) -> Path:
+    """`image_cameras`: cameras stored as `dtype: image` features, PNG bytes in the parquet
+    (struct<bytes, path>, as Hugging Face datasets' Image feature writes them), not as videos."""
     root = Path(root)
     (root / "meta").mkdir(parents=True, exist_ok=True)
     n = frames_per_episode
@@ -73,6 +86,12 @@ def write_lerobot(
         }
         for c in cameras
     }
+    for c in image_cameras:
+        feats[f"observation.images.{c}"] = {
+            "dtype": "image",
+            "shape": [height, width, 3],
+            "names": ["height", "width", "channels"],
+        }
     feats["observation.state"] = {"dtype": "float32", "shape": [6], "names": [f"j{i}" for i in range(6)]}
     feats["action"] = {"dtype": "float32", "shape": [6], "names": [f"j{i}" for i in range(6)]}
     for k in ("timestamp",):
@@ -83,9 +102,17 @@ def write_lerobot(
     ep_rows: list[dict[str, object]] = []
     vids: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
     for e in range(episodes):
-        state, action, frames = _episode(e, n, height, width, cameras, seed)
+        state, action, frames = _episode(e, n, height, width, cameras + image_cameras, seed)
+        images = {
+            f"observation.images.{c}": pa.array(
+                [{"bytes": _png(x), "path": f"frame_{i:06d}.png"} for i, x in enumerate(frames[c])],
+                pa.struct([("bytes", pa.binary()), ("path", pa.string())]),
+            )
+            for c in image_cameras
+        }
         tbl = pa.table(
             {
+                **images,
                 "observation.state": pa.array(list(state), pa.list_(pa.float32())),
                 "action": pa.array(list(action), pa.list_(pa.float32())),
                 "timestamp": pa.array(np.arange(n) / fps, pa.float32()),

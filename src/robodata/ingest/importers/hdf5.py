@@ -1,0 +1,169 @@
+"""HDF5 episodes (h5py) -> RawEpisode: ALOHA / ACT `episode_N.hdf5` (one episode a file) and
+robomimic / LIBERO `demo.hdf5` (one episode per `data/demo_N` group, uri `<file>#data/demo_N`),
+other layouts by a declared key map (robodata.ingest.importers.keymap).
+
+Camera datasets are read lazily, a chunk of frames at a time (bounded memory): raw uint8
+(N, H, W, 3), or encoded (ALOHA's padded JPEG rows with `compress_len`, or variable-length bytes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from robodata.codecs.image import image_shape
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, decode_encoded, guarded, to_raw
+from robodata.ingest.importers.keymap import KeyMap, choose
+from robodata.ingest.importers.layout import KeyInfo, is_image, plan
+from robodata.ingest.raw import RawEpisode, RawEpisodeError
+
+BLOCK = 16  # frames per read when a dataset is not chunked
+
+
+def list_groups(fileobj) -> list[str]:
+    """Episode groups of a robomimic-style file (`data/demo_*`), [] for a one-episode file."""
+    import h5py
+
+    with h5py.File(fileobj, "r") as f:
+        data = f.get("data")
+        if not isinstance(data, h5py.Group):
+            return []
+        return sorted((f"data/{k}" for k in data if isinstance(data[k], h5py.Group)), key=_natural)
+
+
+def _natural(s: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in __import__("re").split(r"(\d+)", s))
+
+
+def _keys(group) -> dict[str, KeyInfo]:
+    import h5py
+
+    out: dict[str, KeyInfo] = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            dt = obj.dtype
+            out[name] = KeyInfo(tuple(obj.shape), "O" if dt.kind == "O" else f"{dt.kind}{dt.itemsize}")
+
+    group.visititems(visit)
+    return out
+
+
+def _attr(f, group, dotted: str) -> str:
+    """An attribute (JSON strings descended into by the dotted rest), on the group or the file."""
+    head, _, rest = dotted.partition(".")
+    for obj in (group, f):
+        v = obj.attrs.get(head)
+        if v is None:
+            continue
+        v = v.decode() if isinstance(v, bytes) else v
+        if rest:
+            try:
+                v = json.loads(v) if isinstance(v, str) else v
+                for part in rest.split("."):
+                    v = v[part]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+        return str(v)
+    return ""
+
+
+def _fps(f, group, km: KeyMap) -> float:
+    for obj in (group, f):
+        for k in ("fps", "control_hz", "control_freq"):
+            if k in obj.attrs:
+                return float(obj.attrs[k])
+    env = _attr(f, group.parent if group.name != "/" else group, "env_args.env_kwargs.control_freq")
+    return float(env) if env else (km.fps or 10.0)
+
+
+def _camera_reader(path: Path, group: str, key: str, where: str):
+    def frames() -> Iterator:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            g = f[group] if group else f
+            ds = g[key]
+            lens = None
+            if ds.ndim == 2 and "compress_len" in f:  # ALOHA: one row of lengths per camera, in key order
+                cams = list(f["observations/images"]) if "observations/images" in f else []
+                name = key.rsplit("/", 1)[-1]
+                lens = f["compress_len"][cams.index(name)] if name in cams else None
+            step = (ds.chunks[0] if ds.chunks else BLOCK) or BLOCK
+            for lo in range(0, ds.shape[0], step):
+                block = ds[lo : lo + step]
+                for j, row in enumerate(block):
+                    i = lo + j
+                    if ds.ndim == 4:
+                        yield as_rgb(row, f"{where} {key} frame {i}")
+                    else:
+                        data = row[: int(lens[i])] if lens is not None else row
+                        yield decode_encoded(bytes(data), f"{where} {key} frame {i}")
+
+    return frames
+
+
+def _shape(g, key: str, where: str) -> tuple[int, int]:
+    ds = g[key]
+    if ds.ndim == 4:
+        h, w = (ds.shape[1], ds.shape[2]) if ds.shape[3] in (1, 3) else (ds.shape[2], ds.shape[3])
+        return int(h), int(w)
+    if ds.shape[0] == 0:
+        return 0, 0
+    row = ds[0]
+    h, w, _ = image_shape(decode_encoded(bytes(row), f"{where} {key} frame 0"))
+    return h, w
+
+
+def open_hdf5(uri: str, key_map: str = "") -> RawEpisode:
+    return guarded(_open, uri, key_map, "HDF5")
+
+
+def _open(uri: str, key_map: str) -> RawEpisode:
+    import h5py
+
+    base, _, group = uri.partition("#")
+    path = Path(base)
+    item = path.name + (f"#{group}" if group else "")
+    where = f"{path}" + (f"#{group}" if group else "")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise RawEpisodeError(f"{path}: not a readable HDF5 file (truncated? {exc})") from None
+    with f:
+        if group and group not in f:
+            raise RawEpisodeError(f"{where}: no group {group!r} in the file")
+        g = f[group] if group else f
+        km = choose("hdf5", item, key_map)
+        keys = _keys(g)
+        lay = plan(km, keys, where)
+        arrays = {}
+        for stream, key in lay.arrays.items():
+            v = np.asarray(g[key][()])
+            if v.ndim == 0:
+                raise RawEpisodeError(f"{where}: key {key!r} is a scalar, expected one row per step")
+            arrays[stream] = (v, ())
+        cameras = {}
+        for stream, key in lay.cameras.items():
+            h, w = _shape(g, key, where)
+            cameras[stream] = (int(g[key].shape[0]), h, w, _camera_reader(path, group, key, where))
+        lang = _attr(f, g, km.language) if km.language else ""
+        if km.language and not lang and km.language in keys and not is_image(keys[km.language]):
+            v = g[km.language][()]
+            lang = v.decode() if isinstance(v, bytes) else str(v)
+        ep = StepEpisode(
+            f"{path.stem}-{group.rsplit('/', 1)[-1]}" if group else path.stem,
+            "hdf5",
+            uri,
+            _fps(f, g, km),
+            arrays,
+            cameras,
+            robot=km.robot_type,
+            task=lang,
+            source_dataset=path.name if group else path.parent.name,
+            epoch_ns=int(path.stat().st_mtime * 1e9),
+        )
+    return to_raw(ep)

@@ -1,0 +1,138 @@
+"""RLDS / TFDS datasets (Open X-Embodiment, DROID, BridgeData V2) without TensorFlow -> RawEpisode.
+
+A TFDS dataset folder holds `dataset_info.json`, `features.json` and TFRecord shards
+(`<name>-<split>.tfrecord-NNNNN-of-MMMMM`); each record is one RLDS episode, a tf.train.Example
+whose `steps/<key>` features hold every step's values back to back (robodata.ingest.importers.tfrecord).
+Item uri `<dataset>#<shard file>:<record index>`. Streams by key map (keys relative to `steps/`:
+`observation/image` -> camera `image`, `observation/state`, `action`, `language_instruction`),
+OXE's per-dataset key differences by a declared map (robodata.ingest.importers.keymap).
+Images are decoded per step on the way to the encoder; is_first / is_last frame the episode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from robodata.codecs.image import image_shape
+from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, guarded, to_raw
+from robodata.ingest.importers.keymap import choose
+from robodata.ingest.importers.layout import KeyInfo, plan
+from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
+from robodata.ingest.raw import RawEpisode, RawEpisodeError
+from robodata.names import confine
+
+SKIP = ("is_first", "is_last", "is_terminal")
+
+
+def dataset_dir(root: Path) -> Path:
+    """The folder holding dataset_info.json: the item itself or its one version folder."""
+    if (root / "dataset_info.json").is_file():
+        return root
+    found = sorted(p.parent for p in root.glob("*/dataset_info.json"))
+    if not found:
+        raise RawEpisodeError(f"{root}: no dataset_info.json (not a TFDS dataset folder)")
+    return found[-1]  # the newest version
+
+
+def shards(root: Path) -> list[Path]:
+    return sorted(p for p in dataset_dir(root).iterdir() if ".tfrecord" in p.name and p.is_file())
+
+
+def list_episodes(root: Path) -> list[str]:
+    """`<shard>:<index>:<offset>` of every record (a truncated shard's cut record too: its import
+    quarantines it with the reason)."""
+    out = []
+    for s in shards(root):
+        with open(s, "rb") as f:
+            offsets = record_offsets(f)
+        rel = s.relative_to(root)
+        out += [f"{rel}:{i}:{off}" for i, off in enumerate(offsets)]
+    return out
+
+
+def _steps(feats: dict, where: str) -> int:
+    first, last = feats.get("steps/is_first"), feats.get("steps/is_last")
+    if first is None or last is None:
+        raise RawEpisodeError(f"{where}: missing key 'steps/is_first' / 'steps/is_last' (not an RLDS episode)")
+    n = len(first)
+    if n == 0:
+        raise RawEpisodeError(f"{where}: zero steps")
+    if len(last) != n or not first[0] or not last[-1] or np.count_nonzero(first) != 1:
+        raise RawEpisodeError(f"{where}: is_first / is_last do not frame one episode of {n} steps")
+    return n
+
+
+def open_rlds(uri: str, key_map: str = "") -> RawEpisode:
+    return guarded(_open, uri, key_map, "RLDS episode")
+
+
+def _open(uri: str, key_map: str) -> RawEpisode:
+    base, _, frag = uri.partition("#")
+    root = Path(base)
+    try:
+        rel, idx, off = frag.rsplit(":", 2)
+        index, offset = int(idx), int(off)
+    except ValueError:
+        raise RawEpisodeError(f"{uri}: item fragment {frag!r} is not <shard>:<index>:<offset>") from None
+    shard = confine(root, rel, field="TFRecord shard", source=root)
+    where = f"{shard} episode {index}"
+    feats = parse_example(read_record(shard, offset), where)
+    n = _steps(feats, where)
+    keys: dict[str, KeyInfo] = {}
+    for k, v in feats.items():
+        if not k.startswith("steps/") or k.rsplit("/", 1)[-1] in SKIP:
+            continue
+        key = k[len("steps/") :]
+        if isinstance(v, list):
+            keys[key] = KeyInfo((len(v),), "O")
+        else:
+            if len(v) % n:
+                raise RawEpisodeError(f"{where}: steps/{key} holds {len(v)} values, not a multiple of {n} steps")
+            keys[key] = KeyInfo((n, len(v) // n), f"{v.dtype.kind}{v.dtype.itemsize}")
+    km = choose("rlds", f"{root.name}#{frag}", key_map)
+    lang = ""
+    if km.language and isinstance(feats.get(f"steps/{km.language}"), list) and feats[f"steps/{km.language}"]:
+        lang = feats[f"steps/{km.language}"][0].decode("utf-8", "replace")
+        keys.pop(km.language, None)
+    lay = plan(km, keys, where)
+    arrays = {s: (np.asarray(feats[f"steps/{k}"]).reshape(n, -1), ()) for s, k in lay.arrays.items()}
+    cameras: dict[str, CameraSource] = {}
+    for s, k in lay.cameras.items():
+        imgs = feats[f"steps/{k}"]
+        if not isinstance(imgs, list) or len(imgs) != n:
+            raise RawEpisodeError(f"{where}: camera steps/{k} has {len(imgs)} images for {n} steps")
+        first = decode_encoded(imgs[0], f"{where} steps/{k} step 0")
+        h, w = image_shape(first)[:2]
+
+        def frames(imgs: list = imgs, k: str = k) -> Iterator:
+            for i, b in enumerate(imgs):
+                yield decode_encoded(b, f"{where} steps/{k} step {i}")
+
+        cameras[s] = (n, int(h), int(w), frames)
+    info = _info(root)
+    shard_no = [p.name for p in shards(root)].index(shard.name) if shard.name in {p.name for p in shards(root)} else 0
+    ep = StepEpisode(
+        f"{root.name}-{shard_no:05d}-{index:06d}",
+        "rlds",
+        uri,
+        float(km.fps or 10.0),
+        arrays,
+        cameras,
+        robot=km.robot_type,
+        task=lang,
+        source_dataset=str(info.get("name") or root.name),
+        epoch_ns=int(shard.stat().st_mtime * 1e9),
+    )
+    return to_raw(ep)
+
+
+def _info(root: Path) -> dict:
+    try:
+        doc = json.loads((dataset_dir(root) / "dataset_info.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -1,0 +1,109 @@
+"""Zarr replay buffers (diffusion_policy / UMI) -> RawEpisode, one per episode range.
+
+Layout: `data/<key>` arrays concatenated over episodes (images (N, H, W, 3) uint8, chunked a
+frame or a few at a time), `meta/episode_ends` (cumulative step counts). Item uri
+`<store>#<episode index>`; streams by key map (robodata.ingest.importers.keymap). Images
+are read chunk by chunk inside the episode's range (bounded memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, guarded, to_raw
+from robodata.ingest.importers.keymap import choose
+from robodata.ingest.importers.layout import KeyInfo, plan
+from robodata.ingest.raw import RawEpisode, RawEpisodeError
+
+BLOCK = 16
+
+
+def _open_group(store: str, storage_options: dict | None = None):
+    import zarr
+
+    try:
+        return zarr.open_group(store, mode="r", storage_options=storage_options or None)
+    except Exception as exc:  # zarr: GroupNotFoundError, FileNotFoundError, JSON errors
+        raise RawEpisodeError(f"{store}: not a readable Zarr store ({type(exc).__name__}: {exc})") from None
+
+
+def episode_ends(store: str, storage_options: dict | None = None) -> np.ndarray:
+    g = _open_group(store, storage_options)
+    try:
+        ends = np.asarray(g["meta/episode_ends"][:], np.int64).reshape(-1)
+    except Exception as exc:
+        raise RawEpisodeError(f"{store}: meta/episode_ends unreadable ({type(exc).__name__}: {exc})") from None
+    if len(ends) and (np.any(np.diff(ends) < 0) or ends[0] < 0):
+        raise RawEpisodeError(f"{store}: meta/episode_ends must be non-decreasing counts, got {ends[:8].tolist()}")
+    return ends
+
+
+def _keys(g) -> dict[str, KeyInfo]:
+    data = g.get("data")
+    if data is None:
+        return {}
+    out = {}
+    for name, arr in sorted(data.arrays()):
+        dt = np.dtype(arr.dtype)
+        out[name] = KeyInfo(tuple(arr.shape), f"{dt.kind}{dt.itemsize}")
+    return out
+
+
+def _reader(store: str, key: str, lo: int, hi: int, where: str):
+    def frames() -> Iterator:
+        arr = _open_group(store)["data"][key]
+        step = max(1, int(arr.chunks[0]) if arr.chunks else BLOCK)
+        for a in range(lo, hi, step):
+            block = np.asarray(arr[a : min(hi, a + step)])
+            for j, row in enumerate(block):
+                yield as_rgb(row, f"{where} data/{key} step {a + j}")
+
+    return frames
+
+
+def open_zarr(uri: str, key_map: str = "") -> RawEpisode:
+    return guarded(_open, uri, key_map, "Zarr episode")
+
+
+def _open(uri: str, key_map: str) -> RawEpisode:
+    store, _, frag = uri.partition("#")
+    path = Path(store)
+    try:
+        index = int(frag or 0)
+    except ValueError:
+        raise RawEpisodeError(f"{uri}: episode index {frag!r} is not a number") from None
+    ends = episode_ends(store)
+    if not 0 <= index < len(ends):
+        raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
+    lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
+    g = _open_group(store)
+    km = choose("zarr", f"{path.name}#{index}", key_map)
+    keys = _keys(g)
+    lay = plan(km, keys, uri)
+    for key, info in keys.items():
+        if (key in lay.arrays.values() or key in lay.cameras.values()) and info.shape[0] < hi:
+            raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
+    arrays = {s: (np.asarray(g["data"][k][lo:hi]), ()) for s, k in lay.arrays.items()}
+    cameras = {}
+    for s, k in lay.cameras.items():
+        shape = keys[k].shape
+        if len(shape) != 4:
+            raise RawEpisodeError(f"{uri}: camera data/{k} has shape {shape}, expected (N, H, W, 3)")
+        h, w = (shape[1], shape[2]) if shape[3] in (1, 3) else (shape[2], shape[3])
+        cameras[s] = (hi - lo, int(h), int(w), _reader(store, k, lo, hi, uri))
+    fps = float(g.attrs.get("fps", 0) or km.fps or 10.0)
+    ep = StepEpisode(
+        f"{path.stem}-{index:06d}",
+        "zarr",
+        uri,
+        fps,
+        arrays,
+        cameras,
+        robot=km.robot_type,
+        source_dataset=path.name,
+        epoch_ns=int(path.stat().st_mtime * 1e9) if path.exists() else 0,
+    )
+    return to_raw(ep)
