@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# CPU build from local disk; never let a resolver pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[platform,dev]'
+	$(PY) -m pip install -q -e '.[platform,dev,viz]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,0 +1,231 @@
+"""Log one episode to a Rerun recording, chunk by chunk (memory bounded by the chunk size).
+
+Entity paths (timeline `episode_time`, a duration, = the container's t_ns):
+    cameras/<stream>          VideoStream: the container's own samples (robodata.viz.samples)
+    streams/<stream>          Scalars, one series per component, named by the stream's `names`
+    events/<stream>           TextLog per event
+    qc                        TextLog per QC outcome at the time it refers to (robodata.viz.qc)
+    notes                     TextLog of what the viewer changed (re-encoded parts)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import rerun as rr
+
+from robodata.container import EpisodeReader
+from robodata.container.format import ChunkInfo, PartInfo
+from robodata.container.meta import StreamSpec
+from robodata.viz.qc import QcFinding, StreamMarks, finding_time
+from robodata.viz.reencode import reencode_part
+from robodata.viz.samples import SampleMuxer, Samples, in_presentation_order, is_annexb
+
+TIMELINE = "episode_time"
+_RR_CODECS = {"h264": rr.VideoCodec.H264, "hevc": rr.VideoCodec.H265, "av1": rr.VideoCodec.AV1}
+
+
+@dataclass
+class ViewStats:
+    """What one `log_episode` wrote."""
+
+    frames: dict[str, int] = field(default_factory=dict)  # video samples per camera
+    scalars: dict[str, int] = field(default_factory=dict)  # rows per array stream
+    events: int = 0
+    reencoded_frames: int = 0
+    qc_annotations: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def camera_path(stream: str) -> str:
+    return f"cameras/{stream}"
+
+
+def stream_path(stream: str) -> str:
+    return f"streams/{stream}"
+
+
+def event_path(stream: str) -> str:
+    return f"events/{stream}"
+
+
+def _times(t_ns: np.ndarray) -> rr.TimeColumn:
+    return rr.TimeColumn(TIMELINE, duration=np.asarray(t_ns, dtype=np.int64).astype("timedelta64[ns]"))
+
+
+def _series_names(spec: StreamSpec, width: int) -> list[str]:
+    if len(spec.names) == width:
+        return [str(n) for n in spec.names]
+    return [spec.name] if width == 1 else [f"{spec.name}[{i}]" for i in range(width)]
+
+
+class EpisodeLogger:
+    """Logs an open container's streams to `rec` (see the module docstring)."""
+
+    def __init__(self, reader: EpisodeReader, rec: rr.RecordingStream, streams: list[str] | None = None):
+        self.reader = reader
+        self.rec = rec
+        self.streams = list(reader.meta.streams) if streams is None else list(streams)
+        self.stats = ViewStats()
+        self.marks = StreamMarks()
+        self._muxers: dict[str, SampleMuxer] = {}
+
+    def log_static(self) -> None:
+        meta = self.reader.meta
+        for s in self.streams:
+            spec = meta.streams[s]
+            if spec.kind == "video":
+                video = self.reader.layout.group_of(s).video
+                assert video is not None
+                self.rec.log(camera_path(s), rr.VideoStream(codec=_RR_CODECS.get(video.codec, rr.VideoCodec.H264)), static=True)
+                self._muxers[s] = SampleMuxer(video.codec, self.reader.codec_extradata(s))
+            elif spec.kind == "array":
+                width = int(np.prod(spec.shape)) if spec.shape else 1
+                self.rec.log(stream_path(s), rr.SeriesLines(names=_series_names(spec, width)), static=True)
+        info = {k: getattr(meta, k) for k in ("episode_id", "robot", "site", "task", "vendor", "duration_s")}
+        text = "\n".join(f"- **{k}**: {v}" for k, v in info.items())
+        self.rec.log("episode", rr.TextDocument(text, media_type=rr.MediaType.MARKDOWN), static=True)
+
+    def chunks(self, t0: float = 0.0, t1: float = float("inf")) -> list[ChunkInfo]:
+        """The chunks holding the wanted streams in [t0, t1], in file order."""
+        lo, hi = self.reader._ns(t0), self.reader._ns(t1)
+        want = set(self.streams)
+        return [c for c in self.reader.chunks if c.t_end >= lo and c.t_start <= hi and want & set(c.streams)]
+
+    def log_chunk(self, chunk: ChunkInfo, lo_ns: int, hi_ns: int) -> None:
+        """Read, verify and log one chunk's wanted parts (samples with lo_ns <= t <= hi_ns)."""
+        ranges = {p.stream: (chunk.t_start, chunk.t_end) for p in chunk.parts if p.stream in self.streams}
+        for c, part, blob in self.reader.fetch_parts(ranges):
+            if c.index != chunk.index:
+                continue
+            table = self.reader.part_table(c, part, blob)
+            spec = self.reader.meta.streams[part.stream]
+            if spec.kind == "video":
+                self._log_video(spec, c, part, table, lo_ns, hi_ns)
+                continue
+            t = table.column("t_ns").to_numpy()
+            keep = (t >= lo_ns) & (t <= hi_ns)
+            if spec.kind == "events":
+                self._log_events(spec, t[keep], np.asarray(table.column("label").to_pylist(), dtype=object)[keep])
+            else:
+                self._log_array(spec, t[keep], _array_values(table, spec)[keep])
+
+    def _log_video(self, spec: StreamSpec, chunk: ChunkInfo, part: PartInfo, table: Any, lo: int, hi: int) -> None:
+        s = spec.name
+        muxer = self._muxers[s]
+        first = table.column("data")[0].as_py()
+        playable = in_presentation_order(table) and (muxer.codec == "av1" or is_annexb(first) or muxer.has_lengths)
+        if playable:
+            samples = muxer.samples(table)
+        else:
+            samples = reencode_part(muxer.codec, self.reader.codec_extradata(s), table, spec.shape, spec.rate_hz)
+            self.stats.reencoded_frames += len(samples.data)
+            note = f"{s}: chunk {chunk.index} re-encoded as H.264 without B-frames ({len(samples.data)} frames)"
+            self.stats.notes.append(note)
+            self.rec.log("notes", rr.TextLog(note, level=rr.TextLogLevel.WARN))
+            if muxer.codec != "h264":  # the entity's codec is fixed: from now on every part is re-encoded H.264
+                self.rec.log(camera_path(s), rr.VideoStream(codec=rr.VideoCodec.H264), static=True)
+                muxer.codec = "h264"
+        # a window keeps its parts' samples from the keyframe on, so the first frame decodes
+        samples = _clip(samples, lo, hi)
+        if not len(samples.data):
+            return
+        self.rec.send_columns(
+            camera_path(s),
+            indexes=[_times(samples.t_ns)],
+            columns=rr.VideoStream.columns(sample=samples.data, is_keyframe=samples.key),
+        )
+        self.stats.frames[s] = self.stats.frames.get(s, 0) + len(samples.data)
+        self.marks.see(s, samples.t_ns, None)
+
+    def _log_array(self, spec: StreamSpec, t: np.ndarray, values: np.ndarray) -> None:
+        if not len(t):
+            return
+        flat = values.reshape(len(t), -1).astype(np.float64)
+        width = flat.shape[1]
+        self.rec.send_columns(
+            stream_path(spec.name),
+            indexes=[_times(t)],
+            columns=rr.Scalars.columns(scalars=flat.ravel()).partition([width] * len(t)),
+        )
+        self.stats.scalars[spec.name] = self.stats.scalars.get(spec.name, 0) + len(t)
+        self.marks.see(spec.name, t, flat)
+
+    def _log_events(self, spec: StreamSpec, t: np.ndarray, labels: np.ndarray) -> None:
+        if not len(t):
+            return
+        self.rec.send_columns(
+            event_path(spec.name), indexes=[_times(t)], columns=rr.TextLog.columns(text=[str(x) for x in labels])
+        )
+        self.stats.events += len(t)
+
+    def log_qc(self, findings: list[QcFinding]) -> None:
+        """Each QC outcome as a TextLog at the time it refers to (see robodata.viz.qc)."""
+        for f in findings:
+            t_ns = finding_time(f, self.marks)
+            self.rec.set_time(TIMELINE, duration=np.timedelta64(t_ns, "ns"))
+            level = rr.TextLogLevel.INFO if f.passed else (rr.TextLogLevel.ERROR if f.blocking else rr.TextLogLevel.WARN)
+            verdict = "pass" if f.passed else ("FAIL" if f.blocking else "warn")
+            self.rec.log("qc", rr.TextLog(f"[{f.stage}] {f.check}: {verdict}{': ' + f.reason if f.reason else ''}", level=level))
+            self.stats.qc_annotations += 1
+        self.rec.reset_time()
+
+
+def _array_values(table: Any, spec: StreamSpec) -> np.ndarray:
+    """(N, width) values of a verified array part table (its value column is a fixed-size list)."""
+    flat = table.column("value").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(table.num_rows, -1)
+
+
+def _clip(s: Samples, lo: int, hi: int) -> Samples:
+    inside = (s.t_ns >= lo) & (s.t_ns <= hi)
+    if inside.all():
+        return s
+    idx = np.nonzero(inside)[0]
+    if not len(idx):
+        return Samples(s.t_ns[:0], s.pts[:0], s.key[:0], [])
+    keys = np.nonzero(s.key[: idx[0] + 1])[0]
+    start = int(keys[-1]) if len(keys) else 0
+    end = int(idx[-1]) + 1
+    return Samples(s.t_ns[start:end], s.pts[start:end], s.key[start:end], s.data[start:end])
+
+
+def log_episode(
+    reader: EpisodeReader,
+    rec: rr.RecordingStream,
+    *,
+    t0: float = 0.0,
+    t1: float = float("inf"),
+    streams: list[str] | None = None,
+    qc: list[QcFinding] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ViewStats:
+    """Log an episode's streams in [t0, t1] s to `rec`, one chunk at a time.
+
+    Args:
+        reader: the open container.
+        rec: the Rerun recording (saving, spawned or connected).
+        t0, t1: the window in seconds since the episode's start (default: all of it).
+        streams: the streams to log (default: all).
+        qc: QC outcomes to annotate (robodata.viz.qc.read_qc), or None.
+        progress: called with 1 after each chunk.
+
+    Returns:
+        ViewStats: frames per camera, rows per array stream, events, re-encoded frames, notes.
+
+    Raises:
+        ContainerError: any byte read is corrupt or does not hold what its index entry says.
+    """
+    log = EpisodeLogger(reader, rec, streams)
+    log.log_static()
+    lo, hi = reader._ns(t0), reader._ns(t1)
+    for c in log.chunks(t0, t1):
+        log.log_chunk(c, lo, hi)
+        if progress is not None:
+            progress(1)
+    if qc:
+        log.log_qc(qc)
+    return log.stats
