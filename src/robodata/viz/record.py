@@ -72,6 +72,7 @@ class EpisodeLogger:
         self.stats = ViewStats()
         self.marks = StreamMarks()
         self._muxers: dict[str, SampleMuxer] = {}
+        self._reencode: set[str] = set()  # cameras logged as re-encoded H.264 (their layout has B-frames)
 
     def log_static(self) -> None:
         meta = self.reader.meta
@@ -80,7 +81,10 @@ class EpisodeLogger:
             if spec.kind == "video":
                 video = self.reader.layout.group_of(s).video
                 assert video is not None
-                self.rec.log(camera_path(s), rr.VideoStream(codec=_RR_CODECS.get(video.codec, rr.VideoCodec.H264)), static=True)
+                if video.bframes:
+                    self._reencode.add(s)
+                codec = rr.VideoCodec.H264 if video.bframes else _RR_CODECS[video.codec]
+                self.rec.log(camera_path(s), rr.VideoStream(codec=codec), static=True)
                 self._muxers[s] = SampleMuxer(video.codec, self.reader.codec_extradata(s))
             elif spec.kind == "array":
                 width = int(np.prod(spec.shape)) if spec.shape else 1
@@ -118,19 +122,22 @@ class EpisodeLogger:
         muxer = self._muxers[s]
         first = table.column("data")[0].as_py()
         playable = in_presentation_order(table) and (muxer.codec == "av1" or is_annexb(first) or muxer.has_lengths)
-        if playable:
-            samples = muxer.samples(table)
+        if not playable and s not in self._reencode and muxer.codec != "h264":
+            # the entity's codec is one for all its samples: from here on every part is re-encoded
+            self.rec.log(camera_path(s), rr.VideoStream(codec=rr.VideoCodec.H264), static=True)
+            self._reencode.add(s)
+        if playable and s not in self._reencode:
+            samples = _clip(muxer.samples(table), lo, hi)
         else:
-            samples = reencode_part(muxer.codec, self.reader.codec_extradata(s), table, spec.shape, spec.rate_hz)
+            extradata = self.reader.codec_extradata(s)
+            samples = reencode_part(muxer.codec, extradata, table, spec.shape, spec.rate_hz, (lo, hi))
             self.stats.reencoded_frames += len(samples.data)
-            note = f"{s}: chunk {chunk.index} re-encoded as H.264 without B-frames ({len(samples.data)} frames)"
+            why = "B-frames" if not in_presentation_order(table) else "not Annex B"
+            note = f"{s}: chunk {chunk.index} re-encoded as H.264 ({why}; {len(samples.data)} frames)"
             self.stats.notes.append(note)
+            self.rec.set_time(TIMELINE, duration=np.timedelta64(max(chunk.t_start, lo), "ns"))
             self.rec.log("notes", rr.TextLog(note, level=rr.TextLogLevel.WARN))
-            if muxer.codec != "h264":  # the entity's codec is fixed: from now on every part is re-encoded H.264
-                self.rec.log(camera_path(s), rr.VideoStream(codec=rr.VideoCodec.H264), static=True)
-                muxer.codec = "h264"
-        # a window keeps its parts' samples from the keyframe on, so the first frame decodes
-        samples = _clip(samples, lo, hi)
+            self.rec.reset_time()
         if not len(samples.data):
             return
         self.rec.send_columns(
@@ -181,6 +188,7 @@ def _array_values(table: Any, spec: StreamSpec) -> np.ndarray:
 
 
 def _clip(s: Samples, lo: int, hi: int) -> Samples:
+    """The samples in [lo, hi] ns, from the keyframe at or before lo on (so the first decodes)."""
     inside = (s.t_ns >= lo) & (s.t_ns <= hi)
     if inside.all():
         return s

@@ -12,9 +12,17 @@ from robodata.codecs.video import VideoDecoder, VideoEncoder
 from robodata.viz.samples import Samples
 
 
-def reencode_part(codec: str, extradata: bytes, packets: pa.Table, shape: tuple[int, ...], rate_hz: float) -> Samples:
-    """One part's frames, decoded and re-encoded as H.264 (Annex B, parameter sets in front of
-    the keyframe), in presentation order with the part's own pts and times."""
+def reencode_part(
+    codec: str,
+    extradata: bytes,
+    packets: pa.Table,
+    shape: tuple[int, ...],
+    rate_hz: float,
+    window: tuple[int, int] = (-(1 << 63), (1 << 63) - 1),
+) -> Samples:
+    """The part's frames with window[0] <= t_ns <= window[1], decoded and re-encoded as H.264
+    (Annex B, parameter sets in front of the first, key, frame), in presentation order with the
+    part's own pts and times."""
     pts = packets.column("pts").to_numpy()
     dts = packets.column("dts").to_numpy()
     t_ns = packets.column("t_ns").to_numpy()
@@ -23,6 +31,9 @@ def reencode_part(codec: str, extradata: bytes, packets: pa.Table, shape: tuple[
         ((int(p), int(d), b) for p, d, b in zip(pts, dts, data, strict=True)), {int(p) for p in pts}
     )
     order = np.argsort(pts, kind="stable")
+    order = order[(t_ns[order] >= window[0]) & (t_ns[order] <= window[1])]
+    if not len(order):
+        return Samples(t_ns[:0], pts[:0], np.zeros(0, dtype=bool), [])
     enc = VideoEncoder("h264", shape[1], shape[0], rate_hz or 30.0, gop=max(1, len(order)), crf=18, bframes=0)
     out: list[bytes] = []
     for i in order:

@@ -1,0 +1,91 @@
+"""`robodata view --save`: the .rrd read back with Rerun's own reader holds the container's video
+samples (one per stored frame, at its time, decoding to read_window's frames), every array
+sample, every event, and QC findings at the times they refer to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rerun")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from robodata.cli import app  # noqa: E402
+from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings  # noqa: E402
+from tests.core.helpers_container import CAMS, write_small  # noqa: E402
+from tests.core.helpers_viz import decode, rrd_columns, sample_bytes, stored_times  # noqa: E402
+
+
+def _view(*args: str) -> dict:
+    r = CliRunner().invoke(app, ["view", *args, "--quiet"])
+    assert r.exit_code == 0, r.output + repr(r.exception)
+    return json.loads(r.output.strip().splitlines()[-1])
+
+
+def _layout(codec: str = "h264", bframes: int = 0) -> Layout:
+    return Layout(
+        groups=(
+            TopicGroup("cameras", CAMS, 1.0, VideoSettings(codec=codec, gop=10, crf=20, bframes=bframes)),
+            TopicGroup("proprio", ("joint_pos", "cmd"), 2.0),
+            TopicGroup("events", ("events",), 60.0),
+        )
+    )
+
+
+@pytest.mark.parametrize("codec", ["h264", "hevc"])
+def test_view_logs_the_stored_samples_and_every_stream(tmp_path: Path, codec: str):
+    ep, rrd = tmp_path / "ep.rdep", tmp_path / "ep.rrd"
+    data = write_small(ep, duration_s=3.0, layout=_layout(codec))
+    out = _view(str(ep), "--save", str(rrd))
+    assert out["reencoded_frames"] == 0 and out["notes"] == []
+    cols = rrd_columns(rrd)
+    assert {f"/cameras/{c}" for c in CAMS} | {"/streams/joint_pos", "/streams/cmd", "/events/events", "/episode"} <= set(cols)
+    win = EpisodeReader.open(ep).read_window(0, float("inf"))
+    for c in CAMS:
+        cam = cols[f"/cameras/{c}"]
+        times = [t for t in cam["episode_time"] if t is not None]
+        # one sample per stored frame, at the container's own times
+        assert np.array_equal(np.asarray(times), stored_times(ep, c))
+        assert len(times) == len(data["frames"][c])
+        samples = sample_bytes([s for s in cam["VideoStream:sample"] if s is not None])
+        assert all(s.startswith(b"\x00\x00\x00\x01") or s.startswith(b"\x00\x00\x01") for s in samples)
+        # decoded by a decoder that has only the logged samples: read_window's frames, exactly
+        assert np.array_equal(decode(codec, samples), win[c].data)
+    for s in ("joint_pos", "cmd"):
+        got = cols[f"/streams/{s}"]
+        assert np.array_equal(np.asarray(got["episode_time"]), data["tj" if s == "joint_pos" else "tc"])
+        assert np.allclose(np.asarray(got["Scalars:scalars"]), data[s])
+    assert cols["/events/events"]["TextLog:text"] == [["start"], ["grasp"]]
+
+
+def test_view_reencodes_b_frames_and_says_so(tmp_path: Path):
+    ep, rrd = tmp_path / "ep.rdep", tmp_path / "ep.rrd"
+    write_small(ep, duration_s=2.0, layout=_layout("h264", bframes=2))
+    out = _view(str(ep), "--save", str(rrd), "--start", "0", "--end", "0.9")
+    n = sum(out["frames"].values())
+    assert out["reencoded_frames"] == n > 0 and out["notes"]
+    cols = rrd_columns(rrd)
+    assert any("re-encoded" in t[0] for t in cols["/notes"]["TextLog:text"])
+    win = EpisodeReader.open(ep).read_window(0, 0.9, ["cam_left"])["cam_left"]
+    cam = cols["/cameras/cam_left"]
+    got = decode("h264", sample_bytes([s for s in cam["VideoStream:sample"] if s is not None]))
+    assert got.shape == win.data.shape
+    mse = np.mean((got.astype(float) - win.data.astype(float)) ** 2)
+    assert 10 * np.log10(255**2 / max(mse, 1e-9)) > 30  # re-encoded at crf 18: close, not exact
+
+
+def test_view_window_starts_at_a_keyframe(tmp_path: Path):
+    ep, rrd = tmp_path / "ep.rdep", tmp_path / "ep.rrd"
+    write_small(ep, duration_s=3.0)
+    _view(str(ep), "--save", str(rrd), "--start", "1.3", "--end", "1.6")
+    cam = rrd_columns(rrd)["/cameras/wrist"]
+    t = np.asarray(cam["episode_time"])
+    assert t.max() <= 1.6e9 and t.min() <= 1.3e9  # from the keyframe before the window
+    assert cam["VideoStream:is_keyframe"][0] == [True]
+    win = EpisodeReader.open(ep).read_window(1.3, 1.6, ["wrist"])["wrist"]
+    frames = decode("h264", sample_bytes(cam["VideoStream:sample"]))
+    assert np.array_equal(frames[-len(win.data) :], win.data)
