@@ -85,7 +85,7 @@ def view_cmd(
         rec.flush()
         if save:
             rec.disconnect()
-    except RobodataError as exc:
+    except (RobodataError, OSError) as exc:
         typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(2) from None
     out = {

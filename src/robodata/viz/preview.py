@@ -91,7 +91,7 @@ def batch_preview(
                 series[r.meta.episode_id] = (w.t[::step], w.data[::step])
             shown.append(r.meta.episode_id)
             r.close()
-        except RobodataError as exc:
+        except (RobodataError, OSError) as exc:
             md.append(f"- {uri}: cannot preview ({exc})")
     md.append(f"{len(shown)} of {len(uris)} episodes: {', '.join(shown)}")
     for cam, strip in rows.items():
@@ -123,7 +123,7 @@ def quarantine_preview(
             rows = [frames_around(r, cam, t, frames) for cam in _cameras(r)]
             eid = r.meta.episode_id
             r.close()
-        except RobodataError as exc:
+        except (RobodataError, OSError) as exc:
             md.append(f"- {uri}: {reason} (frames unreadable: {exc})")
             continue
         md.append(f"**{eid}** at t = {t:.2f} s: {reason}")
