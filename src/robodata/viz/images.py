@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Sequence
 
@@ -9,8 +10,14 @@ import numpy as np
 from PIL import Image
 
 
-def strip_png(rows: Sequence[Sequence[np.ndarray]], height: int = 64) -> bytes:
-    """RGB frames as a grid PNG: one row per inner sequence, each frame scaled to `height` px."""
+def jpeg_markdown(data: bytes, alt: str) -> str:
+    """`data` (JPEG) as an inline markdown image (base64 data URI)."""
+    return f"![{alt}](data:image/jpeg;base64,{base64.b64encode(data).decode()})"
+
+
+def strip_jpeg(rows: Sequence[Sequence[np.ndarray]], height: int = 64, quality: int = 70) -> bytes:
+    """RGB frames as a grid JPEG (camera frames compress 5-10x better than PNG): one row per inner
+    sequence, each frame scaled to `height` px."""
     thumbs: list[list[Image.Image]] = []
     for row in rows:
         out = []
@@ -27,17 +34,8 @@ def strip_png(rows: Sequence[Sequence[np.ndarray]], height: int = 64) -> bytes:
             canvas.paste(t, (x, r * (height + 2)))
             x += t.width + 2
     buf = io.BytesIO()
-    canvas.save(buf, format="PNG", optimize=True)
+    canvas.save(buf, format="JPEG", quality=quality)
     return buf.getvalue()
-
-
-def _figure(width_in: float, height_in: float):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt, *plt.subplots(figsize=(width_in, height_in), dpi=72)
 
 
 def _png(plt, fig) -> bytes:
@@ -49,20 +47,38 @@ def _png(plt, fig) -> bytes:
     return buf.getvalue()
 
 
-def lines_png(series: dict[str, tuple[np.ndarray, np.ndarray]], title: str, ylabel: str) -> bytes:
-    """{label: (t seconds, values (N,) or (N, D))} as one small line plot."""
-    plt, fig, ax = _figure(6, 2.2)
-    for label, (t, v) in series.items():
-        v = np.asarray(v).reshape(len(t), -1)
+_PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75), (227, 119, 194)]
+
+
+def lines_png(series: dict[str, tuple[np.ndarray, np.ndarray]], title: str, width: int = 480, height: int = 90) -> bytes:
+    """{label: (t seconds, values (N,) or (N, D))} as small line plots, one panel per label,
+    drawn with PIL (matplotlib costs ~0.5 s a figure; this costs milliseconds and a few KB)."""
+    from PIL import ImageDraw
+
+    panels = list(series.items())
+    canvas = Image.new("RGB", (width, max(1, len(panels)) * height + 14), (255, 255, 255))
+    draw = ImageDraw.Draw(canvas)
+    draw.text((4, 1), title, fill=(0, 0, 0))
+    for k, (label, (t, v)) in enumerate(panels):
+        top = 14 + k * height
+        v = np.asarray(v, dtype=np.float64).reshape(len(t), -1)
+        box = (40, top + 2, width - 4, top + height - 12)
+        draw.rectangle(box, outline=(160, 160, 160))
+        if not len(t):
+            continue
+        lo, hi = float(np.nanmin(v)), float(np.nanmax(v))
+        span_v = hi - lo or 1.0
+        t0, span_t = float(t[0]), float(t[-1] - t[0]) or 1.0
+        xs = box[0] + (np.asarray(t) - t0) / span_t * (box[2] - box[0])
         for j in range(v.shape[1]):
-            ax.plot(t, v[:, j], linewidth=0.7, label=label if j == 0 else None)
-    ax.set_title(title, fontsize=8)
-    ax.set_xlabel("s", fontsize=7)
-    ax.set_ylabel(ylabel, fontsize=7)
-    ax.tick_params(labelsize=6)
-    if series:
-        ax.legend(fontsize=5, loc="upper right")
-    return _png(plt, fig)
+            ys = box[3] - (v[:, j] - lo) / span_v * (box[3] - box[1])
+            draw.line(list(zip(xs.tolist(), ys.tolist(), strict=True)), fill=_PALETTE[j % len(_PALETTE)], width=1)
+        draw.text((2, box[1]), f"{hi:.2g}", fill=(0, 0, 0))
+        draw.text((2, box[3] - 10), f"{lo:.2g}", fill=(0, 0, 0))
+        draw.text((box[0], box[3] + 1), f"{label}: {t0:.0f}-{float(t[-1]):.0f} s", fill=(60, 60, 60))
+    buf = io.BytesIO()
+    canvas.quantize(16).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
 
 
 def bars_png(panels: dict[str, dict[str, float]], hist: tuple[str, np.ndarray] | None = None) -> bytes:

@@ -1,4 +1,4 @@
-"""Previews for the Dagster UI, Dagster-free: small PNGs inside a markdown string.
+"""Previews for the Dagster UI, Dagster-free: small images inside a markdown string.
 
 - `batch_preview`: per camera a thumbnail strip of a few of a batch's episodes (keyframes only:
   one decoded frame per thumbnail) and a joint-state plot;
@@ -21,13 +21,13 @@ import pyarrow as pa
 from robodata.container import EpisodeReader
 from robodata.curate.acceptance_plot import png_markdown
 from robodata.errors import RobodataError
-from robodata.viz.images import bars_png, lines_png, strip_png
+from robodata.viz.images import bars_png, jpeg_markdown, lines_png, strip_jpeg
 from robodata.viz.qc import QcFinding, locate
 
 
 @dataclass(frozen=True)
 class Preview:
-    """Markdown with its images embedded (base64 PNG), and the PNGs themselves by name."""
+    """Markdown with its images embedded (base64 JPEG strips, PNG plots), and the PNGs themselves by name."""
 
     markdown: str
     images: dict[str, bytes] = field(default_factory=dict)
@@ -95,10 +95,10 @@ def batch_preview(
             md.append(f"- {uri}: cannot preview ({exc})")
     md.append(f"{len(shown)} of {len(uris)} episodes: {', '.join(shown)}")
     for cam, strip in rows.items():
-        images[f"strip_{cam}"] = strip_png(strip, height)
-        md += [f"**{cam}**", png_markdown(images[f"strip_{cam}"], f"{cam} thumbnails")]
+        images[f"strip_{cam}"] = strip_jpeg(strip, height)
+        md += [f"**{cam}**", jpeg_markdown(images[f"strip_{cam}"], f"{cam} thumbnails")]
     if series:
-        images["joints"] = lines_png(series, f"{joint_stream} (first {len(series)} episodes)", "rad")
+        images["joints"] = lines_png(series, f"{joint_stream} (first {len(series)} episodes)")
         md += [f"**{joint_stream}**", png_markdown(images["joints"], f"{joint_stream} plot")]
     return Preview("\n\n".join(md), images)
 
@@ -128,8 +128,8 @@ def quarantine_preview(
             continue
         md.append(f"**{eid}** at t = {t:.2f} s: {reason}")
         if any(rows):
-            images[f"q_{eid}"] = strip_png([x for x in rows if x], height)
-            md.append(png_markdown(images[f"q_{eid}"], f"{eid} around the failure"))
+            images[f"q_{eid}"] = strip_jpeg([x for x in rows if x], height)
+            md.append(jpeg_markdown(images[f"q_{eid}"], f"{eid} around the failure"))
     if len(quarantined) > episodes:
         md.append(f"(+{len(quarantined) - episodes} more quarantined with containers)")
     if not quarantined:
