@@ -64,7 +64,9 @@ def generate(path: Path, size: Size) -> None:
     meta = EpisodeMeta(path.stem, "robot-v", "site-v", "bench", 0, streams)
     layout = default_layout(CAMS, events=("events",), video=VideoSettings(gop=30, crf=28))
     rend = {c: SceneRenderer(h, w, seed=5, view=i) for i, c in enumerate(CAMS)}
-    loop = {c: [rend[c].render(i / FPS, np.full(7, 0.3 * np.sin(i / 20)), i > LOOP // 2) for i in range(LOOP)] for c in CAMS}
+    loop = {
+        c: [rend[c].render(i / FPS, np.full(7, 0.3 * np.sin(i / 20)), i > LOOP // 2) for i in range(LOOP)] for c in CAMS
+    }
     n = int(size.seconds * FPS)
     tmp = path.with_suffix(".part")
     with EpisodeWriter(tmp, meta, layout) as wr:

@@ -13,11 +13,29 @@ from typing import IO, Any
 ProgressFn = Callable[[int], None]
 
 
-def _noop(n: int = 1) -> None:
-    return None
+class Progress:
+    """What `progress` yields: call it with the items just finished; set `total` when it becomes known."""
+
+    def __call__(self, n: int = 1) -> None:
+        return None
+
+    def set_total(self, total: int) -> None:
+        return None
 
 
-class _Lines:
+class _Bar(Progress):
+    def __init__(self, bar: Any):
+        self.bar = bar
+
+    def __call__(self, n: int = 1) -> None:
+        self.bar.update(n)
+
+    def set_total(self, total: int) -> None:
+        self.bar.total = total
+        self.bar.refresh()
+
+
+class _Lines(Progress):
     """Periodic plain lines: `desc: done/total unit (pct), rate unit/s, ETA s`."""
 
     def __init__(self, desc: str, total: int | None, unit: str, out: IO[str], interval_s: float):
@@ -40,6 +58,9 @@ class _Lines:
             self.last = now
             print(self.line(), file=self.out, flush=True)
 
+    def set_total(self, total: int) -> None:
+        self.total = total
+
     def close(self) -> None:
         print(self.line() + " (done)", file=self.out, flush=True)
 
@@ -54,7 +75,7 @@ def progress(
     out: IO[str] | None = None,
     interval_s: float = 10.0,
     tty: bool | None = None,
-) -> Iterator[ProgressFn]:
+) -> Iterator[Progress]:
     """A ProgressFn for one long command (see the module docstring).
 
     Args:
@@ -67,7 +88,7 @@ def progress(
         tty: force bar (True) or lines (False); None: `out.isatty()`.
     """
     if quiet:
-        yield _noop
+        yield Progress()
         return
     stream = out if out is not None else sys.stderr
     is_tty = stream.isatty() if tty is None else tty
@@ -76,7 +97,7 @@ def progress(
 
         bar: Any = tqdm(total=total, desc=desc, unit=f" {unit}", file=stream, dynamic_ncols=True)
         try:
-            yield bar.update
+            yield _Bar(bar)
         finally:
             bar.close()
         return

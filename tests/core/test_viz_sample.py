@@ -53,7 +53,9 @@ def test_sample_is_what_the_loader_returns(tmp_path: Path, manifest: Path, patte
     cols = rrd_columns(rrd)
     for c in CAMS:
         img = cols[f"/sample/{c}"]
-        frames = np.stack([np.asarray(b[0] if isinstance(b[0], list) else b, dtype=np.uint8) for b in img["Image:buffer"]])
+        frames = np.stack(
+            [np.asarray(b[0] if isinstance(b[0], list) else b, dtype=np.uint8) for b in img["Image:buffer"]]
+        )
         assert np.array_equal(frames.reshape(want[c].shape), want[c])
     state = np.asarray(cols["/sample/joint_pos"]["Scalars:scalars"])
     assert np.allclose(state, want["joint_pos"].reshape(len(state), -1))

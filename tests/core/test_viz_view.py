@@ -43,7 +43,12 @@ def test_view_logs_the_stored_samples_and_every_stream(tmp_path: Path, codec: st
     out = _view(str(ep), "--save", str(rrd))
     assert out["reencoded_frames"] == 0 and out["notes"] == []
     cols = rrd_columns(rrd)
-    assert {f"/cameras/{c}" for c in CAMS} | {"/streams/joint_pos", "/streams/cmd", "/events/events", "/episode"} <= set(cols)
+    assert {f"/cameras/{c}" for c in CAMS} | {
+        "/streams/joint_pos",
+        "/streams/cmd",
+        "/events/events",
+        "/episode",
+    } <= set(cols)
     win = EpisodeReader.open(ep).read_window(0, float("inf"))
     for c in CAMS:
         cam = cols[f"/cameras/{c}"]

@@ -27,7 +27,9 @@ def _sink(rec: Any, save: str | None, spawn: bool, connect: str | None) -> None:
 
 
 def view_cmd(
-    target: str = typer.Argument(..., help="an episode container (path or URL), or a manifest with --index/--episode/--sample"),
+    target: str = typer.Argument(
+        ..., help="an episode container (path or URL), or a manifest with --index/--episode/--sample"
+    ),
     index: int | None = typer.Option(None, help="manifest row to show"),
     episode: str | None = typer.Option(None, help="episode_id of the manifest row to show"),
     sample: int | None = typer.Option(None, help="show the sample at this position of the loader's order"),

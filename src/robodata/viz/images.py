@@ -20,17 +20,17 @@ def strip_jpeg(rows: Sequence[Sequence[np.ndarray]], height: int = 64, quality: 
     sequence, each frame scaled to `height` px."""
     thumbs: list[list[Image.Image]] = []
     for row in rows:
-        out = []
+        out: list[Image.Image] = []
         for f in row:
             im = Image.fromarray(np.asarray(f, dtype=np.uint8))
             w = max(1, round(im.width * height / max(im.height, 1)))
             out.append(im.resize((w, height), Image.Resampling.BILINEAR))
         thumbs.append(out)
-    width = max((sum(t.width + 2 for t in row) for row in thumbs), default=1)
+    width = max((sum(t.width + 2 for t in line) for line in thumbs), default=1)
     canvas = Image.new("RGB", (max(width, 1), max(len(thumbs), 1) * (height + 2)), (24, 24, 24))
-    for r, row in enumerate(thumbs):
+    for r, line in enumerate(thumbs):
         x = 0
-        for t in row:
+        for t in line:
             canvas.paste(t, (x, r * (height + 2)))
             x += t.width + 2
     buf = io.BytesIO()
@@ -47,10 +47,20 @@ def _png(plt, fig) -> bytes:
     return buf.getvalue()
 
 
-_PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75), (227, 119, 194)]
+_PALETTE = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+]
 
 
-def lines_png(series: dict[str, tuple[np.ndarray, np.ndarray]], title: str, width: int = 480, height: int = 90) -> bytes:
+def lines_png(
+    series: dict[str, tuple[np.ndarray, np.ndarray]], title: str, width: int = 480, height: int = 90
+) -> bytes:
     """{label: (t seconds, values (N,) or (N, D))} as small line plots, one panel per label,
     drawn with PIL (matplotlib costs ~0.5 s a figure; this costs milliseconds and a few KB)."""
     from PIL import ImageDraw

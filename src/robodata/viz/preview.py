@@ -144,7 +144,9 @@ def manifest_preview(manifest: pa.Table) -> Preview:
         if col in manifest.column_names:
             vc = pa.compute.value_counts(manifest.column(col)).to_pylist()
             panels[f"episodes per {col}"] = {str(d["values"]): float(d["counts"]) for d in vc}
-    dur = manifest.column("duration_s").to_numpy(zero_copy_only=False) if "duration_s" in manifest.column_names else None
+    dur = (
+        manifest.column("duration_s").to_numpy(zero_copy_only=False) if "duration_s" in manifest.column_names else None
+    )
     png = bars_png(panels, ("duration (s)", dur) if dur is not None and len(dur) else None)
     hours = float(np.nansum(dur)) / 3600 if dur is not None else 0.0
     md = ["### Manifest mix", f"{manifest.num_rows} episodes, {hours:.2f} h", png_markdown(png, "manifest mix")]

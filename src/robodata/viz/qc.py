@@ -116,6 +116,8 @@ def locate(reader: EpisodeReader, f: QcFinding) -> float:
                 marks.gap[s] = max(between)
         else:
             w = reader.read_window(0, float("inf"), [s])[s]
-            marks.see(s, (w.t * 1e9).round().astype(np.int64), w.data.reshape(len(w.t), -1) if spec.kind == "array" else None)
+            marks.see(
+                s, (w.t * 1e9).round().astype(np.int64), w.data.reshape(len(w.t), -1) if spec.kind == "array" else None
+            )
         return finding_time(f, marks) / 1e9
     return 0.0

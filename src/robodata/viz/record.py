@@ -143,7 +143,7 @@ class EpisodeLogger:
         self.rec.send_columns(
             camera_path(s),
             indexes=[_times(samples.t_ns)],
-            columns=rr.VideoStream.columns(sample=samples.data, is_keyframe=samples.key),
+            columns=rr.VideoStream.columns(sample=samples.data, is_keyframe=samples.key.tolist()),
         )
         self.stats.frames[s] = self.stats.frames.get(s, 0) + len(samples.data)
         self.marks.see(s, samples.t_ns, None)
@@ -174,9 +174,13 @@ class EpisodeLogger:
         for f in findings:
             t_ns = finding_time(f, self.marks)
             self.rec.set_time(TIMELINE, duration=np.timedelta64(t_ns, "ns"))
-            level = rr.TextLogLevel.INFO if f.passed else (rr.TextLogLevel.ERROR if f.blocking else rr.TextLogLevel.WARN)
+            level = (
+                rr.TextLogLevel.INFO if f.passed else (rr.TextLogLevel.ERROR if f.blocking else rr.TextLogLevel.WARN)
+            )
             verdict = "pass" if f.passed else ("FAIL" if f.blocking else "warn")
-            self.rec.log("qc", rr.TextLog(f"[{f.stage}] {f.check}: {verdict}{': ' + f.reason if f.reason else ''}", level=level))
+            self.rec.log(
+                "qc", rr.TextLog(f"[{f.stage}] {f.check}: {verdict}{': ' + f.reason if f.reason else ''}", level=level)
+            )
             self.stats.qc_annotations += 1
         self.rec.reset_time()
 

@@ -65,7 +65,9 @@ def open_row(manifest_path: str, index: int | None, episode: str | None) -> Epis
     if not 0 <= index < table.num_rows:
         raise ConfigError(f"{manifest_path}: --index {index} outside [0, {table.num_rows})")
     row = table.slice(index, 1).to_pylist()[0]
-    return EpisodeReader.open(row["uri"], footer_offset=row.get("footer_offset"), footer_length=row.get("footer_length"))
+    return EpisodeReader.open(
+        row["uri"], footer_offset=row.get("footer_offset"), footer_length=row.get("footer_length")
+    )
 
 
 def draw_sample(manifest_path: str, spec: SampleSpec) -> DrawnSample:
