@@ -10,15 +10,17 @@ Entity paths (timeline `episode_time`, a duration, = the container's t_ns):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import rerun as rr
+from rerun.encodings import BlobBatch
 
 from robodata.container import EpisodeReader
-from robodata.container.format import ChunkInfo, PartInfo
+from robodata.container.format import ChunkInfo
 from robodata.container.meta import StreamSpec
 from robodata.viz.qc import QcFinding, StreamMarks, finding_time
 from robodata.viz.reencode import reencode_part
@@ -99,25 +101,53 @@ class EpisodeLogger:
         want = set(self.streams)
         return [c for c in self.reader.chunks if c.t_end >= lo and c.t_start <= hi and want & set(c.streams)]
 
-    def log_chunk(self, chunk: ChunkInfo, lo_ns: int, hi_ns: int) -> None:
-        """Read, verify and log one chunk's wanted parts (samples with lo_ns <= t <= hi_ns)."""
-        ranges = {p.stream: (chunk.t_start, chunk.t_end) for p in chunk.parts if p.stream in self.streams}
+    def slabs(self, t0: float = 0.0, t1: float = float("inf")) -> Iterator[list[ChunkInfo]]:
+        """`chunks(t0, t1)` by start time, in runs starting within one camera chunk span of each
+        other: what is read and sent at once (memory: about one chunk of each group)."""
+        span = int(1e9 * max((g.chunk_span_s for g in self.reader.layout.groups if g.video), default=2.0))
+        run: list[ChunkInfo] = []
+        for c in sorted(self.chunks(t0, t1), key=lambda c: (c.t_start, c.index)):
+            if run and c.t_start >= run[0].t_start + span:
+                yield run
+                run = []
+            run.append(c)
+        if run:
+            yield run
+
+    def log_chunks(self, chunks: list[ChunkInfo], lo_ns: int, hi_ns: int) -> None:
+        """Read, verify and log the wanted parts of `chunks` (samples with lo_ns <= t <= hi_ns):
+        one range read per chunk, one send per stream. The chunks must be the next ones of their
+        groups in time (earlier chunks of a group already logged), as `log_episode` passes them."""
+        mine = {c.index for c in chunks}
+        ranges: dict[str, tuple[int, int]] = {}
+        for c in chunks:
+            for p in c.parts:
+                if p.stream in self.streams:
+                    a, b = ranges.get(p.stream, (c.t_start, c.t_end))
+                    ranges[p.stream] = (min(a, c.t_start), max(b, c.t_end))
+        video: dict[str, list[Samples]] = {}
+        arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for c, part, blob in self.reader.fetch_parts(ranges):
-            if c.index != chunk.index:
+            if c.index not in mine or part.stream not in self.streams:
                 continue
             table = self.reader.part_table(c, part, blob)
             spec = self.reader.meta.streams[part.stream]
             if spec.kind == "video":
-                self._log_video(spec, c, part, table, lo_ns, hi_ns)
+                video.setdefault(spec.name, []).append(self._video_samples(spec, c, table, lo_ns, hi_ns))
                 continue
             t = table.column("t_ns").to_numpy()
             keep = (t >= lo_ns) & (t <= hi_ns)
             if spec.kind == "events":
                 self._log_events(spec, t[keep], np.asarray(table.column("label").to_pylist(), dtype=object)[keep])
             else:
-                self._log_array(spec, t[keep], _array_values(table, spec)[keep])
+                arrays.setdefault(spec.name, []).append((t[keep], _array_values(table, spec)[keep]))
+        for name, parts in video.items():
+            self._send_video(name, parts)
+        for name, pieces in arrays.items():
+            spec = self.reader.meta.streams[name]
+            self._log_array(spec, np.concatenate([t for t, _ in pieces]), np.concatenate([v for _, v in pieces]))
 
-    def _log_video(self, spec: StreamSpec, chunk: ChunkInfo, part: PartInfo, table: Any, lo: int, hi: int) -> None:
+    def _video_samples(self, spec: StreamSpec, chunk: ChunkInfo, table: Any, lo: int, hi: int) -> Samples:
         s = spec.name
         muxer = self._muxers[s]
         first = table.column("data")[0].as_py()
@@ -127,26 +157,31 @@ class EpisodeLogger:
             self.rec.log(camera_path(s), rr.VideoStream(codec=rr.VideoCodec.H264), static=True)
             self._reencode.add(s)
         if playable and s not in self._reencode:
-            samples = _clip(muxer.samples(table), lo, hi)
-        else:
-            extradata = self.reader.codec_extradata(s)
-            samples = reencode_part(muxer.codec, extradata, table, spec.shape, spec.rate_hz, (lo, hi))
-            self.stats.reencoded_frames += len(samples.data)
-            why = "B-frames" if not in_presentation_order(table) else "not Annex B"
-            note = f"{s}: chunk {chunk.index} re-encoded as H.264 ({why}; {len(samples.data)} frames)"
-            self.stats.notes.append(note)
-            self.rec.set_time(TIMELINE, duration=np.timedelta64(max(chunk.t_start, lo), "ns"))
-            self.rec.log("notes", rr.TextLog(note, level=rr.TextLogLevel.WARN))
-            self.rec.reset_time()
-        if not len(samples.data):
+            return _clip(muxer.samples(table), lo, hi)
+        extradata = self.reader.codec_extradata(s)
+        samples = reencode_part(muxer.codec, extradata, table, spec.shape, spec.rate_hz, (lo, hi))
+        self.stats.reencoded_frames += len(samples.data)
+        why = "B-frames" if not in_presentation_order(table) else "not Annex B"
+        note = f"{s}: chunk {chunk.index} re-encoded as H.264 ({why}; {len(samples.data)} frames)"
+        self.stats.notes.append(note)
+        self.rec.set_time(TIMELINE, duration=np.timedelta64(max(chunk.t_start, lo), "ns"))
+        self.rec.log("notes", rr.TextLog(note, level=rr.TextLogLevel.WARN))
+        self.rec.reset_time()
+        return samples
+
+    def _send_video(self, s: str, parts: list[Samples]) -> None:
+        data = [d for p in parts for d in p.data]
+        if not data:
             return
+        t = np.concatenate([p.t_ns for p in parts])
+        key = np.concatenate([p.key for p in parts])
         self.rec.send_columns(
             camera_path(s),
-            indexes=[_times(samples.t_ns)],
-            columns=rr.VideoStream.columns(sample=samples.data, is_keyframe=samples.key.tolist()),
+            indexes=[_times(t)],
+            columns=rr.VideoStream.columns(sample=_blobs(data), is_keyframe=key.tolist()),
         )
-        self.stats.frames[s] = self.stats.frames.get(s, 0) + len(samples.data)
-        self.marks.see(s, samples.t_ns, None)
+        self.stats.frames[s] = self.stats.frames.get(s, 0) + len(data)
+        self.marks.see(s, t, None)
 
     def _log_array(self, spec: StreamSpec, t: np.ndarray, values: np.ndarray) -> None:
         if not len(t):
@@ -183,6 +218,14 @@ class EpisodeLogger:
             )
             self.stats.qc_annotations += 1
         self.rec.reset_time()
+
+
+def _blobs(data: list[bytes]) -> BlobBatch:
+    """Samples as one Arrow list<uint8> column (Rerun's own conversion copies each through numpy)."""
+    lens = np.fromiter((len(d) for d in data), dtype=np.int64, count=len(data))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32))
+    flat = pa.array(np.frombuffer(b"".join(data), dtype=np.uint8))
+    return BlobBatch(pa.ListArray.from_arrays(offsets, flat, type=BlobBatch._ARROW_DATATYPE))
 
 
 def _array_values(table: Any, spec: StreamSpec) -> np.ndarray:
@@ -234,10 +277,10 @@ def log_episode(
     log = EpisodeLogger(reader, rec, streams)
     log.log_static()
     lo, hi = reader._ns(t0), reader._ns(t1)
-    for c in log.chunks(t0, t1):
-        log.log_chunk(c, lo, hi)
+    for slab in log.slabs(t0, t1):
+        log.log_chunks(slab, lo, hi)
         if progress is not None:
-            progress(1)
+            progress(len(slab))
     if qc:
         log.log_qc(qc)
     return log.stats
