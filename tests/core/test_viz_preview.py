@@ -107,8 +107,7 @@ def test_avcc_extradata_goes_in_front_of_keyframes_as_annex_b():
         }
     )
     s = m.samples(packets)
-    assert s.data[0] == START + sps + START + pps + START + idr
-    assert s.data[1] == START + b"\x41\x9a"
+    assert s.data.to_pylist() == [START + sps + START + pps + START + idr, START + b"\x41\x9a"]
 
 
 def test_progress_lines_bar_and_quiet():

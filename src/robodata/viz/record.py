@@ -27,6 +27,7 @@ from robodata.viz.reencode import reencode_part
 from robodata.viz.samples import SampleMuxer, Samples, in_presentation_order, is_annexb
 
 TIMELINE = "episode_time"
+SLAB_S = 10.0  # seconds of chunks read and sent at once (fewer, larger Rerun chunks; ~10 s of video in memory)
 _RR_CODECS = {"h264": rr.VideoCodec.H264, "hevc": rr.VideoCodec.H265, "av1": rr.VideoCodec.AV1}
 
 
@@ -102,9 +103,11 @@ class EpisodeLogger:
         return [c for c in self.reader.chunks if c.t_end >= lo and c.t_start <= hi and want & set(c.streams)]
 
     def slabs(self, t0: float = 0.0, t1: float = float("inf")) -> Iterator[list[ChunkInfo]]:
-        """`chunks(t0, t1)` by start time, in runs starting within one camera chunk span of each
-        other: what is read and sent at once (memory: about one chunk of each group)."""
-        span = int(1e9 * max((g.chunk_span_s for g in self.reader.layout.groups if g.video), default=2.0))
+        """`chunks(t0, t1)` by start time, in runs starting within SLAB_S (or one camera chunk span,
+        if longer) of each other: what is read and sent at once, so memory is a few chunks of
+        each group whatever the episode's length."""
+        cams = max((g.chunk_span_s for g in self.reader.layout.groups if g.video), default=0.0)
+        span = int(1e9 * max(SLAB_S, cams))
         run: list[ChunkInfo] = []
         for c in sorted(self.chunks(t0, t1), key=lambda c: (c.t_start, c.index)):
             if run and c.t_start >= run[0].t_start + span:
@@ -170,8 +173,8 @@ class EpisodeLogger:
         return samples
 
     def _send_video(self, s: str, parts: list[Samples]) -> None:
-        data = [d for p in parts for d in p.data]
-        if not data:
+        data = pa.concat_arrays([p.data for p in parts]) if parts else pa.array([], pa.binary())
+        if not len(data):
             return
         t = np.concatenate([p.t_ns for p in parts])
         key = np.concatenate([p.key for p in parts])
@@ -220,12 +223,15 @@ class EpisodeLogger:
         self.rec.reset_time()
 
 
-def _blobs(data: list[bytes]) -> BlobBatch:
-    """Samples as one Arrow list<uint8> column (Rerun's own conversion copies each through numpy)."""
-    lens = np.fromiter((len(d) for d in data), dtype=np.int64, count=len(data))
-    offsets = pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32))
-    flat = pa.array(np.frombuffer(b"".join(data), dtype=np.uint8))
-    return BlobBatch(pa.ListArray.from_arrays(offsets, flat, type=BlobBatch._ARROW_DATATYPE))
+def _blobs(data: pa.Array) -> BlobBatch:
+    """A binary array as Rerun's blob column (list<uint8>) over the same bytes (Rerun's own
+    conversion copies each sample through numpy)."""
+    data = data.cast(pa.binary())
+    _, offsets, values = data.buffers()
+    n = len(data)
+    offs = np.frombuffer(offsets, np.int32)[data.offset : data.offset + n + 1]
+    flat = pa.Array.from_buffers(pa.uint8(), int(offs[-1]), [None, values])
+    return BlobBatch(pa.ListArray.from_arrays(pa.array(offs), flat, type=BlobBatch._ARROW_DATATYPE))
 
 
 def _array_values(table: Any, spec: StreamSpec) -> np.ndarray:
@@ -241,11 +247,11 @@ def _clip(s: Samples, lo: int, hi: int) -> Samples:
         return s
     idx = np.nonzero(inside)[0]
     if not len(idx):
-        return Samples(s.t_ns[:0], s.pts[:0], s.key[:0], [])
+        return Samples(s.t_ns[:0], s.pts[:0], s.key[:0], s.data.slice(0, 0))
     keys = np.nonzero(s.key[: idx[0] + 1])[0]
     start = int(keys[-1]) if len(keys) else 0
     end = int(idx[-1]) + 1
-    return Samples(s.t_ns[start:end], s.pts[start:end], s.key[start:end], s.data[start:end])
+    return Samples(s.t_ns[start:end], s.pts[start:end], s.key[start:end], s.data.slice(start, end - start))
 
 
 def log_episode(

@@ -33,7 +33,7 @@ def reencode_part(
     order = np.argsort(pts, kind="stable")
     order = order[(t_ns[order] >= window[0]) & (t_ns[order] <= window[1])]
     if not len(order):
-        return Samples(t_ns[:0], pts[:0], np.zeros(0, dtype=bool), [])
+        return Samples(t_ns[:0], pts[:0], np.zeros(0, dtype=bool), pa.array([], pa.binary()))
     enc = VideoEncoder("h264", shape[1], shape[0], rate_hz or 30.0, gop=max(1, len(order)), crf=18, bframes=0)
     out: list[bytes] = []
     for i in order:
@@ -44,4 +44,4 @@ def reencode_part(
     out[0] = enc.extradata + out[0]
     key = np.zeros(len(order), dtype=bool)
     key[0] = True
-    return Samples(t_ns[order], pts[order], key, out)
+    return Samples(t_ns[order], pts[order], key, pa.array(out, pa.binary()))

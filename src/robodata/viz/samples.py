@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 START = b"\x00\x00\x00\x01"
 
@@ -28,7 +29,7 @@ class Samples:
     t_ns: np.ndarray  # int64, episode timeline
     pts: np.ndarray  # int64, the container's pts
     key: np.ndarray  # bool
-    data: list[bytes]
+    data: pa.Array  # binary, one sample per frame
 
 
 def is_annexb(data: bytes) -> bool:
@@ -134,9 +135,15 @@ class SampleMuxer:
     def samples(self, packets: pa.Table) -> Samples:
         """The part's packets (a verified packet table, stored in presentation order) as samples."""
         key = packets.column("key").to_numpy(zero_copy_only=False).astype(bool)
-        out = []
-        for raw, k in zip(packets.column("data").to_pylist(), key, strict=True):
-            out.append(self._sample(raw, bool(k)))
+        data = packets.column("data").combine_chunks().cast(pa.binary())
+        if self.codec == "av1" or self._nal_size:
+            raw = data.to_pylist()
+            out = pa.array([self._sample(b, bool(k)) for b, k in zip(raw, key, strict=True)], pa.binary())
+        elif self._prefix:  # Annex B: parameter sets in front of each keyframe, in Arrow (no per-frame Python)
+            prefix = pa.array(np.where(key, self._prefix, b"").tolist(), pa.binary())
+            out = pc.binary_join_element_wise(prefix, data, pa.scalar(b"", pa.binary()))
+        else:
+            out = data
         return Samples(packets.column("t_ns").to_numpy(), packets.column("pts").to_numpy(), key, out)
 
     def _sample(self, data: bytes, key: bool) -> bytes:
