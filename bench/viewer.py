@@ -55,14 +55,16 @@ LOOP = 150  # distinct rendered frames per camera (5 s), cycled with a moving of
 
 
 def generate(path: Path, size: Size) -> None:
-    """A size.seconds-long episode: 3 cameras (h264, gop 30), joint_pos/joint_cur/cmd at 100 Hz, events."""
+    """A size.seconds-long episode: 3 cameras (h264, gop 30, crf 23), joint_pos/joint_cur/cmd at 100 Hz, events."""
     h, w = size.height, size.width
     streams = {c: StreamSpec(c, "video", FPS, (h, w, 3)) for c in CAMS}
     for s in ("joint_pos", "joint_cur", "cmd"):
         streams[s] = StreamSpec(s, "array", STATE_HZ, (7,), names=tuple(f"j{i}" for i in range(7)))
     streams["events"] = StreamSpec("events", "events")
     meta = EpisodeMeta(path.stem, "robot-v", "site-v", "bench", 0, streams)
-    layout = default_layout(CAMS, events=("events",), video=VideoSettings(gop=30, crf=28))
+    layout = default_layout(
+        CAMS, events=("events",), video=VideoSettings()
+    )  # ingestion's default: h264, gop 30, crf 23
     rend = {c: SceneRenderer(h, w, seed=5, view=i) for i, c in enumerate(CAMS)}
     loop = {
         c: [rend[c].render(i / FPS, np.full(7, 0.3 * np.sin(i / 20)), i > LOOP // 2) for i in range(LOOP)] for c in CAMS
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(__doc__ or "", argv)
     size = SIZES[size_of(args)]
     BENCH_DIR.mkdir(exist_ok=True)
-    path = BENCH_DIR / f"viewer-{int(size.seconds)}s-{size.width}x{size.height}.rdep"
+    path = BENCH_DIR / f"viewer-{int(size.seconds)}s-{size.width}x{size.height}-crf23.rdep"
     gen_s = 0.0
     if not path.exists():
         with timer() as t:

@@ -64,14 +64,20 @@ def frames_around(r: EpisodeReader, camera: str, t_s: float, n: int = 5, span_s:
 
 
 def batch_preview(
-    uris: list[str], *, episodes: int = 3, thumbs: int = 4, height: int = 64, joint_stream: str = "joint_pos"
+    uris: list[str],
+    *,
+    episodes: int = 3,
+    thumbs: int = 4,
+    height: int = 64,
+    joint_stream: str = "joint_pos",
+    plot_s: float = 30.0,
 ) -> Preview:
     """Thumbnail strip per camera (a row per episode) and a joint-state plot of the first `episodes`.
 
     Args:
         uris: the batch's containers (passing episodes first: the preview shows the first few).
         episodes, thumbs, height: how many episodes, thumbnails per episode, thumbnail height.
-        joint_stream: the array stream to plot.
+        joint_stream: the array stream to plot, over its first `plot_s` seconds (bounded cost).
 
     Returns:
         The Preview; an episode that cannot be read is named in the markdown, never raised.
@@ -86,7 +92,7 @@ def batch_preview(
             for cam in _cameras(r):
                 rows.setdefault(cam, []).append(keyframe_thumbnails(r, cam, thumbs))
             if joint_stream in r.meta.streams:
-                w = r.read_window(0, float("inf"), [joint_stream])[joint_stream]
+                w = r.read_window(0, plot_s, [joint_stream])[joint_stream]
                 step = max(1, len(w.t) // 400)
                 series[r.meta.episode_id] = (w.t[::step], w.data[::step])
             shown.append(r.meta.episode_id)
@@ -98,7 +104,7 @@ def batch_preview(
         images[f"strip_{cam}"] = strip_jpeg(strip, height)
         md += [f"**{cam}**", jpeg_markdown(images[f"strip_{cam}"], f"{cam} thumbnails")]
     if series:
-        images["joints"] = lines_png(series, f"{joint_stream} (first {len(series)} episodes)")
+        images["joints"] = lines_png(series, f"{joint_stream}, first {plot_s:g} s of {len(series)} episodes")
         md += [f"**{joint_stream}**", png_markdown(images["joints"], f"{joint_stream} plot")]
     return Preview("\n\n".join(md), images)
 

@@ -94,26 +94,17 @@ def read_qc(root: str, episode_id: str) -> list[QcFinding]:
 
 
 def locate(reader: EpisodeReader, f: QcFinding) -> float:
-    """Seconds since the episode's start that a failed finding refers to, read cheaply: a gap in
-    a camera from its parts' index entries (one part read, the one holding the largest gap), a
-    gap or joint peak in an array stream from that stream alone; 0 when the finding names no
-    stream or is not about a time."""
+    """Seconds since the episode's start that a failed finding refers to, read cheaply: a gap
+    from the stream's parts' index entries and one part (the one whose samples are spaced
+    widest), a joint peak from that stream alone; 0 when the finding names no stream or is
+    not about a time."""
     marks = StreamMarks()
     for s in _STREAM.findall(f.reason):
         spec = reader.meta.streams.get(s)
         if spec is None or f.check not in ("gaps", "joints"):
             continue
-        if spec.kind == "video":
-            parts = [(c, p) for c in reader.chunks for p in c.parts if p.stream == s]
-            # the largest gap is between two parts or inside the part with the widest spacing
-            between = [(b[1].t_start - a[1].t_end, a[1].t_end) for a, b in zip(parts, parts[1:], strict=False)]
-            widest = max(parts, key=lambda cp: (cp[1].t_end - cp[1].t_start) / max(cp[1].count - 1, 1), default=None)
-            if widest is not None:
-                c, p = widest
-                blob = [b for cc, pp, b in reader.fetch_parts({s: (c.t_start, c.t_end)}) if cc.index == c.index]
-                marks.see(s, reader.part_table(c, p, blob[0]).column("t_ns").to_numpy(), None)
-            if between and max(between)[0] > marks.gap.get(s, (-1, 0))[0]:
-                marks.gap[s] = max(between)
+        if f.check == "gaps":
+            _index_gap(reader, s, marks)
         else:
             w = reader.read_window(0, float("inf"), [s])[s]
             marks.see(
@@ -121,3 +112,17 @@ def locate(reader: EpisodeReader, f: QcFinding) -> float:
             )
         return finding_time(f, marks) / 1e9
     return 0.0
+
+
+def _index_gap(reader: EpisodeReader, s: str, marks: StreamMarks) -> None:
+    """The largest gap of stream `s`: between two parts (index entries), or inside the part whose
+    samples are spaced widest on average (that one part is read)."""
+    parts = [(c, p) for c in reader.chunks for p in c.parts if p.stream == s]
+    between = [(b.t_start - a.t_end, a.t_end) for (_, a), (_, b) in zip(parts, parts[1:], strict=False)]
+    widest = max(parts, key=lambda cp: (cp[1].t_end - cp[1].t_start) / max(cp[1].count - 1, 1), default=None)
+    if widest is not None:
+        c, p = widest
+        blob = [b for cc, _, b in reader.fetch_parts({s: (c.t_start, c.t_end)}) if cc.index == c.index]
+        marks.see(s, reader.part_table(c, p, blob[0]).column("t_ns").to_numpy(), None)
+    if between and max(between)[0] > marks.gap.get(s, (-1, 0))[0]:
+        marks.gap[s] = max(between)
