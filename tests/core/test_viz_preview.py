@@ -126,3 +126,13 @@ def test_progress_lines_bar_and_quiet():
     with progress("work", 2, out=q, quiet=True) as step:
         step(2)
     assert q.getvalue() == ""
+
+
+def test_hvcc_extradata_parameter_sets_become_annex_b():
+    vps, sps, pps = b"\x40\x01\x0c", b"\x42\x01\x01\x01", b"\x44\x01\xc1"
+    rec = bytearray(21) + bytes([0xF0 | 3, 3])  # 22 header bytes (length size 4), 3 arrays
+    for typ, nal in ((32, vps), (33, sps), (34, pps)):
+        rec += bytes([typ]) + (1).to_bytes(2, "big") + len(nal).to_bytes(2, "big") + nal
+    m = SampleMuxer("hevc", bytes(rec))
+    packets = pa.table({"pts": [0], "t_ns": [0], "key": [True], "data": [b"\x00\x00\x00\x03\x26\x01\xaf"]})
+    assert m.samples(packets).data.to_pylist() == [START + vps + START + sps + START + pps + START + b"\x26\x01\xaf"]

@@ -54,32 +54,31 @@ def _length_prefixed_to_annexb(data: bytes, size: int) -> bytes:
     return bytes(out)
 
 
+def _nals(extra: bytes, i: int, n: int) -> tuple[bytes, int]:
+    """`n` NAL units with 2-byte lengths from offset `i` of a decoder configuration record, as
+    Annex B, and the offset after them."""
+    out = bytearray()
+    for _ in range(n):
+        ln = int.from_bytes(extra[i : i + 2], "big")
+        out += START + extra[i + 2 : i + 2 + ln]
+        i += 2 + ln
+    return bytes(out), i
+
+
 def _avcc(extra: bytes) -> tuple[int, bytes]:
     """(NAL length size, Annex B SPS+PPS) from an avcC record."""
-    size = (extra[4] & 3) + 1
-    out, i = bytearray(), 5
-    for mask in (0x1F, 0xFF):  # SPS count (5 bits), then PPS count (8 bits)
-        n = extra[i] & mask
-        i += 1
-        for _ in range(n):
-            ln = int.from_bytes(extra[i : i + 2], "big")
-            out += START + extra[i + 2 : i + 2 + ln]
-            i += 2 + ln
-    return size, bytes(out)
+    sps, i = _nals(extra, 6, extra[5] & 0x1F)
+    pps, _ = _nals(extra, i + 1, extra[i])
+    return (extra[4] & 3) + 1, sps + pps
 
 
 def _hvcc(extra: bytes) -> tuple[int, bytes]:
     """(NAL length size, Annex B VPS+SPS+PPS) from an hvcC record."""
-    size = (extra[21] & 3) + 1
-    out, i = bytearray(), 23
+    out, i = b"", 23
     for _ in range(extra[22]):
-        n = int.from_bytes(extra[i + 1 : i + 3], "big")
-        i += 3
-        for _ in range(n):
-            ln = int.from_bytes(extra[i : i + 2], "big")
-            out += START + extra[i + 2 : i + 2 + ln]
-            i += 2 + ln
-    return size, bytes(out)
+        nals, i = _nals(extra, i + 3, int.from_bytes(extra[i + 1 : i + 3], "big"))
+        out += nals
+    return (extra[21] & 3) + 1, out
 
 
 def _obus(data: bytes) -> list[tuple[int, int, int]]:
