@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -181,7 +181,9 @@ class EpisodeLogger:
         self.rec.send_columns(
             camera_path(s),
             indexes=[_times(t)],
-            columns=rr.VideoStream.columns(sample=_blobs(data), is_keyframe=key.tolist()),
+            columns=rr.VideoStream.columns(
+                sample=cast(Any, _blobs(data)), is_keyframe=key.tolist()
+            ),  # a BlobBatch works
         )
         self.stats.frames[s] = self.stats.frames.get(s, 0) + len(data)
         self.marks.see(s, t, None)
