@@ -4,7 +4,8 @@
     python -m bench.viewer --smoke   # 20 s at 64x48
 
 The view runs as `robodata view EPISODE --save OUT.rrd --quiet` in a subprocess, so
-peak_rss_mb is the viewer's own (the generating process is measured separately as gen_rss_mb).
+peak_rss_mb is the viewer's own, and view_cpu_s its CPU time (wall time on a shared machine
+includes waiting for a core).
 rrd_bytes_vs_container: the recording's size over the container's (the cameras' samples are
 the container's own, so this is the overhead of Rerun's framing and the scalars as float64).
 preview_*_per_batch: robodata.viz.preview.batch_preview over three episodes plus
@@ -89,9 +90,10 @@ def generate(path: Path, size: Size) -> None:
     os.replace(tmp, path)
 
 
-def view(path: Path, out: Path) -> tuple[float, dict, float]:
-    """(seconds, the command's JSON, its peak RSS MB) of `robodata view path --save out`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def view(path: Path, out: Path) -> tuple[float, dict, float, float]:
+    """(seconds, the command's JSON, its peak RSS MB, its CPU seconds) of `robodata view path --save out`."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = r0.ru_maxrss
     t0 = time.perf_counter()
     p = subprocess.run(
         [sys.executable, "-m", "robodata.cli", "view", str(path), "--save", str(out), "--quiet"],
@@ -102,21 +104,23 @@ def view(path: Path, out: Path) -> tuple[float, dict, float]:
     dt = time.perf_counter() - t0
     if p.returncode:
         raise SystemExit(f"robodata view failed:\n{p.stderr[-4000:]}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, json.loads(p.stdout.strip().splitlines()[-1]), round(max(rss, before) / 1024, 1)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    return dt, json.loads(p.stdout.strip().splitlines()[-1]), round(max(r1.ru_maxrss, before) / 1024, 1), cpu
 
 
-def previews(path: Path) -> tuple[float, int]:
+def previews(path: Path) -> tuple[float, float, int]:
     from robodata.viz.preview import batch_preview, quarantine_preview
     from robodata.viz.qc import QcFinding
 
     finding = QcFinding("pre", "gaps", False, True, "joint_pos: gap of 500 ms > 40 ms (4 periods)")
     uris = [str(path)] * 3
     batch_preview(uris[:1], episodes=1)  # imports (matplotlib, PIL) are not per batch
+    cpu = time.process_time()
     with timer() as t:
         a = batch_preview(uris)
         b = quarantine_preview([(str(path), [finding])])
-    return t[0] * 1e3, a.nbytes + b.nbytes
+    return t[0] * 1e3, (time.process_time() - cpu) * 1e3, a.nbytes + b.nbytes
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,8 +134,8 @@ def main(argv: list[str] | None = None) -> None:
             generate(path, size)
         gen_s = t[0]
     out = BENCH_DIR / "viewer-out.rrd"
-    view_s, result, rss = view(path, out)
-    ms, nbytes = previews(path)
+    view_s, result, rss, view_cpu = view(path, out)
+    ms, cpu_ms, nbytes = previews(path)
     frames = sum(result["frames"].values())
     emit(
         {
@@ -139,12 +143,14 @@ def main(argv: list[str] | None = None) -> None:
             "frames": frames,
             "view_s": round(view_s, 2),
             "view_s_per_episode_minute": round(view_s / (size.seconds / 60), 3),
+            "view_cpu_s": round(view_cpu, 2),  # wall time on a shared machine waits for CPU; this does not
             "rrd_bytes_vs_container": round(out.stat().st_size / path.stat().st_size, 3),
             "container_mb": round(path.stat().st_size / 1e6, 1),
             "reencoded_frames": result["reencoded_frames"],
             "peak_rss_mb": rss,
             "gen_s": round(gen_s, 1),
             "preview_ms_per_batch": round(ms, 1),
+            "preview_cpu_ms_per_batch": round(cpu_ms, 1),
             "preview_bytes_per_batch": nbytes,
         }
     )

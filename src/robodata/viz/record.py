@@ -27,7 +27,10 @@ from robodata.viz.reencode import reencode_part
 from robodata.viz.samples import SampleMuxer, Samples, in_presentation_order, is_annexb
 
 TIMELINE = "episode_time"
-SLAB_S = 10.0  # seconds of chunks read and sent at once (fewer, larger Rerun chunks; ~10 s of video in memory)
+# Array samples are sent ARRAY_BATCH_ROWS at a time (a few MB at most): each Rerun chunk carries
+# its schema, so 10 s batches of a 100 Hz stream cost ~1% of the recording's size in schemas alone.
+ARRAY_BATCH_ROWS = 20_000
+SLAB_S = 20.0  # seconds of chunks read and sent at once (fewer, larger Rerun chunks; ~20 s of video in memory)
 _RR_CODECS = {"h264": rr.VideoCodec.H264, "hevc": rr.VideoCodec.H265, "av1": rr.VideoCodec.AV1}
 
 
@@ -75,6 +78,7 @@ class EpisodeLogger:
         self.stats = ViewStats()
         self.marks = StreamMarks()
         self._muxers: dict[str, SampleMuxer] = {}
+        self._arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # held back until ARRAY_BATCH_ROWS
         self._reencode: set[str] = set()  # cameras logged as re-encoded H.264 (their layout has B-frames)
 
     def log_static(self) -> None:
@@ -147,8 +151,18 @@ class EpisodeLogger:
         for name, parts in video.items():
             self._send_video(name, parts)
         for name, pieces in arrays.items():
-            spec = self.reader.meta.streams[name]
-            self._log_array(spec, np.concatenate([t for t, _ in pieces]), np.concatenate([v for _, v in pieces]))
+            pending = self._arrays.setdefault(name, [])
+            pending += pieces
+            if sum(len(t) for t, _ in pending) >= ARRAY_BATCH_ROWS:
+                self.flush_arrays(name)
+
+    def flush_arrays(self, name: str | None = None) -> None:
+        """Send the array samples held back (all streams when `name` is None)."""
+        for s in [name] if name is not None else list(self._arrays):
+            pieces = self._arrays.pop(s, [])
+            if pieces:
+                t = np.concatenate([t for t, _ in pieces])
+                self._log_array(self.reader.meta.streams[s], t, np.concatenate([v for _, v in pieces]))
 
     def _video_samples(self, spec: StreamSpec, chunk: ChunkInfo, table: Any, lo: int, hi: int) -> Samples:
         s = spec.name
@@ -289,6 +303,7 @@ def log_episode(
         log.log_chunks(slab, lo, hi)
         if progress is not None:
             progress(len(slab))
+    log.flush_arrays()
     if qc:
         log.log_qc(qc)
     return log.stats
