@@ -94,3 +94,40 @@ def test_view_window_starts_at_a_keyframe(tmp_path: Path):
     win = EpisodeReader.open(ep).read_window(1.3, 1.6, ["wrist"])["wrist"]
     frames = decode("h264", sample_bytes(cam["VideoStream:sample"]))
     assert np.array_equal(frames[-len(win.data) :], win.data)
+
+
+def test_qc_results_are_annotated_at_their_times(tmp_path: Path):
+    """With --root, the episode's qc_results rows become TextLogs on `qc`: a joints failure at the
+    stream's largest |value|, a rate failure (no time) at 0, levels by verdict; the batch
+    preview helpers see the same table."""
+    import pyarrow as pa
+
+    from robodata.ingest.steps.qc_results import QC_SCHEMA
+    from robodata.ingest.tables import IngestPaths
+    from robodata.viz.preview import batch_episodes
+
+    root = tmp_path / "root"
+    paths = IngestPaths(str(root))
+    ep = Path(paths.container("b1", "ep-test"))
+    ep.parent.mkdir(parents=True)
+    data = write_small(ep, duration_s=2.0)
+    base = {"batch": "b1", "uri": "landing/x", "episode_id": "ep-test", "vendor": "", "source": "", "checked_at": 0.0}
+    rows = [
+        {**base, "stage": "pre", "check": "joints", "passed": False, "blocking": True, "reason": "joint_pos: range"},
+        {**base, "stage": "pre", "check": "rate", "passed": False, "blocking": False, "reason": "cmd: 40 Hz"},
+        {**base, "stage": "post", "check": "readable", "passed": True, "blocking": True, "reason": ""},
+        {**base, "stage": "summary", "check": "status", "passed": False, "blocking": True, "reason": "joints"},
+    ]
+    paths.replace("qc_results", pa.Table.from_pylist([{**r, "score": None} for r in rows], QC_SCHEMA), "b1")
+    rrd = tmp_path / "ep.rrd"
+    out = _view(str(ep), "--save", str(rrd), "--root", str(root))
+    assert out["qc_annotations"] == 4
+    qc = rrd_columns(rrd)["/qc"]
+    by_text = dict(zip([t[0] for t in qc["TextLog:text"]], qc["episode_time"], strict=True))
+    peak = int(data["tj"][int(np.argmax(np.abs(data["joint_pos"]).max(axis=1)))])
+    assert by_text["[pre] joints: FAIL: joint_pos: range"] == peak
+    assert by_text["[pre] rate: warn: cmd: 40 Hz"] == 0
+    assert [lvl[0] for lvl in qc["TextLog:level"]].count("ERROR") == 2
+    passing, quarantined = batch_episodes(str(root), "b1")
+    assert passing == [] and quarantined[0][0] == str(ep)
+    assert {f.check for f in quarantined[0][1]} == {"joints", "rate", "status"}
