@@ -16,6 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from robodata.cli import app  # noqa: E402
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings  # noqa: E402
+from robodata.viz.samples import _obus  # noqa: E402
 from tests.core.helpers_container import CAMS, write_small  # noqa: E402
 from tests.core.helpers_viz import decode, rrd_columns, sample_bytes, stored_times  # noqa: E402
 
@@ -36,7 +37,7 @@ def _layout(codec: str = "h264", bframes: int = 0) -> Layout:
     )
 
 
-@pytest.mark.parametrize("codec", ["h264", "hevc"])
+@pytest.mark.parametrize("codec", ["h264", "hevc", "av1"])
 def test_view_logs_the_stored_samples_and_every_stream(tmp_path: Path, codec: str):
     ep, rrd = tmp_path / "ep.rdep", tmp_path / "ep.rrd"
     data = write_small(ep, duration_s=3.0, layout=_layout(codec))
@@ -57,7 +58,13 @@ def test_view_logs_the_stored_samples_and_every_stream(tmp_path: Path, codec: st
         assert np.array_equal(np.asarray(times), stored_times(ep, c))
         assert len(times) == len(data["frames"][c])
         samples = sample_bytes([s for s in cam["VideoStream:sample"] if s is not None])
-        assert all(s.startswith(b"\x00\x00\x00\x01") or s.startswith(b"\x00\x00\x01") for s in samples)
+        keys = [k[0] for k in cam["VideoStream:is_keyframe"] if k is not None]
+        if codec == "av1":  # low-overhead OBUs; every keyframe carries a sequence header OBU (type 1)
+            assert all(any(t == 1 for t, _, _ in _obus(smp)) for smp, k in zip(samples, keys, strict=True) if k)
+        else:  # Annex B, parameter sets (SPS: h264 type 7, hevc type 33) in every keyframe
+            assert all(smp.startswith(b"\x00\x00\x00\x01") or smp.startswith(b"\x00\x00\x01") for smp in samples)
+            sps = b"\x00\x00\x01\x67" if codec == "h264" else b"\x00\x00\x01\x42"
+            assert all((sps in smp) == k for smp, k in zip(samples, keys, strict=True))
         # decoded by a decoder that has only the logged samples: read_window's frames, exactly
         assert np.array_equal(decode(codec, samples), win[c].data)
     for s in ("joint_pos", "cmd"):
@@ -131,3 +138,28 @@ def test_qc_results_are_annotated_at_their_times(tmp_path: Path):
     passing, quarantined = batch_episodes(str(root), "b1")
     assert passing == [] and quarantined[0][0] == str(ep)
     assert {f.check for f in quarantined[0][1]} == {"joints", "rate", "status"}
+
+
+def test_episode_is_streamed_slab_by_slab(tmp_path: Path, monkeypatch):
+    """Each slab reads exactly its own chunks (every byte once, nothing ahead), so memory is a
+    slab's worth whatever the episode's length."""
+    import rerun as rr
+
+    import robodata.viz.record as record
+
+    ep = tmp_path / "ep.rdep"
+    write_small(ep, duration_s=6.0)
+    monkeypatch.setattr(record, "SLAB_S", 1.0)
+    r = EpisodeReader.open(ep)
+    rec = rr.RecordingStream("robodata-test", recording_id="slabs")
+    rec.save(str(tmp_path / "x.rrd"))
+    log = record.EpisodeLogger(r, rec)
+    log.log_static()
+    slabs = list(log.slabs())
+    assert len(slabs) >= 6 and sorted(c.index for s in slabs for c in s) == [c.index for c in r.chunks]
+    for slab in slabs:
+        before = r.stats.bytes_read
+        log.log_chunks(slab, 0, 1 << 62)
+        assert r.stats.bytes_read - before <= sum(c.length for c in slab) + 16  # + the header, once
+    log.flush_arrays()
+    assert sum(log.stats.frames.values()) == 3 * 120 and log.stats.scalars == {"joint_pos": 600, "cmd": 300}
