@@ -5,7 +5,7 @@
 
 The view runs as `robodata view EPISODE --save OUT.rrd --quiet` in a subprocess, so
 peak_rss_mb is the viewer's own, and view_cpu_s its CPU time (wall time on a shared machine
-includes waiting for a core).
+includes waiting for a core and for imports to load). log_s: log_episode alone, in this process.
 rrd_bytes_vs_container: the recording's size over the container's (the cameras' samples are
 the container's own, so this is the overhead of Rerun's framing and the scalars as float64).
 preview_*_per_batch: robodata.viz.preview.batch_preview over three episodes plus
@@ -109,6 +109,26 @@ def view(path: Path, out: Path) -> tuple[float, dict, float, float]:
     return dt, json.loads(p.stdout.strip().splitlines()[-1]), round(max(r1.ru_maxrss, before) / 1024, 1), cpu
 
 
+def log_in_process(path: Path, out: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of log_episode alone, in this process: the command without the
+    interpreter's start and imports (seconds of I/O-bound wall time on a busy machine)."""
+    import rerun as rr
+
+    from robodata.container import EpisodeReader
+    from robodata.viz.record import log_episode
+
+    r = EpisodeReader.open(path)
+    rec = rr.RecordingStream("robodata-bench", recording_id="bench")
+    rec.save(str(out))
+    cpu = time.process_time()
+    with timer() as t:
+        log_episode(r, rec)
+        rec.flush()
+        rec.disconnect()
+    r.close()
+    return t[0], time.process_time() - cpu
+
+
 def previews(path: Path) -> tuple[float, float, int]:
     from robodata.viz.preview import batch_preview, quarantine_preview
     from robodata.viz.qc import QcFinding
@@ -136,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     out = BENCH_DIR / "viewer-out.rrd"
     view_s, result, rss, view_cpu = view(path, out)
     ms, cpu_ms, nbytes = previews(path)
+    log_s, log_cpu = log_in_process(path, out)
     frames = sum(result["frames"].values())
     emit(
         {
@@ -144,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
             "view_s": round(view_s, 2),
             "view_s_per_episode_minute": round(view_s / (size.seconds / 60), 3),
             "view_cpu_s": round(view_cpu, 2),  # wall time on a shared machine waits for CPU; this does not
+            "log_s": round(log_s, 2),  # log_episode alone (no interpreter start, no imports)
+            "log_cpu_s": round(log_cpu, 2),
             "rrd_bytes_vs_container": round(out.stat().st_size / path.stat().st_size, 3),
             "container_mb": round(path.stat().st_size / 1e6, 1),
             "reencoded_frames": result["reencoded_frames"],
