@@ -61,6 +61,7 @@ def test_manifest_preview_counts_the_mix():
     m = pa.table({"site": ["a", "a", "b"], "task": ["x", "y", "y"], "duration_s": [1.0, 2.0, 3.0]})
     p = manifest_preview(m)
     assert "3 episodes" in p.markdown and len(_pngs(p.markdown)) == 1
+    assert _pngs(p.markdown)[0].width == 3 * 240  # site, task (no robot column), duration histogram
 
 
 def test_findings_are_placed_at_the_gap_and_the_peak(tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Small PNGs for previews: a strip of thumbnails (PIL) and line/bar plots (matplotlib, Agg)."""
+"""Small images for previews, drawn with PIL: a JPEG strip of thumbnails, PNG line and bar plots."""
 
 from __future__ import annotations
 
@@ -35,15 +35,6 @@ def strip_jpeg(rows: Sequence[Sequence[np.ndarray]], height: int = 64, quality: 
             x += t.width + 2
     buf = io.BytesIO()
     canvas.save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
-
-
-def _png(plt, fig) -> bytes:
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", bbox_inches="tight")
-    finally:
-        plt.close(fig)
     return buf.getvalue()
 
 
@@ -91,24 +82,38 @@ def lines_png(
     return buf.getvalue()
 
 
-def bars_png(panels: dict[str, dict[str, float]], hist: tuple[str, np.ndarray] | None = None) -> bytes:
-    """Bar charts side by side ({title: {label: value}}), then an optional histogram (title, values)."""
-    import matplotlib
+def bars_png(
+    panels: dict[str, dict[str, float]], hist: tuple[str, np.ndarray] | None = None, size: tuple[int, int] = (240, 120)
+) -> bytes:
+    """Bar charts side by side ({title: {label: value}}, the 8 largest), then an optional
+    20-bin histogram (title, values); drawn with PIL like `lines_png`."""
+    from PIL import ImageDraw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = len(panels) + (1 if hist is not None else 0)
-    fig, axes = plt.subplots(1, max(n, 1), figsize=(2.4 * max(n, 1), 2.0), dpi=72, squeeze=False)
-    for ax, (title, counts) in zip(axes[0], panels.items(), strict=False):
-        items = sorted(counts.items(), key=lambda kv: -kv[1])[:12]
-        ax.bar(range(len(items)), [v for _, v in items])
-        ax.set_xticks(range(len(items)), [k[:12] for k, _ in items], rotation=60, fontsize=5)
-        ax.set_title(title, fontsize=7)
-        ax.tick_params(labelsize=5)
+    charts: list[tuple[str, list[tuple[str, float]]]] = [
+        (title, sorted(counts.items(), key=lambda kv: -kv[1])[:8]) for title, counts in panels.items()
+    ]
     if hist is not None:
-        ax = axes[0][len(panels)]
-        ax.hist(hist[1], bins=20)
-        ax.set_title(hist[0], fontsize=7)
-        ax.tick_params(labelsize=5)
-    return _png(plt, fig)
+        values = np.asarray(hist[1], dtype=np.float64)
+        values = values[np.isfinite(values)]
+        counts, edges = np.histogram(values, bins=20) if len(values) else (np.zeros(0), np.zeros(1))
+        charts.append((hist[0], [(f"{e:.3g}", float(c)) for e, c in zip(edges[:-1], counts, strict=True)]))
+    w, h = size
+    canvas = Image.new("RGB", (max(1, len(charts)) * w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(canvas)
+    for k, (title, items) in enumerate(charts):
+        x0 = k * w
+        top, bottom = 14, h - 14
+        peak = max((v for _, v in items), default=0.0) or 1.0
+        draw.text((x0 + 4, 1), f"{title} (max {peak:.3g})", fill=(0, 0, 0))
+        bw = (w - 8) / max(len(items), 1)
+        for i, (_label, v) in enumerate(items):
+            bx = x0 + 4 + i * bw
+            draw.rectangle((bx + 1, bottom - (bottom - top) * v / peak, bx + bw - 1, bottom), fill=_PALETTE[0])
+        if items and k == len(panels):  # the histogram: its range
+            axis = f"{items[0][0]} .. {items[-1][0]}"
+        else:  # the bars' labels, largest first
+            axis = " ".join(label[:8] for label, _ in items)
+        draw.text((x0 + 4, bottom + 1), axis[: w // 6], fill=(60, 60, 60))
+    buf = io.BytesIO()
+    canvas.quantize(16).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from robodata.container import EpisodeReader
 from robodata.curate.acceptance_plot import png_markdown
@@ -148,7 +149,7 @@ def manifest_preview(manifest: pa.Table) -> Preview:
     panels = {}
     for col in ("site", "robot", "task"):
         if col in manifest.column_names:
-            vc = pa.compute.value_counts(manifest.column(col)).to_pylist()
+            vc = pc.value_counts(manifest.column(col)).to_pylist()
             panels[f"episodes per {col}"] = {str(d["values"]): float(d["counts"]) for d in vc}
     dur = (
         manifest.column("duration_s").to_numpy(zero_copy_only=False) if "duration_s" in manifest.column_names else None
