@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# strict editable install: assets/ resources/ sensors/ jobs/ are mapped to robodata_dagster.<folder>
 	# through a link tree, which mypy and every tool see as the installed package (pyproject.toml).
-	$(PY) -m pip install -q -e '.[platform,dev]' --config-settings editable_mode=strict
+	$(PY) -m pip install -q -e '.[platform,dev,viz]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "robodata.curate.commands",
     "robodata.layout.commands",
     "robodata.upload.commands",
+    "robodata.viz.commands",
 ]
 
 for _name in COMMAND_MODULES:

@@ -24,6 +24,7 @@ def curate_cmd(
     out: str = typer.Option("manifests", "--out", help="directory for the manifest file"),
     catalog_version: int = typer.Option(-1, "--catalog-version", help="catalog version (default: spec pin or latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as one JSON line"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Evaluate a curation spec over the catalog and write its immutable manifest."""
     from robodata.catalog.table import CatalogConfig
@@ -37,13 +38,18 @@ def curate_cmd(
     try:
         # s3:// catalog / --out: endpoint and credentials from the AWS_* variables, as ingestion
         cat = CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options())
-        info, selection = curate(
-            spec,
-            cat,
-            out,
-            catalog_version=None if catalog_version < 0 else catalog_version,
-            storage_options=StorageLocation.from_env(out).fsspec_options(),
-        )
+        from robodata.progress import progress
+
+        # one step: select + write is one call; the line/bar shows it is alive and how long it took
+        with progress("curate", 1, "manifests", quiet=quiet) as step:
+            info, selection = curate(
+                spec,
+                cat,
+                out,
+                catalog_version=None if catalog_version < 0 else catalog_version,
+                storage_options=StorageLocation.from_env(out).fsspec_options(),
+            )
+            step(1)
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -74,13 +80,17 @@ def export_cmd(
     fmt: str = typer.Option(..., "--format", help="lerobot | mcap"),
     split: str = typer.Option("", "--split", help="only this split (train | val)"),
     limit: int = typer.Option(0, "--limit", help="at most this many episodes (0: all)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Export a manifest's episodes as a LeRobot v3.0 dataset or as MCAP files."""
     from robodata.export.run import export
 
     console = Console(stderr=True)
     try:
-        summary = export(manifest, out_dir, fmt, split=split or None, limit=limit or None)
+        from robodata.progress import progress
+
+        with progress("export", None, "episodes", quiet=quiet) as step:
+            summary = export(manifest, out_dir, fmt, split=split or None, limit=limit or None, progress=step)
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None

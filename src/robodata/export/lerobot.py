@@ -74,7 +74,9 @@ class _Stats:
         }
 
 
-def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata") -> dict[str, Any]:
+def export_lerobot(
+    rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata", progress=lambda n: None
+) -> dict[str, Any]:
     out = Path(out_dir)
     if (out / "meta" / "info.json").exists():
         raise ExportError(f"{out} already holds a LeRobot dataset; export into an empty directory")
@@ -176,6 +178,7 @@ def export_lerobot(rows: list[dict[str, Any]], out_dir: str | Path, robot_type: 
                     rec[f"stats/{feat}/{stat}"] = value
             episodes.append(rec)
             index += length
+            progress(1)
     finally:
         for video in videos.values():
             video.close()

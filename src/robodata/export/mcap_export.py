@@ -55,7 +55,7 @@ def _stamp(ns: int) -> dict[str, int]:
     return {"sec": int(ns // 1_000_000_000), "nsec": int(ns % 1_000_000_000)}
 
 
-def export_mcap(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, Any]:
+def export_mcap(rows: list[dict[str, Any]], out_dir: str | Path, progress=lambda n: None) -> dict[str, Any]:
     out = Path(out_dir)
     if not rows:
         raise ExportError("manifest selects no episodes; nothing to export")
@@ -72,6 +72,7 @@ def export_mcap(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, An
             raise
         tmp.replace(path)
         files.append(str(path))
+        progress(1)
     return {"format": "mcap", "dir": str(out), "episodes": len(files), "messages": messages, "files": files}
 
 

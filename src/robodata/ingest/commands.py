@@ -76,6 +76,7 @@ def ingest_cmd(
     topics: str = typer.Option("", "--topics", help="YAML topic rules for MCAP / bags (docs/ingestion.md)"),
     msgs: str = typer.Option("", "--msgs", help="folder of .msg / .idl definitions the bags do not embed"),
     key_map: str = typer.Option("", "--key-map", help="YAML key maps for HDF5 / Zarr / RLDS layouts"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Ingest everything complete in a landing zone as one batch, without Dagster."""
     import json
@@ -95,7 +96,11 @@ def ingest_cmd(
     try:  # one bad item is quarantined inside run_batch; what reaches here is about the whole run
         items = new_items(landing, LandingCursor())
         write_manifest(IngestPaths(settings.root), name, items)
-        out = run_batch(name, settings)
+        from robodata.ingest.pipeline import STAGES
+        from robodata.progress import progress
+
+        with progress("ingest", STAGES, "stages", quiet=quiet) as step:
+            out = run_batch(name, settings, progress=step)
     except RobodataError as exc:
         typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -15,16 +15,30 @@ from robodata.ingest.steps.raw_episodes import observe
 from robodata.ingest.tables import IngestPaths
 
 
-def run_batch(batch: str, settings: IngestSettings, derived: bool = True) -> dict:
+def run_batch(batch: str, settings: IngestSettings, derived: bool = True, progress=lambda n: None) -> dict:
+    """Every stage of a batch in order; `progress(1)` after each (STAGES, or STAGES - 2 without derived)."""
     paths = IngestPaths(settings.root)
-    out = {"raw_episodes": observe(paths, batch), "aligned_tracks": align_batch(paths, batch, settings)}
+    out = {"raw_episodes": observe(paths, batch)}
+    progress(1)
+    out["aligned_tracks"] = align_batch(paths, batch, settings)
     out["unrecognized"] = {k: out["aligned_tracks"][k] for k in ("unrecognized", "unrecognized_reasons")}
+    progress(1)
     out["qc_pre"] = pre_qc(paths, batch, settings.qc)
+    progress(1)
     out["episodes"] = convert_batch(paths, batch, settings)
+    progress(1)
     out["qc_post"] = post_qc(paths, batch, settings.qc)
+    progress(1)
     out["qc_results"] = qc_rollup(paths, batch)
+    progress(1)
     out["episode_metadata"] = metadata_batch(paths, batch)
+    progress(1)
     if derived:
         out["segments"] = segments_batch(paths, batch)
+        progress(1)
         out["features"] = features_batch(paths, batch, settings.visual_frames)
+        progress(1)
     return out
+
+
+STAGES = 9

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
 from robodata.dataset.pattern import ReadPattern, StreamWindow
@@ -186,6 +186,7 @@ def advise(
     calibration: Calibration | None = None,
     workdir: str | Path | None = None,
     log: Callable[[str], None] = lambda s: None,
+    progress: Any = None,
     **storage_options,
 ) -> LayoutPlan:
     cfg = cfg or AdvisorConfig()
@@ -197,7 +198,10 @@ def advise(
     samples = sample_anchors(metas, pattern, cfg.samples, cfg.seed)
     n = len(samples)
     bfs = {0, *cfg.bframes} | {w.every - 1 for w in vws if w.every > 1}
+    # progress steps: calibration, each rewrite of a measured alternative, the measurement
+    step = progress if progress is not None else (lambda n: None)
     cal = calibration or calibrate(readers[0], cfg, bfs, vws[0].streams[0] if vws else None)
+    step(1)
     log(
         f"calibrated: I/P/B decode ms at crf {cal.points[0].crf}: "
         + "/".join(f"{x * 1e3:.3f}" for x in cal.points[0].decode_s)
@@ -254,6 +258,8 @@ def advise(
     chosen = alts[0]
     if cfg.verify_top > 0:
         m_eps = list(range(min(cfg.measure_episodes, len(readers))))
+        if progress is not None:
+            progress.set_total(2 + len(m_eps) * len(alts[: cfg.verify_top]))
         m_samples = sample_anchors([metas[i] for i in m_eps], pattern, cfg.samples, cfg.seed + 1)
         with tempfile.TemporaryDirectory(dir=workdir, prefix="advise-") as tmp:
             written: dict[str, list[EpisodeReader]] = {}
@@ -263,8 +269,10 @@ def advise(
                     dst = str(Path(tmp) / f"alt{k}" / f"{metas[i].episode_id}.rdep")
                     rewrite(readers[i], a.layout, dst, check=False)
                     paths.append(dst)
+                    step(1)
                 written[a.label] = [EpisodeReader.open(p) for p in paths]
             got = measure(written, pattern, m_samples, cfg.rounds, cfg.loader)
+            step(1)
             for rs in written.values():
                 for r in rs:
                     r.close()

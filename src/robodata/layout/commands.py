@@ -23,6 +23,7 @@ def advise_cmd(
     config: Path | None = typer.Option(None, help="AdvisorConfig YAML"),
     out: Path | None = typer.Option(None, help="write the LayoutPlan JSON here"),
     quick: bool = typer.Option(False, help="smaller search and fewer measurements"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Choose GOP, CRF, chunk spans, groups and cache page size for a read pattern; print the choice
     with the predicted and measured cost of the top alternatives."""
@@ -46,7 +47,10 @@ def advise_cmd(
         first = EpisodeReader.open(uris[0])
         pat = resolve_pattern(pattern, first.meta)
         first.close()
-        plan = advise(pat, uris, cfg, log=lambda s: console.print(f"[dim]{s}[/dim]"))
+        from robodata.progress import progress
+
+        with progress("advise", None, "steps", quiet=quiet) as step:
+            plan = advise(pat, uris, cfg, log=lambda s: console.print(f"[dim]{s}[/dim]"), progress=step)
     except (ConfigError, RobodataError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -77,6 +81,7 @@ def relayout_cmd(
     plan: Path = typer.Option(..., help="LayoutPlan JSON from `robodata advise --out`"),
     day: list[str] = typer.Option(..., "--day", help="catalog partition(s) to re-lay"),
     max_episodes: int = typer.Option(0, help="stop after this many episodes per day (0: all)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Re-lay catalog partitions into a plan's layout (new versions beside the old, then pointer flip)."""
     import json
@@ -85,8 +90,12 @@ def relayout_cmd(
 
     try:
         cfg = RelayoutConfig(catalog_uri=catalog, plan_path=str(plan), max_episodes=max_episodes)
+        from robodata.progress import progress
+
         for d in day:
-            typer.echo(json.dumps(relayout_partition(d, cfg, log=lambda s: typer.echo(s, err=True)).as_dict()))
+            with progress(f"relayout {d}", max_episodes or None, "episodes", quiet=quiet) as step:
+                rep = relayout_partition(d, cfg, log=lambda s: typer.echo(s, err=True), progress=step)
+            typer.echo(json.dumps(rep.as_dict()))
     except (ConfigError, RobodataError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

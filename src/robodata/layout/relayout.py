@@ -132,7 +132,7 @@ def relayout_episode(row: dict, plan: LayoutPlan, cfg: RelayoutConfig, report: R
         src.close()
 
 
-def relayout_partition(day: str, cfg: RelayoutConfig, log=lambda s: None) -> RelayoutReport:
+def relayout_partition(day: str, cfg: RelayoutConfig, log=lambda s: None, progress=lambda n: None) -> RelayoutReport:
     plan = LayoutPlan.load(cfg.plan_path)
     report = RelayoutReport(day)
     pending: list[PointerUpdate] = []
@@ -141,6 +141,7 @@ def relayout_partition(day: str, cfg: RelayoutConfig, log=lambda s: None) -> Rel
         if cfg.max_episodes and seen >= cfg.max_episodes:
             break
         seen += 1
+        progress(1)
         if row.get("layout_version") == plan.version:
             report.skipped += 1
             continue

@@ -99,10 +99,11 @@ def once_cmd(
     bandwidth: float | None = BANDWIDTH,
     completion: str | None = COMPLETION,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output (as --no-progress)"),
 ) -> None:
-    """One pass with a progress bar; exit 0 only if every ready episode was uploaded, verified, deleted."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
+    """One pass with progress (a bar on a terminal, else periodic lines); exit 0 only if every
+    ready episode was uploaded, verified, deleted."""
+    from robodata.progress import progress as reporter
     from robodata.upload.daemon import run_once
 
     cfg = _config(
@@ -115,19 +116,9 @@ def once_cmd(
         completion=completion,
     )
     _logging(False)
-    bar = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        disable=not progress,
-    )
-    task = bar.add_task("upload", total=None)
     try:
-        with bar:
-            outcomes = run_once(
-                cfg, on_total=lambda n: bar.update(task, total=n), on_bytes=lambda n: bar.advance(task, n)
-            )
+        with reporter("upload", None, "B", quiet=quiet or not progress) as bar:
+            outcomes = run_once(cfg, on_total=bar.set_total, on_bytes=bar)
     except RobodataError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
