@@ -14,6 +14,7 @@ from robodata_dagster.assets.partitions import CURATION_SPECS
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.lineage import ManifestRef
 from robodata_dagster.lib.metadata import COLUMN_SCHEMA, ROW_COUNT, delta_metadata, table_schema
+from robodata_dagster.lib.previews import manifest_previews
 from robodata_dagster.lib.registry import curation_spec
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
@@ -87,6 +88,7 @@ def manifest(
             "groups": dg.MetadataValue.json(selection.groups),
             COLUMN_SCHEMA: table_schema(MANIFEST_SCHEMA),
             ROW_COUNT: info.episodes,
+            **manifest_previews(str(info.path), catalog.manifest_options()),
         },
         data_version=dg.DataVersion(info.content_hash),
     )

@@ -20,6 +20,7 @@ import dagster as dg
 from robodata_dagster.assets.partitions import INGEST_BATCH, batch_key
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.metadata import delta_metadata
+from robodata_dagster.lib.previews import batch_previews
 from robodata_dagster.resources.ingest import IngestResource
 
 GROUP = "ingest"
@@ -92,14 +93,18 @@ def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.Ma
     group_name=GROUP,
     deps=[episodes],
     kinds={"delta", "python"},
-    description="Per-episode QC outcomes with reasons; one summary row per episode (Delta qc_results).",
+    description=(
+        "Per-episode QC outcomes with reasons; one summary row per episode (Delta qc_results); "
+        "previews: thumbnails and a joint plot of a few episodes, frames around quarantine failures."
+    ),
 )
 def qc_results(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     from robodata.ingest.steps.qc_results import QC_SCHEMA, qc_rollup
 
     batch = batch_key(context)
-    out = qc_rollup(ingest.paths(), batch)
-    return _result(out, _batch_table(ingest, "qc_results", batch, QC_SCHEMA))
+    paths = ingest.paths()
+    out = qc_rollup(paths, batch)
+    return _result(out, _batch_table(ingest, "qc_results", batch, QC_SCHEMA), **batch_previews(paths, batch))
 
 
 @steps.asset(

@@ -29,6 +29,7 @@ REASONS_SHOWN = 5
 # What each check asks of an episode (the check's description in the UI).
 CHECK_DESCRIPTIONS = {
     "readable": "The recording opens and its streams decode (importer ran without error).",
+    "recognized": "Some importer claims the landing entry (else an `unrecognized` row with its guessed kind).",
     "names_safe": "Every name read from the recording (episode id, streams) is a safe, confined name.",
     "episode_id_unique": "No other episode of the batch has the same id (case-insensitively).",
     "topics_known": "Every topic maps to a stream through the topic rules (or is reported).",

@@ -65,6 +65,7 @@ class TopicRuleConfig(dg.Config):
     field: str = ""
     rate_hz: float = 0.0
     units: str = ""
+    join: str = ""
 
 
 class IngestResource(dg.ConfigurableResource):
@@ -77,6 +78,9 @@ class IngestResource(dg.ConfigurableResource):
     video: VideoConfig = VideoConfig()
     topics: list[TopicRuleConfig] = []
     unknown_topics: str = "report"
+    topics_file: str = Field(default="", description="YAML topic rules (docs/ingestion.md), readable by every worker")
+    msgs: str = Field(default="", description="folder of .msg / .idl definitions the bags do not embed")
+    key_map: str = Field(default="", description="YAML key maps for HDF5 / Zarr / RLDS layouts")
     qc: QCConfig = QCConfig()
     visual_frames: int = 6
     bulk: bool = False

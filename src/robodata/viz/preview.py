@@ -14,6 +14,7 @@ the batch. The markdown goes into an asset's metadata as `MetadataValue.md(previ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,9 @@ from robodata.curate.acceptance_plot import png_markdown
 from robodata.errors import RobodataError
 from robodata.viz.images import bars_png, jpeg_markdown, lines_png, strip_jpeg
 from robodata.viz.qc import QcFinding, locate
+
+if TYPE_CHECKING:
+    from robodata.ingest.tables import IngestPaths
 
 
 @dataclass(frozen=True)
@@ -160,26 +164,30 @@ def manifest_preview(manifest: pa.Table) -> Preview:
     return Preview("\n\n".join(md), {"mix": png})
 
 
-def batch_episodes(root: str, batch: str) -> tuple[list[str], list[tuple[str, list[QcFinding]]]]:
+def batch_episodes(
+    root: str | IngestPaths, batch: str, limit: int = 8
+) -> tuple[list[str], list[tuple[str, list[QcFinding]]]]:
     """(containers of passing episodes, [(container, findings)] of quarantined ones that have a
-    container) of `batch` under the storage root, from its qc_results table."""
+    container) of `batch` under the storage root, from its qc_results table; at most `limit` of
+    each (in episode-id order), so a large batch costs a bounded number of existence checks."""
     import fsspec
 
     from robodata.ingest.tables import IngestPaths, open_table
 
-    paths = IngestPaths(root)
+    paths = root if isinstance(root, IngestPaths) else IngestPaths(root)
     dt = open_table(paths.table("qc_results"), paths.delta_options())
     if dt is None:
         return [], []
     rows = dt.to_pyarrow_table(filters=[("batch", "=", batch)]).to_pylist()
     fs, _ = fsspec.core.url_to_fs(paths.containers, **paths.fsspec_options())
-    passing, bad = [], []
+    passing: list[str] = []
+    bad: list[tuple[str, list[QcFinding]]] = []
     for r in sorted((r for r in rows if r["stage"] == "summary" and r["episode_id"]), key=lambda r: r["episode_id"]):
         try:
             uri = paths.container(batch, r["episode_id"])
         except RobodataError:
             continue
-        if not fs.exists(uri):
+        if len(passing if r["passed"] else bad) >= limit or not fs.exists(uri):
             continue
         if r["passed"]:
             passing.append(uri)
