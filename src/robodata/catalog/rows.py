@@ -23,6 +23,10 @@ class CatalogError(RobodataError):
     """A catalog write or read failed (bad rows, unreachable table, exhausted retries)."""
 
 
+class CatalogTypeError(CatalogError):
+    """Catalog rows hold a column of the wrong kind (the message names the column)."""
+
+
 def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa.Table:
     """Return `rows` as a pa.Table with exactly CATALOG_SCHEMA, validated.
 
@@ -42,6 +46,7 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     cols = []
     for field in CATALOG_SCHEMA:
         if field.name in table.column_names:
+            _check_type(field, table.column(field.name).type)
             try:
                 col = table.column(field.name).cast(field.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -53,6 +58,36 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     out = _fill_day(out)
     _check(out)
     return out
+
+
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return "list<" + _family(t.value_type) + ">"
+    return str(t)
+
+
+_WIDENS = {("int", "float"), ("null", "string"), ("list<null>", "list<string>")}
+
+
+def _check_type(field: pa.Field, given: pa.DataType) -> None:
+    """Refuse a column whose type is not the schema's kind (a number for a string, text for a
+    number, ...); widths (int8 -> int32, string -> large_string) and nulls are conformed."""
+    want, got = _family(field.type), _family(given)
+    if got in (want, "null") or (got, want) in _WIDENS:
+        return
+    raise CatalogTypeError(f"catalog column {field.name!r}: rows hold {given}, the catalog holds {field.type}")
 
 
 def _to_table(rows: Any) -> pa.Table:

@@ -31,6 +31,11 @@ CATALOG_SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("footer_offset", pa.int64()),  # lets a loader fetch the index in one range read
         ("footer_length", pa.int64()),
+        # -- QC facts (issue 24): every check that failed (blocking or not), why, and what the
+        # episode holds. Curation filters on them; the default spec excludes any failed check.
+        ("qc_failed", pa.list_(pa.string())),  # names of the failed checks; [] when all passed
+        ("qc_reason", pa.string()),  # "check: reason; ..." of the failed checks ("" when none)
+        ("streams", pa.list_(pa.string())),  # every stream the container holds (cameras, arrays, events)
     ]
 )
 

@@ -102,8 +102,16 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
         size_bytes=(pl.col("duration_s") * 2_500_000).cast(pl.Int64),
         footer_offset=(pl.col("duration_s") * 2_500_000).cast(pl.Int64) - 65_536,
         footer_length=pl.lit(65_536, dtype=pl.Int64),
+        qc_failed=pl.lit([], dtype=pl.List(pl.String)),
+        qc_reason=pl.lit(""),
+        streams=pl.lit(sorted(json.loads(RATES)), dtype=pl.List(pl.String)),
     )
-    return out.to_arrow().cast(CATALOG_SCHEMA)
+    table = out.to_arrow()
+    cols = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in CATALOG_SCHEMA
+    ]  # columns this generator does not model are null
+    return pa.Table.from_arrays(cols, schema=CATALOG_SCHEMA)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

@@ -82,7 +82,11 @@ def evaluate(
         needed.add("robot")
     if spec.exclude.batches:
         needed.add("ingest_batch")
-    lf = lf.select([c for c in CATALOG_SCHEMA.names if c in needed])
+    needed |= {"qc_failed", "uri"}
+    have = set(lf.collect_schema().names())
+    lf = lf.select([c for c in CATALOG_SCHEMA.names if c in needed and c in have]).with_columns(
+        [_null_column(c) for c in CATALOG_SCHEMA.names if c in needed and c not in have]
+    )  # an older, not yet migrated catalog: its rows hold nulls for the newer columns
     predicate = _predicate(spec, base_dir)
     if predicate is not None:
         lf = lf.filter(predicate)
@@ -101,8 +105,22 @@ def evaluate(
     return df.select(MANIFEST_SCHEMA.names), groups
 
 
+def _null_column(name: str) -> pl.Expr:
+    dtype = pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema[name]  # type: ignore[union-attr]
+    return pl.lit(None, dtype=dtype).alias(name)
+
+
+def qc_predicate(allowed: list[str]) -> pl.Expr:
+    """Rows a spec may select: a container, and no failed check outside `allowed` (["*"]: any)."""
+    loadable = pl.col("uri").fill_null("") != ""
+    if "*" in allowed:
+        return loadable
+    outside = pl.col("qc_failed").list.eval(~pl.element().is_in(list(allowed))).list.sum().fill_null(0)
+    return loadable & (outside == 0)
+
+
 def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
-    exprs = [f.expr() for f in spec.filters]
+    exprs = [*(f.expr() for f in spec.filters), qc_predicate(spec.allow_failed_checks)]
     ex = spec.exclude
     if ids := spec.excluded_ids(base_dir):
         exprs.append(~pl.col("episode_id").is_in(ids))
