@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
+from robodata.ingest.align import AlignConfig
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule
 
@@ -19,6 +20,7 @@ class IngestSettings:
     topics: tuple[TopicRule, ...] = ()  # custom MCAP / ROS 2 topic rules, tried before the defaults
     unknown_topics: str = "report"
     qc: QCSelection = field(default_factory=QCSelection)
+    align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
 
     def __post_init__(self) -> None:

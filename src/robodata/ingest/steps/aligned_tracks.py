@@ -49,7 +49,7 @@ def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     try:
         with staged_raw(uri, kind, settings.topic_map, decode_threads=0) as raw:
-            al = aligned_tracks(raw)
+            al = aligned_tracks(raw, settings.align, settings.qc.thresholds.rate_tolerance)
     except UnsafeNameError as exc:
         return _failed(uri, kind, str(exc), "names_safe")
     except RobodataError as exc:
@@ -69,7 +69,7 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         "error": "",
         "alignment_error_ms": al.alignment_error_ms,
         "assign_error_ms": al.assign_error_ms,
-        "span_s": max((t.last_s for t in al.timing.values()), default=0.0),
+        "span_s": al.span_s,
         "alignment_json": al.to_json(),
         "decoded_bytes": decoded_bytes(raw),
         "failed_check": "",
