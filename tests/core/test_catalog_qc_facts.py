@@ -14,7 +14,7 @@ from robodata.catalog.table import Catalog
 from robodata.curate.select import select
 from robodata.curate.spec import spec_from_dict
 
-NEW = ("qc_failed", "qc_reason", "streams")
+NEW = ("qc_failed", "qc_reason", "streams", "source_digest")
 
 
 def _row(i: int, **kw) -> dict:

@@ -36,6 +36,7 @@ CATALOG_SCHEMA = pa.schema(
         ("qc_failed", pa.list_(pa.string())),  # names of the failed checks; [] when all passed
         ("qc_reason", pa.string()),  # "check: reason; ..." of the failed checks ("" when none)
         ("streams", pa.list_(pa.string())),  # every stream the container holds (cameras, arrays, events)
+        ("source_digest", pa.string()),  # content digest of the landing item (robodata.ingest.landing.dedup)
     ]
 )
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 from robodata.errors import RobodataError
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.importers import staged_raw
+from robodata.ingest.landing.dedup import item_digest
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
 from robodata.names import UnsafeNameError
@@ -38,6 +39,7 @@ ALIGNED_SCHEMA = pa.schema(
         ("decoded_bytes", pa.int64()),  # frames x H x W x 3 over cameras: the conversion work estimate
         ("alignment_json", pa.string()),
         ("failed_check", pa.string()),  # "" when ok; else readable | names_safe | episode_id_unique
+        ("source_digest", pa.string()),  # the item's content digest (robodata.ingest.landing.dedup)
     ]
 )
 
@@ -47,6 +49,17 @@ def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
 
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
+    return {**_align_one(uri, kind, settings), "source_digest": _digest(uri, kind)}
+
+
+def _digest(uri: str, kind: str) -> str:
+    try:
+        return item_digest(uri, kind)
+    except (OSError, ValueError):  # unreadable: the alignment row says why
+        return ""
+
+
+def _align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     try:
         with staged_raw(uri, kind, settings.topic_map, decode_threads=0) as raw:
             al = aligned_tracks(raw, settings.align, settings.qc.thresholds.rate_tolerance)

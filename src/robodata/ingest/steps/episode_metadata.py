@@ -16,6 +16,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.catalog.table import merge_episodes
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
+from robodata.ingest.steps.retention import current_uris, delete_superseded
 from robodata.ingest.tables import IngestPaths
 
 
@@ -128,10 +129,13 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         if row["qc_status"] == "quarantined" and not fails:
             fails = [("converted", (c or {}).get("error") or "not converted")]
         row.update(qc_facts(fails))
+        row["source_digest"] = a.get("source_digest") or None
         row["quality_score"] = float(q["score"]) if q and q["score"] is not None else (1.0 if passed else 0.0)
         rows.append(row)
     table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
+    before = current_uris(paths, [r["episode_id"] for r in rows])
     stats = merge_episodes(paths.catalog, table, storage_options=paths.delta_options()) if rows else {}
+    superseded = delete_superseded(paths, before) if rows else []  # only after the commit
     n_pass = sum(r["qc_status"] == "pass" for r in rows)
     return {
         "rows": len(rows),
@@ -142,5 +146,6 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         "updated": stats.get("updated", 0),
         "moved": stats.get("moved", 0),
         "not_demoted": stats.get("not_demoted", 0),
+        "superseded_deleted": len(superseded),
         "errors": errors[:10],
     }
