@@ -23,6 +23,7 @@ from robodata.ingest.raw import RawEpisode
 DISCONTINUITY_POLICIES = ("quarantine", "rebase")
 RATE_POLICIES = ("quarantine", "measured")
 MAX_RATE_HZ = 1e5  # a declared rate above this (or <= 0, or not finite) is not a rate
+MAX_DRIFT = 0.01  # a clock fit drifting more than 1 % from the host clock spans a discontinuity
 DEFAULT_RATE_TOLERANCE = 0.15  # |measured / declared - 1| (QCThresholds.rate_tolerance)
 
 
@@ -32,7 +33,8 @@ class AlignConfig:
 
     A discontinuity is an interval between consecutive samples of one stream of more than
     `jump_periods` periods through less than half of which any other stream of the episode
-    recorded (a gap is an interval the other streams recorded through: that is `no_frame_gaps`). `quarantine`
+    recorded (a gap is an interval the other streams recorded through: that is `no_frame_gaps`),
+    or a clock fit whose drift is more than MAX_DRIFT off 1 (it was fit across a jump). `quarantine`
     (default) fails `clock_continuous`; `rebase` shifts the samples after the jump back by the jump
     when that provably is an offset (the shifted stream then ends within `jump_periods` periods of
     the other streams' end), and quarantines otherwise.
@@ -268,10 +270,12 @@ def aligned_tracks(
             tm.vmin, tm.vmax = float(v[finite].min()), float(v[finite].max())
         timing[s] = tm
     for k in nominal:
+        if abs(clocks[k].drift - 1.0) > MAX_DRIFT and not steps.get(k):  # no real clock drifts that far:
+            jumps[k] = max(jumps[k], 1)  # its fit spans a discontinuity (e.g. of the stream it was fit to)
         timing[k].declared_hz = declared.get(k)
         timing[k].rebased = len(steps.get(k, []))
         timing[k].jumps = jumps[k]
-        if jumps[k]:
+        if jumps[k] and len(host[k]) > 1:
             t = np.sort(host[k])
             timing[k].jump_s = float(np.diff(t).max() / 1e9)
     if "events" in host:
