@@ -9,6 +9,7 @@ by their group's span at close.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import zlib
 from collections import deque
@@ -96,8 +97,12 @@ class EpisodeWriter:
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
         # closed by close()/__exit__, which also seal the footer
-        if isinstance(target, (str, os.PathLike)):
-            self._f: IO[bytes] = open(target, "wb")  # noqa: SIM115
+        # a path target is written under a temporary name next to it and renamed when sealed, so the
+        # path holds a whole container or nothing (an aborted or crashed write leaves no object there)
+        self._path = os.fspath(target) if self._own else ""
+        self._tmp = f"{self._path}.{os.getpid()}.{id(self):x}.tmp" if self._own else ""
+        if self._own:
+            self._f: IO[bytes] = open(self._tmp, "wb")  # noqa: SIM115
         else:
             self._f = target
         self._pos = 0
@@ -225,13 +230,17 @@ class EpisodeWriter:
         if self._own:
             os.fsync(self._f.fileno())
             self._f.close()
+            os.replace(self._tmp, self._path)
         self._closed = True
 
     def abort(self) -> None:
-        """Stop without writing a footer: the object stays unreadable rather than half-valid."""
+        """Stop without writing a footer: a path target's temporary file is removed (nothing at the
+        path); a file-like target is left without a footer (unreadable rather than half-valid)."""
         self._closed = True
         if self._own:
             self._f.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
 
     def __enter__(self) -> EpisodeWriter:
         return self
