@@ -214,10 +214,11 @@ def run(size: str) -> dict:
                 ids[(r["episode_id"] if r["ok"] else "") or r["uri"]] = r["uri"]
         cat = pl.read_delta(paths.catalog)
         for row in cat.to_dicts():
-            t = truth.get(ids.get(row["episode_id"], ""))
-            if t is None:
+            found = truth.get(ids.get(row["episode_id"], ""))
+            if found is None:
                 c.add("pass_with_wrong_facts", f"row {row['episode_id']} of no landing item")
                 continue
+            t = found
             if row["qc_status"] == "pass" and not (row["qc_failed"] and t.lie == "none"):
                 for why in _facts_wrong(row, t):
                     c.add("pass_with_wrong_facts", f"{t.family}/{t.lie} {row['episode_id']}: {why}")
@@ -252,7 +253,7 @@ def run(size: str) -> dict:
         referenced = set(pl.read_delta(paths.catalog)["uri"].to_list())
         on_disk = {str(p) for p in Path(paths.containers).rglob("*.rdep")}
         c.n["orphan_containers"] += len(on_disk - referenced)
-    out = {"cases": cases, **{k: v for k, v in c.n.items()}, "wall_s": round(time.perf_counter() - started, 1)}
+    out: dict = {"cases": cases, **c.n, "wall_s": round(time.perf_counter() - started, 1)}
     out["examples"] = c.examples
     return out
 

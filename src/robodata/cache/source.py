@@ -3,6 +3,7 @@ object itself when the cache is unusable (read-only or full directory, broken in
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -47,12 +48,12 @@ class CachedSource:
                 self._direct = open_source(self.name)
         return None
 
-    def _cache_fault(self, exc: BaseException) -> bool:
+    def _cache_fault(self, exc: OSError | sqlite3.Error) -> bool:
         """Whether `exc` came from the cache directory rather than the object."""
         if isinstance(exc, sqlite3.Error):
             return True
         where = str(getattr(exc, "filename", "") or "")
-        return where.startswith(str(self.cache.root)) or isinstance(exc, PermissionError) or exc.errno == 28
+        return where.startswith(str(self.cache.root)) or isinstance(exc, PermissionError) or exc.errno == errno.ENOSPC
 
     def size(self) -> int:
         if self._size is None:

@@ -96,12 +96,13 @@ class EpisodeWriter:
             inputs.check_stream(meta.episode_id, name, spec, layout)
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
-        # closed by close()/__exit__, which also seal the footer
-        # a path target is written under a temporary name next to it and renamed when sealed, so the
-        # path holds a whole container or nothing (an aborted or crashed write leaves no object there)
-        self._path = os.fspath(target) if self._own else ""
-        self._tmp = f"{self._path}.{os.getpid()}.{id(self):x}.tmp" if self._own else ""
-        if self._own:
+        # closed by close()/__exit__, which also seal the footer. A path target is written under a
+        # temporary name next to it and renamed when sealed, so the path holds a whole container or
+        # nothing (an aborted or crashed write leaves no object there).
+        self._path, self._tmp = "", ""
+        if isinstance(target, (str, os.PathLike)):
+            self._path = os.fspath(target)
+            self._tmp = f"{self._path}.{os.getpid()}.{id(self):x}.tmp"
             self._f: IO[bytes] = open(self._tmp, "wb")  # noqa: SIM115
         else:
             self._f = target
