@@ -72,8 +72,9 @@ def _declared_cameras(md: dict, path: Path) -> dict[str, dict]:
     return cams
 
 
-def _check_declared(path: Path, stream: str, shape: tuple, declared: dict) -> float:
-    """The declared fps (0.0 when none); RawEpisodeError when the decoded frame is not the declared size."""
+def _check_declared(path: Path, stream: str, shape: tuple, declared: dict) -> float | None:
+    """The declared fps (None when none is declared; 0.0 when it is not a number, which QC refuses);
+    RawEpisodeError when the decoded frame is not the declared size."""
     where = f"{path}: metadata robodata.episode field 'cameras.{stream}"
     for key, got in (("height", shape[0]), ("width", shape[1])):
         want = declared.get(key)
@@ -86,7 +87,9 @@ def _check_declared(path: Path, stream: str, shape: tuple, declared: dict) -> fl
                 f"{where}.{key}': declares {declared.get('width')}x{declared.get('height')}, "
                 f"frames decode as {shape[1]}x{shape[0]}"
             )
-    fps = declared.get("fps")
+    if "fps" not in declared:
+        return None
+    fps = declared["fps"]
     return float(fps) if isinstance(fps, (int, float)) and not isinstance(fps, bool) else 0.0
 
 
@@ -203,7 +206,7 @@ def _open_bag(uri: str, topic_map: TopicMap) -> RawEpisode:
         clocks[s] = fit_offset(td, th)
         h, w, _ = v["shape"]
         fps = _check_declared(path, s, v["shape"], declared.get(s, {}))
-        cams[s] = CameraTrack(td, h, w, v["rate"] or fps or _rate(td))
+        cams[s] = CameraTrack(td, h, w, v["rate"] or (_rate(td) if fps is None else fps))
     for s, a in arrays.items():
         td, th = np.asarray(a["t_dev"], np.int64) - epoch, np.asarray(a["t_host"], np.int64) - epoch
         lens = {len(x) for x in a["v"]}
