@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.catalog.schema import CATALOG_SCHEMA, type_kind
 from robodata.errors import RobodataError
 
 QC_STATUSES = ("pass", "quarantined")
@@ -60,31 +60,13 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     return out
 
 
-def _family(t: pa.DataType) -> str:
-    if pa.types.is_null(t):
-        return "null"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
-        return "list<" + _family(t.value_type) + ">"
-    return str(t)
-
-
 _WIDENS = {("int", "float"), ("null", "string"), ("list<null>", "list<string>")}
 
 
 def _check_type(field: pa.Field, given: pa.DataType) -> None:
     """Refuse a column whose type is not the schema's kind (a number for a string, text for a
     number, ...); widths (int8 -> int32, string -> large_string) and nulls are conformed."""
-    want, got = _family(field.type), _family(given)
+    want, got = type_kind(field.type), type_kind(given)
     if got in (want, "null") or (got, want) in _WIDENS:
         return
     raise CatalogTypeError(f"catalog column {field.name!r}: rows hold {given}, the catalog holds {field.type}")

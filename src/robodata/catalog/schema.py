@@ -67,3 +67,23 @@ MANIFEST_META_CONTENT_HASH = b"robodata.manifest_hash"
 # Which content-hash scheme MANIFEST_META_CONTENT_HASH follows (robodata.curate.manifest.HASH_SCHEMES);
 # absent on manifests written before schemes were recorded, which use "v1".
 MANIFEST_META_HASH_SCHEME = b"robodata.manifest_hash_scheme"
+
+
+def type_kind(t: pa.DataType) -> str:
+    """The kind of an Arrow type as catalog checks see it: null, string, bool, int, float, timestamp,
+    list<kind>, else the type itself."""
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return "list<" + type_kind(t.value_type) + ">"
+    return str(t)
