@@ -11,8 +11,10 @@ unchanged. One call per tick: `fresh, known = not_cataloged(items, catalog_uri)`
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -42,13 +44,38 @@ def item_digest(uri: str, kind: str, storage_options: dict | None = None) -> str
     fs = objects.filesystem(base, storage_options)
     root = fs._strip_protocol(base).rstrip("/")
     h = hashlib.sha256(f"{SCHEME}\0{kind.split('-')[0]}\0{index}\0".encode())
-    if fs.isdir(root):
+    if not objects.is_remote(base):
+        _hash_local(Path(root), h)
+    elif fs.isdir(root):
         for path in sorted(fs.find(root)):
             h.update(path[len(root) :].encode() + b"\0")
             _hash_file(fs, path, h)
     else:
         _hash_file(fs, root, h)
     return f"{SCHEME}:{h.hexdigest()}"
+
+
+def _hash_local(root: Path, h) -> None:
+    """A local item, never following a symlink (one may point out of the landing zone: a link is
+    hashed by its target's name, never read)."""
+    if root.is_symlink():
+        raise OSError(f"{root}: a symlink; not read for its digest")
+    if not root.is_dir():
+        with open(root, "rb") as f:
+            while block := f.read(CHUNK):
+                h.update(block)
+        return
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if Path(dirpath, d).is_symlink()]):
+            p = Path(dirpath, name)
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            if p.is_symlink():
+                h.update(b"link:" + os.readlink(p).encode())
+                continue
+            with open(p, "rb") as f:
+                while block := f.read(CHUNK):
+                    h.update(block)
 
 
 @dataclass(frozen=True)
