@@ -74,3 +74,18 @@ def test_a_reingest_deletes_the_superseded_container_after_the_commit_only(lande
     assert not any(Path(u).exists() for u in old)  # superseded, deleted after the commit
     run_batch("b2", s)  # the same batch again: same containers, nothing deleted
     assert all(Path(u).exists() for u in new)
+
+
+def test_a_digest_never_reads_through_a_symlink(tmp_path):
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"secret-1")
+    item = tmp_path / "land" / "ep"
+    item.mkdir(parents=True)
+    (item / "_COMPLETE").write_text("")
+    (item / "link.bin").symlink_to(outside)
+    before = item_digest(str(item), "legacy-jpeg")
+    outside.write_bytes(b"secret-2")  # the target changes: the digest does not (it was never read)
+    assert item_digest(str(item), "legacy-jpeg") == before
+    (tmp_path / "land" / "top").symlink_to(item)
+    with pytest.raises(OSError, match="symlink"):
+        item_digest(str(tmp_path / "land" / "top"), "legacy-jpeg")
