@@ -39,7 +39,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "robodata_dagster"
 # (config model, core dataclass, fields only the model has, core fields the model leaves out,
 #  fields whose default the model sets itself)
 MIRRORS = [
-    (IngestResource, IngestSettings, {"bulk"}, set(), {"root"}),  # root: the deployment's
+    # root: the deployment's; align (issue 24): left out until the Dagster layer mirrors AlignConfig
+    (IngestResource, IngestSettings, {"bulk"}, {"align"}, {"root"}),
     (VideoConfig, VideoSettings, set(), set(), set()),
     (QCConfig, QCSelection, set(), set(), set()),
     (QCThresholdsConfig, QCThresholds, set(), set(), set()),
