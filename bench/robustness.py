@@ -9,7 +9,8 @@ Must hold at --quick (issue 16): container cases >= 10,000 with raw_errors 0 and
 peak RSS per case <= 1 GB; importer cases >= 40 with 0 batches failed by one item; escaped
 writes and reads 0; manifest cases >= 500 with 0 round-trip failures; >= 3 concurrent catalog
 writers with 0 duplicate ids; uploader kills including >= 3 after "verified", 0 lost, 0 deleted
-unverified; spec raw errors 0.
+unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over the MCAP, JPEG and LeRobot
+importers with every other figure 0 (bench/robustness_semantics.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from bench.common import emit, parse, size_of
 
-SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec")
+SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec", "semantics")
 
 
 KEYS = (
@@ -36,6 +37,15 @@ KEYS = (
     "upload.lost",
     "upload.deleted_unverified",
     "spec.raw_errors",
+    "semantics.cases",
+    "semantics.pass_with_wrong_facts",
+    "semantics.pass_not_loadable",
+    "semantics.manifests_refused_by_one_item",
+    "semantics.exports_failed_on_pass_data",
+    "semantics.partial_exports_left",
+    "semantics.reingested_unchanged",
+    "semantics.orphan_containers",
+    "semantics.raw_errors",
     "wall_s",
     "peak_rss_mb",
 )

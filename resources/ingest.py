@@ -68,6 +68,14 @@ class TopicRuleConfig(dg.Config):
     join: str = ""
 
 
+class AlignConfig(dg.Config):
+    """robodata.ingest.align.AlignConfig: clock jumps and declared rates the timestamps contradict."""
+
+    jump_periods: float = 25.0
+    on_discontinuity: str = "quarantine"  # or "rebase" (where the jump is provably an offset)
+    on_rate_mismatch: str = "quarantine"  # or "measured"
+
+
 class IngestResource(dg.ConfigurableResource):
     """IngestSettings, plus `bulk`: the throughput profile (IngestSettings.for_bulk) on the cores of
     the machine that runs the step, unless `workers` is set above 1."""
@@ -82,6 +90,7 @@ class IngestResource(dg.ConfigurableResource):
     msgs: str = Field(default="", description="folder of .msg / .idl definitions the bags do not embed")
     key_map: str = Field(default="", description="YAML key maps for HDF5 / Zarr / RLDS layouts")
     qc: QCConfig = QCConfig()
+    align: AlignConfig = AlignConfig()
     visual_frames: int = 6
     bulk: bool = False
 

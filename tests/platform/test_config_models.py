@@ -13,6 +13,7 @@ import pytest
 
 from robodata.cluster.config import RepairConfig
 from robodata.container.meta import VideoSettings
+from robodata.ingest.align import AlignConfig as CoreAlignConfig
 from robodata.ingest.landing.launches import BatchPolicy
 from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.qc import QCSelection, QCThresholds
@@ -25,6 +26,7 @@ from robodata_dagster.lib.settings import plain, to_settings
 from robodata_dagster.resources.catalog import SpecsResource
 from robodata_dagster.resources.cluster import ClusterRepairResource, RepairSettings
 from robodata_dagster.resources.ingest import (
+    AlignConfig,
     BatchConfig,
     IngestResource,
     QCConfig,
@@ -41,7 +43,9 @@ LAYER = [REPO / "src" / "robodata_dagster", *(REPO / d for d in ("assets", "reso
 # (config model, core dataclass, fields only the model has, core fields the model leaves out,
 #  fields whose default the model sets itself)
 MIRRORS = [
-    (IngestResource, IngestSettings, {"bulk"}, set(), {"root"}),  # root: the deployment's
+    # root: the deployment's
+    (IngestResource, IngestSettings, {"bulk"}, set(), {"root"}),
+    (AlignConfig, CoreAlignConfig, set(), set(), set()),
     (VideoConfig, VideoSettings, set(), set(), set()),
     (QCConfig, QCSelection, set(), set(), set()),
     (QCThresholdsConfig, QCThresholds, set(), set(), set()),

@@ -14,7 +14,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _open(root: str, page_size: int):
+    """Open an existing page cache; a path that holds none is an error (never a new, empty cache)."""
+    from pathlib import Path
+
     from robodata.cache import PageCache, PageCacheConfig
+
+    if not Path(root).is_dir():
+        typer.echo(f"error: {root}: no page cache there (not a directory)", err=True)
+        raise typer.Exit(2)
 
     return PageCache(PageCacheConfig(root=root, page_size=page_size, budget_bytes=max(page_size, 1 << 40)))
 

@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import multiprocessing.util
 import os
+import sqlite3
 import threading
 import time
 import weakref
@@ -35,6 +36,7 @@ from robodata.cache import recovery
 from robodata.cache.config import PageCacheConfig
 from robodata.cache.index import Key, PageIndex
 from robodata.cache.owners import Owner
+from robodata.cache.source import CachedSource
 from robodata.cache.store import PageStore
 from robodata.errors import RobodataError
 
@@ -52,15 +54,24 @@ def object_id(uri: str) -> str:
     return hashlib.sha256(uri.encode()).hexdigest()[:32]
 
 
+class CacheUnusableError(RobodataError):
+    """The page cache directory cannot be used (read-only, full, not a directory, broken index)."""
+
+
 class PageCache:
     def __init__(self, config: PageCacheConfig):
         self.config = config
         self.root = Path(config.root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "locks").mkdir(exist_ok=True)
-        self.store = PageStore(self.root, config.verify)
-        self._reset()
-        self._proc()  # open the index now: a bad root or page size fails here, not in a worker
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "locks").mkdir(exist_ok=True)
+            self.store = PageStore(self.root, config.verify)
+            self._reset()
+            self._proc()  # open the index now: a bad root or page size fails here, not in a worker
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheUnusableError(
+                f"page cache {self.root}: unusable ({type(exc).__name__}: {exc}); read without a cache"
+            ) from None
 
     # ------------------------------------------------------------ per-process state
     def _reset(self) -> None:
@@ -354,30 +365,6 @@ class PageCache:
     def _maybe_flush(self) -> None:
         if len(self._pending_touch) >= 1024 or time.monotonic() - self._last_flush >= self.config.touch_flush_s:
             self.flush()
-
-
-class CachedSource:
-    """RangeSource over one object through the page cache."""
-
-    def __init__(self, cache: PageCache, uri: str, size: int | None):
-        self.cache = cache
-        self.name = uri
-        if size is not None:
-            cache.declare(uri, size)
-        self._size = size
-        self.range_reads = 0
-        self.bytes_read = 0
-
-    def size(self) -> int:
-        if self._size is None:
-            self._size = self.cache.object_size(self.name)
-        return self._size
-
-    def read(self, offset: int, length: int) -> bytes:
-        data = self.cache.read(self.name, offset, length, self.size())
-        self.range_reads += 1
-        self.bytes_read += len(data)
-        return data
 
 
 def _runs(pages: list[int]) -> list[list[int]]:

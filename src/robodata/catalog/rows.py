@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.catalog.schema import CATALOG_SCHEMA, type_kind
 from robodata.errors import RobodataError
 
 QC_STATUSES = ("pass", "quarantined")
@@ -21,6 +21,10 @@ UNKNOWN_DAY = "unknown"  # partition of quarantined rows whose start time is unk
 
 class CatalogError(RobodataError):
     """A catalog write or read failed (bad rows, unreachable table, exhausted retries)."""
+
+
+class CatalogTypeError(CatalogError):
+    """Catalog rows hold a column of the wrong kind (the message names the column)."""
 
 
 def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa.Table:
@@ -42,6 +46,7 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     cols = []
     for field in CATALOG_SCHEMA:
         if field.name in table.column_names:
+            _check_type(field, table.column(field.name).type)
             try:
                 col = table.column(field.name).cast(field.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -53,6 +58,18 @@ def conform(rows: pa.Table | pa.RecordBatch | Iterable[Mapping[str, Any]]) -> pa
     out = _fill_day(out)
     _check(out)
     return out
+
+
+_WIDENS = {("int", "float"), ("null", "string"), ("list<null>", "list<string>")}
+
+
+def _check_type(field: pa.Field, given: pa.DataType) -> None:
+    """Refuse a column whose type is not the schema's kind (a number for a string, text for a
+    number, ...); widths (int8 -> int32, string -> large_string) and nulls are conformed."""
+    want, got = type_kind(field.type), type_kind(given)
+    if got in (want, "null") or (got, want) in _WIDENS:
+        return
+    raise CatalogTypeError(f"catalog column {field.name!r}: rows hold {given}, the catalog holds {field.type}")
 
 
 def _to_table(rows: Any) -> pa.Table:

@@ -43,6 +43,12 @@ CATALOG_SCHEMA = pa.schema(
         ("action_names", pa.list_(pa.string())),
         ("control_hz", pa.float64()),  # nominal rate of the state stream
         ("language", pa.string()),  # instruction text; "" if none
+        # -- QC facts (issue 24): every check that failed (blocking or not), why, and what the
+        # episode holds. Curation filters on them; the default spec excludes any failed check.
+        ("qc_failed", pa.list_(pa.string())),  # names of the failed checks; [] when all passed
+        ("qc_reason", pa.string()),  # "check: reason; ..." of the failed checks ("" when none)
+        ("streams", pa.list_(pa.string())),  # every stream the container holds (cameras, arrays, events)
+        ("source_digest", pa.string()),  # content digest of the landing item (robodata.ingest.landing.dedup)
     ]
 )
 
@@ -73,3 +79,23 @@ MANIFEST_META_CONTENT_HASH = b"robodata.manifest_hash"
 # Which content-hash scheme MANIFEST_META_CONTENT_HASH follows (robodata.curate.manifest.HASH_SCHEMES);
 # absent on manifests written before schemes were recorded, which use "v1".
 MANIFEST_META_HASH_SCHEME = b"robodata.manifest_hash_scheme"
+
+
+def type_kind(t: pa.DataType) -> str:
+    """The kind of an Arrow type as catalog checks see it: null, string, bool, int, float, timestamp,
+    list<kind>, else the type itself."""
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return "list<" + type_kind(t.value_type) + ">"
+    return str(t)

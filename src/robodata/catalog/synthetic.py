@@ -111,8 +111,16 @@ def rows(shape: FleetShape, start: int, count: int) -> pa.Table:
         action_names=pl.lit([], dtype=pl.List(pl.String)),
         control_hz=pl.when(pl.col("site_i") % 2 == 0).then(pl.lit(50.0)).otherwise(pl.lit(100.0)),
         language=pl.when(pl.col("task_i") % 2 == 0).then(name("task_i", TASKS)).otherwise(pl.lit("")),
+        qc_failed=pl.lit([], dtype=pl.List(pl.String)),
+        qc_reason=pl.lit(""),
+        streams=pl.lit(sorted(json.loads(RATES)), dtype=pl.List(pl.String)),
     )
-    return out.to_arrow().cast(CATALOG_SCHEMA)
+    table = out.to_arrow()
+    cols = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in CATALOG_SCHEMA
+    ]  # columns this generator does not model are null
+    return pa.Table.from_arrays(cols, schema=CATALOG_SCHEMA)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Schema, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from robodata.catalog.identity import (
@@ -132,10 +133,13 @@ class Catalog:
     # -- writing ---------------------------------------------------------------------
 
     def create_if_missing(self) -> DeltaTable:
+        """Open the table for writing (migrated to CATALOG_SCHEMA: see `migrate`), or create it."""
         try:
-            return self._open()
+            return self.migrate(self._open())
         except CatalogError:
-            pass
+            if self.exists():
+                raise
+
         # A concurrent writer may create it first; opening below tells.
         with contextlib.suppress(CommitFailedError, DeltaError):
             DeltaTable.create(
@@ -211,6 +215,28 @@ class Catalog:
         raise CatalogError(
             f"merge into catalog {self.uri} still conflicting after {self.config.max_attempts} attempts: {last}"
         )
+
+    def missing_columns(self, dt: DeltaTable | None = None) -> list[str]:
+        """CATALOG_SCHEMA columns the table at hand lacks (an older table)."""
+        have = set((dt or self._open()).schema().to_arrow().names)
+        return [f.name for f in CATALOG_SCHEMA if f.name not in have]
+
+    def migrate(self, dt: DeltaTable) -> DeltaTable:
+        """Schema migration: add every CATALOG_SCHEMA column the table lacks (Delta schema evolution;
+        existing rows read them as nulls). Idempotent; a concurrent migration is retried by re-opening."""
+        missing = self.missing_columns(dt)
+        if not missing:
+            return dt
+        fields = Schema.from_arrow(pa.schema([CATALOG_SCHEMA.field(n) for n in missing])).fields
+        try:
+            dt.alter.add_columns(fields)
+        except (CommitFailedError, DeltaError) as exc:
+            dt = self._open()
+            if self.missing_columns(dt):
+                raise CatalogError(f"catalog {self.uri}: cannot add column(s) {missing}: {exc}") from exc
+            return dt
+        dt.update_incremental()
+        return dt
 
     def backfill(self, rows: Any) -> int:
         """Blind append of rows whose episode ids are known to be absent (bulk migration).

@@ -32,6 +32,9 @@ def inspect(
     except ContainerError as exc:
         console.print(f"[red]ContainerError:[/red] {exc}")
         raise typer.Exit(2) from None
+    except OSError as exc:  # missing file, unreadable object
+        console.print(f"[red]error:[/red] {path}: cannot be read ({type(exc).__name__}: {exc})")
+        raise typer.Exit(2) from None
     if as_json:
         print(
             json.dumps(

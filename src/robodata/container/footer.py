@@ -210,7 +210,7 @@ def _codec_data(ck: _Checker, raw: Any, meta: EpisodeMeta) -> dict[str, bytes]:
             ck.fail("codec_data", f"{_show(name)} is not a video stream of this episode")
         try:
             out[name] = base64.b64decode(ck.str_(v, f"codec_data[{name!r}]"), validate=True)
-        except binascii.Error as exc:
+        except (binascii.Error, ValueError) as exc:  # ValueError: non-ASCII text
             ck.fail(f"codec_data[{name!r}]", f"is not base64 ({exc})")
     return out
 

@@ -9,6 +9,7 @@ by their group's span at close.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import zlib
 from collections import deque
@@ -107,9 +108,14 @@ class EpisodeWriter:
             inputs.check_stream(meta.episode_id, name, spec, layout)
         self.layout = layout
         self._own = isinstance(target, (str, os.PathLike))
-        # closed by close()/__exit__, which also seal the footer
+        # closed by close()/__exit__, which also seal the footer. A path target is written under a
+        # temporary name next to it and renamed when sealed, so the path holds a whole container or
+        # nothing (an aborted or crashed write leaves no object there).
+        self._path, self._tmp = "", ""
         if isinstance(target, (str, os.PathLike)):
-            self._f: IO[bytes] = open(target, "wb")  # noqa: SIM115
+            self._path = os.fspath(target)
+            self._tmp = f"{self._path}.{os.getpid()}.{id(self):x}.tmp"
+            self._f: IO[bytes] = open(self._tmp, "wb")  # noqa: SIM115
         else:
             self._f = target
         self._pos = 0
@@ -238,14 +244,18 @@ class EpisodeWriter:
         if self._own:
             os.fsync(self._f.fileno())
             self._f.close()
+            os.replace(self._tmp, self._path)
         self._closed = True
         self.written = Written(footer_offset, len(footer), str(self.layout.version), self.meta.duration_s)
 
     def abort(self) -> None:
-        """Stop without writing a footer: the object stays unreadable rather than half-valid."""
+        """Stop without writing a footer: a path target's temporary file is removed (nothing at the
+        path); a file-like target is left without a footer (unreadable rather than half-valid)."""
         self._closed = True
         if self._own:
             self._f.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
 
     def __enter__(self) -> EpisodeWriter:
         return self

@@ -16,10 +16,24 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
 
 
+def default_catalog() -> str:
+    """$ROBODATA_CATALOG, else the catalog under $ROBODATA_STORAGE_ROOT (where ingestion writes it), else ""."""
+    if os.environ.get("ROBODATA_CATALOG"):
+        return os.environ["ROBODATA_CATALOG"]
+    root = os.environ.get("ROBODATA_STORAGE_ROOT", "")
+    if not root:
+        return ""
+    from robodata.ingest.tables import IngestPaths
+
+    return IngestPaths(root).catalog
+
+
 def curate_cmd(
     spec: str = typer.Argument(..., help="curation spec (YAML)"),
     catalog: str = typer.Option(
-        os.environ.get("ROBODATA_CATALOG", ""), "--catalog", help="catalog Delta table URI (default $ROBODATA_CATALOG)"
+        "",
+        "--catalog",
+        help="catalog Delta table URI (default $ROBODATA_CATALOG, else $ROBODATA_STORAGE_ROOT/catalog/episodes)",
     ),
     out: str = typer.Option("manifests", "--out", help="directory for the manifest file"),
     catalog_version: int = typer.Option(-1, "--catalog-version", help="catalog version (default: spec pin or latest)"),
@@ -32,8 +46,9 @@ def curate_cmd(
     from robodata.storage import StorageLocation
 
     console = Console(stderr=True)
+    catalog = catalog or default_catalog()
     if not catalog:
-        console.print("[red]error:[/red] no catalog: pass --catalog or set ROBODATA_CATALOG")
+        console.print("[red]error:[/red] no catalog: pass --catalog, or set ROBODATA_CATALOG or ROBODATA_STORAGE_ROOT")
         raise typer.Exit(2)
     try:
         # s3:// catalog / --out: endpoint and credentials from the AWS_* variables, as ingestion
@@ -53,6 +68,8 @@ def curate_cmd(
     except RobodataError as exc:
         console.print(f"[red]{type(exc).__name__}:[/red] {exc}")
         raise typer.Exit(2) from None
+    if info.episodes == 0:
+        console.print(f"[yellow]warning:[/yellow] spec {spec} selects no episodes; the manifest is empty")
     result = {
         "manifest": str(info.path),
         "content_hash": info.content_hash,

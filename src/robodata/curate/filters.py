@@ -21,9 +21,8 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 
-from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.catalog.schema import CATALOG_SCHEMA, type_kind
 from robodata.config import require
 from robodata.errors import ConfigError
 
@@ -35,18 +34,10 @@ _INT64 = 2**63
 
 def column_kind(column: str) -> str:
     """'list' | 'bool' | 'timestamp' | 'int' | 'float' | 'day' | 'string' for a catalog column."""
-    t = CATALOG_SCHEMA.field(column).type
-    if pa.types.is_list(t):
+    kind = type_kind(CATALOG_SCHEMA.field(column).type)
+    if kind.startswith("list<"):
         return "list"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    return "day" if column == "day" else "string"
+    return "day" if column == "day" else kind
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from robodata.catalog.rows import CatalogError
-from robodata.catalog.schema import MANIFEST_SCHEMA
+from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
 from robodata.curate.spec import CurationSpec
@@ -85,6 +85,7 @@ def evaluate(
     """
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
+    lf = _with_missing_columns(spec, lf, group_col)
     source, predicate = lf, _predicate(spec, base_dir)
     if predicate is not None:
         lf = lf.filter(predicate)
@@ -130,8 +131,36 @@ def _collect(spec: CurationSpec, lf: pl.LazyFrame) -> pl.DataFrame:
         raise CatalogError(f"evaluating curation spec {spec.name!r} over the catalog failed: {exc}") from exc
 
 
+def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame, group_col: str | None) -> pl.LazyFrame:
+    """An older, not yet migrated catalog: the columns the spec reads that it lacks, as nulls."""
+    needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
+    needed |= {f.column for f in spec.filters} | {"qc_failed", "uri"}
+    needed |= {group_col} if group_col else set()
+    needed |= {"robot"} if spec.exclude.robots else set()
+    needed |= {"ingest_batch"} if spec.exclude.batches else set()
+    have = set(lf.collect_schema().names())
+    missing = [c for c in CATALOG_SCHEMA.names if c in needed and c not in have]
+    return lf.with_columns([_null_column(c) for c in missing]) if missing else lf
+
+
+def _null_column(name: str) -> pl.Expr:
+    dtype = pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema[name]  # type: ignore[union-attr]
+    return pl.lit(None, dtype=dtype).alias(name)
+
+
+def qc_predicate(allowed: list[str]) -> pl.Expr:
+    """Rows a spec may select: a container, and no failed check outside `allowed` (["*"]: any)."""
+    loadable = pl.col("uri").fill_null("") != ""
+    if "*" in allowed:
+        return loadable
+    if not allowed:  # the default: no failed check at all (a length, not a per-element evaluation)
+        return loadable & (pl.col("qc_failed").list.len().fill_null(0) == 0)
+    outside = pl.col("qc_failed").list.eval(~pl.element().is_in(list(allowed))).list.sum().fill_null(0)
+    return loadable & (outside == 0)
+
+
 def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
-    exprs = [f.expr() for f in spec.filters]
+    exprs = [*(f.expr() for f in spec.filters), qc_predicate(spec.allow_failed_checks)]
     ex = spec.exclude
     if ids := spec.excluded_ids(base_dir):
         exprs.append(~pl.col("episode_id").is_in(ids))

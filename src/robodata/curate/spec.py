@@ -28,6 +28,9 @@ Semantics (all deterministic):
 * `budget` caps hours: per group (`per_group_hours`) and in total (`total_hours`,
   split over groups by mixing share). Capped groups keep a stable pseudo-random
   subset: episodes in `stable_hash64(episode_id, salt)` order until the cap is met.
+* QC: an episode with any failed check (catalog `qc_failed`, blocking or not) is left out unless
+  every failed check is named in `allow_failed_checks` (`["*"]`: any); an episode without a
+  container (empty `uri`: quarantined before conversion) is never selected.
 * `split`: an episode is `val` iff unit(stable_hash64(episode_id, salt)) < val_fraction,
   so an episode never moves between train and val when the catalog grows.
 
@@ -138,6 +141,9 @@ class CurationSpec:
     exclude: Exclusions = field(default_factory=Exclusions)
     split: Split = field(default_factory=Split)
     catalog_version: int | None = None  # pin a catalog version; None = latest at evaluation
+    # QC checks whose failure is tolerated (catalog `qc_failed`); [] excludes any episode with a failed
+    # check, ["*"] tolerates all. Episodes without a container (`uri` empty) are never selected.
+    allow_failed_checks: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_fields(self, "")
@@ -187,6 +193,8 @@ class CurationSpec:
         doc = dataclasses.asdict(self)
         doc["exclude"]["episode_ids"] = self.excluded_ids(base_dir)
         doc["exclude"]["episode_ids_file"] = None
+        if not doc["allow_failed_checks"]:  # the default: absent, so hashes of older specs hold
+            del doc["allow_failed_checks"]
         canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canon.encode()).hexdigest()
 

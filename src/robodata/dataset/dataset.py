@@ -40,6 +40,8 @@ from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, near
 from robodata.dataset.index import Anchor, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
 from robodata.dataset.ring import Arena
+from robodata.dataset.skips import SkipLog, fill_skipping, open_error
+from robodata.errors import ContainerError
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class PatternDataset(Dataset):
         cols = set(manifest.column_names)
         self._hints = {k: manifest.column(k) for k in ("size_bytes", "footer_offset", "footer_length") if k in cols}
         self._pid = -1
+        self.skipped = SkipLog()  # rows that could not serve samples (this process), with reasons
 
     @classmethod
     def from_manifest(
@@ -163,9 +166,14 @@ class PatternDataset(Dataset):
             return r
         uri = self._uris[row].as_py()
         size = self._hint("size_bytes", row) or None
-        src = self.cache.source(uri, size=size) if self.cache is not None else uri
-        fo, fl = self._hint("footer_offset", row), self._hint("footer_length", row)
-        r = EpisodeReader.open(src, footer_offset=fo, footer_length=fl)
+        try:
+            if not uri:
+                raise FileNotFoundError("the manifest row has no container (a quarantined episode)")
+            src = self.cache.source(uri, size=size) if self.cache is not None else uri
+            fo, fl = self._hint("footer_offset", row), self._hint("footer_length", row)
+            r = EpisodeReader.open(src, footer_offset=fo, footer_length=fl)
+        except OSError as exc:
+            raise open_error(uri, exc) from None
         self._readers[row] = r
         if len(self._readers) > self.config.reader_cache:
             _, old = self._readers.popitem(last=False)
@@ -218,7 +226,8 @@ class PatternDataset(Dataset):
 
         Raises:
             IndexError: an int key outside [0, len(self)).
-            ContainerError: a container is unreadable or lacks samples near an anchor.
+            ContainerError: no episode left that can serve (one that cannot is skipped and
+                reported in `skipped`, its samples replaced by other rows').
             ValueError: samples of one batch have different frame shapes (mixed resolutions
                 without `resize`).
         """
@@ -226,11 +235,14 @@ class PatternDataset(Dataset):
         if shared is None:
             shared = get_worker_info() is not None
         out = _Batch(len(anchors), shared, arena)
-        by_row: dict[int, list[int]] = {}
-        for i, a in enumerate(anchors):
-            by_row.setdefault(a.row, []).append(i)
-        for row, items in by_row.items():
-            self._fill(row, [anchors[i].t for i in items], items, out)
+        fill_skipping(  # a row that cannot serve is skipped, reported, its samples taken from other rows
+            anchors,
+            lambda row, items: self._fill(row, [anchors[i].t for i in items], items, out),
+            lambda row: self._uris[row].as_py() or "",
+            self.index,
+            self.skipped,
+            self.config.seed,
+        )
         out.tensors["episode_index"] = torch.tensor([a.row for a in anchors], dtype=torch.int64)
         out.tensors["t"] = torch.tensor([a.t for a in anchors], dtype=torch.float64)
         return out.tensors
@@ -265,8 +277,6 @@ class PatternDataset(Dataset):
                 w, s = item
                 settings = r.layout.group_of(s).video
                 if settings is None:
-                    from robodata.errors import ContainerError
-
                     raise ContainerError(
                         r.meta.episode_id, f"stream {s!r} is read as video but stored in a non-video group"
                     )
@@ -378,6 +388,4 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
 
 
 def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:
-    from robodata.errors import ContainerError
-
     raise ContainerError(r.meta.episode_id, f"stream {stream!r} has no samples near t={min(ts):.3f}..{max(ts):.3f} s")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,13 @@ from robodata.errors import ConfigError
 class Anchor:
     row: int  # manifest row
     t: float  # seconds from episode start
+
+
+def _rate(value: object) -> float:
+    """A stream rate from stream_rates_json: a finite positive number, else 0.0 (no such stream)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0 else 0.0
 
 
 def _splitmix(x: int) -> int:
@@ -41,7 +49,10 @@ class SampleIndex:
         use_weights: see below.
 
     Raises:
-        ConfigError: the pattern reads a stream some episodes lack, or unusable weights.
+        ConfigError: the pattern reads a stream every episode lacks, or unusable weights.
+
+    Episodes that lack a stream the pattern reads (or hold it at rate 0) get no samples; they are
+    counted in `unusable` (reason -> episodes) and reported with a warning.
 
     `use_weights`: honour the manifest's `weight` column (the curation spec's mixing
     shares): episode i gets round(weight_i / sum(weight) * N) samples instead of its
@@ -58,10 +69,28 @@ class SampleIndex:
         lo_off = np.zeros(len(uniq))
         hi_off = np.zeros(len(uniq))
         grid = np.zeros(len(uniq))
+        unusable = np.zeros(len(uniq), dtype=bool)
+        why: dict[int, str] = {}
         for g, raw in enumerate(uniq.to_pylist()):
             rates = json.loads(raw or "{}")
-            lo, hi, gr = self._offsets(rates, raw)
+            missing = sorted({s for w in pattern.windows for s in w.streams if not _rate(rates.get(s))})
+            if missing:  # these episodes cannot serve the pattern: no samples, reported
+                unusable[g] = True
+                why[g] = f"pattern {pattern.name!r} reads {missing}, which episodes with stream rates {raw} do not have"
+                continue
+            lo, hi, gr = self._offsets(rates, raw or "")
             lo_off[g], hi_off[g], grid[g] = lo, hi, gr
+        bad_rows = unusable[codes] if n else np.zeros(0, dtype=bool)
+        if n and bad_rows.all():
+            raise ConfigError(why[int(codes[0])] + " (no episode of the manifest can serve it)")
+        # reason -> episodes left out (skipped and reported, never the whole manifest refused)
+        self.unusable = {why[g]: int((codes == g).sum()) for g in why}
+        if self.unusable:
+            warnings.warn(
+                f"{int(bad_rows.sum())} of {n} episodes cannot serve the read pattern and are skipped: "
+                + "; ".join(f"{k} ({v})" for k, v in self.unusable.items()),
+                stacklevel=2,
+            )
         # Per row only what differs per row (~28 bytes: 1.4 GB at 50M episodes): the stream-rate
         # group's code, the last anchor time, counts and their running sum; offsets and the video
         # grid are per group.
@@ -73,6 +102,7 @@ class SampleIndex:
         span = a_hi - lo
         del lo
         counts = np.where(span >= -1e-9, np.floor(np.maximum(span, 0) / stride + 1e-9) + 1, 0).astype(np.int64)
+        counts[bad_rows] = 0
         self._hi = a_hi
         self.native = counts
         if use_weights and "weight" in manifest.column_names and n:
@@ -87,19 +117,19 @@ class SampleIndex:
         self._stride = stride
 
     def _offsets(self, rates: dict[str, float], raw: str) -> tuple[float, float, float]:
+        """(lead, tail, video grid) of the pattern's windows at these rates (every stream present)."""
         lo, hi, grid = 0.0, 0.0, 0.0
         for w in self.pattern.windows:
-            missing = [s for s in w.streams if not rates.get(s)]
-            if missing:
-                raise ConfigError(
-                    f"pattern {self.pattern.name!r} reads {missing}, which episodes with stream rates {raw} do not have"
-                )
-            rate = min(float(rates[s]) for s in w.streams)
+            rate = min(_rate(rates[s]) for s in w.streams)
             a, b = w.span_s(rate)
             lo, hi = max(lo, -a), max(hi, b)
             if w.kind == "video" and not grid:
                 grid = rate / w.every
         return lo, hi, grid
+
+    def usable(self, row: int) -> bool:
+        """Whether manifest row `row` has samples under the pattern."""
+        return bool(self.native[row] > 0)
 
     def __len__(self) -> int:
         return int(self.cum[-1]) if len(self.cum) else 0

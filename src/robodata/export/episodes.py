@@ -6,6 +6,10 @@ of decoded frames whatever the episode length.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +60,18 @@ def check_ids(rows: list[dict[str, Any]], manifest: str = "manifest") -> list[st
 
 
 def open_episode(uri: str, footer_offset: int | None = None, footer_length: int | None = None) -> EpisodeStreams:
-    r = EpisodeReader.open(uri, footer_offset=footer_offset, footer_length=footer_length)
+    """Open a manifest row's container (footer only).
+
+    Raises:
+        ExportError: the row has no container (`uri` empty), or it is missing or unreadable.
+        ContainerError: it is not a valid container (names the file).
+    """
+    if not uri:
+        raise ExportError("manifest row has an empty uri (no container: a quarantined episode?)")
+    try:
+        r = EpisodeReader.open(uri, footer_offset=footer_offset, footer_length=footer_length)
+    except OSError as exc:
+        raise ExportError(f"{uri}: container cannot be opened ({type(exc).__name__}: {exc})") from None
     streams = r.meta.streams
     for name in streams:  # stream names become file, folder and feature names in the exports
         check_name(name, field="stream name", source=uri)
@@ -85,12 +100,17 @@ def sample_at(t_src: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarra
     return values[np.clip(idx, 0, len(values) - 1)]
 
 
-def frames(ep: EpisodeStreams) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-    """(frame times in s, {camera: uint8 (T,H,W,3)}) per window, on the first camera's clock."""
+def frames(ep: EpisodeStreams, grid_fps: float | None = None) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """(frame times in s, {camera: uint8 (T,H,W,3)}) per window, on the first camera's clock, or
+    with `grid_fps` on the nominal grid k / grid_fps (each camera's nearest frame: sample-and-hold)."""
     duration = ep.reader.meta.duration_s
     if not ep.cameras:
-        n = int(np.floor(duration * ep.fps)) + 1
-        yield np.arange(n) / ep.fps, {}
+        fps = grid_fps or ep.fps
+        n = int(np.floor(duration * fps)) + 1
+        yield np.arange(n) / fps, {}
+        return
+    if grid_fps:
+        yield from _grid_frames(ep, grid_fps, duration)
         return
     t0 = 0.0
     while t0 <= duration:
@@ -111,6 +131,25 @@ def frames(ep: EpisodeStreams) -> Iterator[tuple[np.ndarray, dict[str, np.ndarra
         t0 = t1
 
 
+def _grid_frames(ep: EpisodeStreams, fps: float, duration: float) -> Iterator[tuple[np.ndarray, dict]]:
+    n_total = int(np.floor(duration * fps + 1e-6)) + 1
+    for k0 in range(0, n_total, max(1, int(WINDOW_S * fps))):
+        grid = np.arange(k0, min(n_total, k0 + max(1, int(WINDOW_S * fps)))) / fps
+        pad = 1.0 / fps
+        win = ep.reader.read_window(max(0.0, grid[0] - pad), grid[-1] + pad, streams=ep.cameras)
+        out = {}
+        for cam in ep.cameras:
+            t, data = win[cam].t, win[cam].data
+            if len(t) == 0:
+                eid = ep.reader.meta.episode_id
+                raise ExportError(f"episode {eid!r}: camera {cam!r} has no frames near {grid[0]:.3f} s")
+            i = np.clip(np.searchsorted(t, grid), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(grid), int)
+            if len(t) > 1:
+                i = np.where(np.abs(t[i - 1] - grid) <= np.abs(t[i] - grid), i - 1, i)
+            out[cam] = data[i]
+        yield grid, out
+
+
 def arrays(ep: EpisodeStreams) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The whole state/action streams (low-rate, small): {name: (t seconds, values)}."""
     names = [s for s in (ep.state, ep.action) if s]
@@ -118,3 +157,23 @@ def arrays(ep: EpisodeStreams) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {}
     win = ep.reader.read_window(0.0, ep.reader.meta.duration_s + 1.0, streams=names)
     return {s: (win[s].t, win[s].data.reshape(len(win[s].t), -1).astype(np.float32)) for s in names}
+
+
+@contextlib.contextmanager
+def staging(out: str | Path) -> Iterator[Path]:
+    """A temporary folder next to `out` to export into, renamed to `out` on success and removed on
+    any failure, so a failed export leaves nothing behind. `out` must be absent or empty."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} exists and is not an empty directory; export into a new or empty one")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        if out.exists():
+            out.rmdir()
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

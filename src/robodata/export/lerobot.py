@@ -11,9 +11,13 @@ Layout (LeRobot `codebase_version` v3.0: many episodes per file, relational meta
                                                 timestamp, frame_index, episode_index, index, task_index
     videos/observation.images.<cam>/chunk-000/file-000.mp4   all episodes back to back (H.264)
 
-The first camera's frames are the dataset clock; state and action are the latest
-samples at or before each frame time. All episodes go into file-000 of chunk-000
-(one data file, one video file per camera); files are not rotated by size.
+The dataset clock is the nominal grid k / fps (fps: the episodes' most common camera rate, rounded
+to an integer within 1 %; every episode within RATE_TOLERANCE of it); each camera contributes its
+nearest frame to each grid time and state and action are the latest samples at or before it
+(sample-and-hold). Every episode is validated before anything is written and the dataset is
+written to a temporary folder that is renamed into place (a failure leaves nothing). All
+episodes go into file-000 of chunk-000 (one data file, one video file per camera); files are not
+rotated by size.
 """
 
 from __future__ import annotations
@@ -28,12 +32,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from robodata.export.episodes import ExportError, arrays, frames, open_episode, out_path, sample_at
+from robodata.export.episodes import (
+    EpisodeStreams,
+    ExportError,
+    arrays,
+    check_ids,
+    frames,
+    open_episode,
+    out_path,
+    sample_at,
+    staging,
+)
 
 CODEBASE_VERSION = "v3.0"
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-000/file-000.parquet"
+RATE_TOLERANCE = 0.05  # an episode's frame rate may be this far off the dataset's nominal rate
 
 
 class _Stats:
@@ -74,17 +89,92 @@ class _Stats:
         }
 
 
+def nominal_rate(rates: list[float]) -> float:
+    """The dataset frame rate: the most common episode rate (ties: the first episode's), each rounded
+    to an integer when within 1 % of it (measured 29.93-30.02 Hz export at 30 Hz)."""
+    from collections import Counter
+
+    def snap(x: float) -> float:
+        r = round(x)
+        return float(r) if r > 0 and abs(x / r - 1) <= 0.01 else float(x)
+
+    return Counter(snap(r) for r in rates).most_common(1)[0][0]
+
+
+def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float]:
+    """Open every episode (footers only) before anything is written: one set of cameras, frame
+    shapes and state / action dimensions, and rates within RATE_TOLERANCE of the nominal rate.
+    Returns the first episode (open) and the nominal rate.
+
+    Raises:
+        ExportError: naming the episode and what differs (or why its container cannot be read).
+    """
+    check_ids(rows)
+    first: EpisodeStreams | None = None
+    rates: list[tuple[str, float]] = []
+    for row in rows:
+        eid = row["episode_id"]
+        try:
+            ep = open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+        except ExportError as exc:
+            raise ExportError(f"episode {eid!r}: {exc}") from None
+        if first is None:
+            first = ep
+        else:
+            _same_features(first, ep, eid)
+            ep.reader.close()
+        if not (np.isfinite(ep.fps) and ep.fps > 0):
+            raise ExportError(f"episode {eid!r}: field fps: frame rate {ep.fps!r} is not a rate")
+        rates.append((eid, ep.fps))
+    assert first is not None
+    fps = nominal_rate([r for _, r in rates])
+    off = [(e, r) for e, r in rates if abs(r / fps - 1) > RATE_TOLERANCE]
+    if off:
+        raise ExportError(
+            f"episode {off[0][0]!r}: field fps: {off[0][1]:.3f} Hz is more than {RATE_TOLERANCE:.0%} off the "
+            f"dataset's {fps:g} Hz ({len(off)} episode(s)); export them separately"
+        )
+    return first, fps
+
+
+def _same_features(first: EpisodeStreams, ep: EpisodeStreams, eid: str) -> None:
+    fs, es = first.reader.meta.streams, ep.reader.meta.streams
+    if ep.cameras != first.cameras:
+        raise ExportError(f"episode {eid!r}: field cameras: {ep.cameras} vs the first's {first.cameras}")
+    for c in first.cameras:
+        if es[c].shape != fs[c].shape:
+            raise ExportError(f"episode {eid!r}: field shape of {c!r}: {es[c].shape} vs the first's {fs[c].shape}")
+    for feat, a, b in (("observation.state", first.state, ep.state), ("action", first.action, ep.action)):
+        if (a and fs[a].shape) != (b and es[b].shape):
+            raise ExportError(f"episode {eid!r}: field {feat}: stream {b!r} differs from the first episode's {a!r}")
+
+
 def export_lerobot(
     rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata", progress=lambda n: None
 ) -> dict[str, Any]:
+    """Write the rows' episodes as one LeRobot v3.0 dataset at `out_dir`.
+
+    Every episode is validated first (`validate`); frames are taken on the nominal grid k / fps
+    (each camera's nearest frame, state / action sample-and-hold); the dataset is written into a
+    temporary folder next to `out_dir` and renamed, so a failure leaves nothing behind.
+    """
     out = Path(out_dir)
     if (out / "meta" / "info.json").exists():
         raise ExportError(f"{out} already holds a LeRobot dataset; export into an empty directory")
     if not rows:
         raise ExportError("manifest selects no episodes; nothing to export")
-    first = open_episode(rows[0]["uri"], rows[0].get("footer_offset"), rows[0].get("footer_length"))
+    first, fps = validate(rows)
+    try:
+        with staging(out) as tmp:
+            result = _write(rows, first, fps, tmp, robot_type, progress)
+    finally:
+        first.reader.close()
+    result["dir"] = str(out)
+    return result
+
+
+def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: Path, robot_type: str, progress) -> dict:
     cams = first.cameras
-    fps = first.fps
     keys = {c: f"observation.images.{c}" for c in cams}
     shapes = {c: first.reader.meta.streams[c].shape for c in cams}
     tasks: dict[str, int] = {}
@@ -112,18 +202,13 @@ def export_lerobot(
             ep = (
                 first if ep_index == 0 else open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
             )
-            if ep.cameras != cams or ep.fps != fps or any(ep.reader.meta.streams[c].shape != shapes[c] for c in cams):
-                raise ExportError(
-                    f"episode {row['episode_id']!r}: cameras/fps/shape differ from the first episode; "
-                    "one LeRobot dataset needs one set of features"
-                )
             task = ep.reader.meta.task or row.get("task") or ""
             task_index = tasks.setdefault(task, len(tasks))
             lowdim = arrays(ep)
             video_from = {c: videos[c].frames / fps for c in cams}
             length = 0
             ep_stats = _Stats()
-            for t, imgs in frames(ep):
+            for t, imgs in frames(ep, grid_fps=fps):
                 n = len(t)
                 for c in cams:
                     videos[c].write(imgs[c])

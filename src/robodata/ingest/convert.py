@@ -30,10 +30,23 @@ class Converted:
     seconds: float
 
 
+def stored_rate(al: AlignedTracks, stream: str, declared: float) -> float:
+    """The rate a stream is stored at: alignment's (declared, or measured where it replaced the declared
+    one), the measured one where that is not a rate; never 0 for a stream with a measurable rate."""
+    t = al.timing.get(stream)
+    if t is None:
+        return declared
+    return t.nominal_hz if t.nominal_hz > 0 else t.measured_hz
+
+
 def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
-    streams = {c: StreamSpec(c, "video", cam.fps, (cam.height, cam.width, 3)) for c, cam in raw.cameras.items()}
+    streams = {
+        c: StreamSpec(c, "video", stored_rate(al, c, cam.fps), (cam.height, cam.width, 3))
+        for c, cam in raw.cameras.items()
+    }
     for s, a in raw.arrays.items():
-        streams[s] = StreamSpec(s, "array", a.rate_hz, (a.values.shape[1],), units=a.units, names=a.names)
+        rate = stored_rate(al, s, a.rate_hz)
+        streams[s] = StreamSpec(s, "array", rate, (a.values.shape[1],), units=a.units, names=a.names)
     if raw.events:
         streams["events"] = StreamSpec("events", "events")
     extra = {"source": raw.source, "raw_uri": raw.uri, "alignment_error_ms": round(al.alignment_error_ms, 4)}

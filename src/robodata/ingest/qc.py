@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from robodata.config import require
+from robodata.ingest.rates import DEFAULT_RATE_TOLERANCE, declared_ok
 
 if TYPE_CHECKING:  # the check names and selection load without the alignment code (and PyAV)
     from robodata.ingest.align import AlignedTracks
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # the check names and selection load without the alignment co
 
 @dataclass(frozen=True)
 class QCThresholds:
-    rate_tolerance: float = 0.15  # |measured / nominal - 1|
+    rate_tolerance: float = DEFAULT_RATE_TOLERANCE  # |measured / nominal - 1|
     max_gap_periods: float = 4.0  # largest sample gap, in nominal periods
     joint_abs_max: float = 2 * math.pi  # |joint_pos| limit
     max_clock_error_ms: float = 5.0  # clock-fit residual
@@ -66,12 +67,20 @@ def _monotonic(al: AlignedTracks, th: QCThresholds):
 
 
 def _rate(al: AlignedTracks, th: QCThresholds):
+    """The declared rate is a rate and the timestamps agree with it (robodata.ingest.align.declared_ok);
+    a stream with fewer than 3 samples has no measured rate and is only checked for a declared one."""
     bad = []
     for s, t in al.timing.items():
-        if t.kind == "events" or t.nominal_hz <= 0 or t.count < 3:
+        if t.kind == "events":
             continue
-        if abs(t.measured_hz / t.nominal_hz - 1) > th.rate_tolerance:
-            bad.append(f"{s}: {t.measured_hz:.2f} Hz vs nominal {t.nominal_hz:.2f} Hz")
+        measured = t.measured_hz if t.count >= 3 else 0.0
+        if not declared_ok(t.nominal_hz, measured, th.rate_tolerance):
+            bad.append(f"{s}: {t.measured_hz:.2f} Hz measured vs declared {t.nominal_hz:g} Hz")
+    return (not bad, "; ".join(bad))
+
+
+def _continuous(al: AlignedTracks, th: QCThresholds):
+    bad = [f"{s}: {t.jumps} clock jump(s), largest {t.jump_s:.3f} s" for s, t in al.timing.items() if t.jumps]
     return (not bad, "; ".join(bad))
 
 
@@ -126,13 +135,22 @@ PRE_CHECKS: dict[str, PreCheck] = {
     "timestamps_monotonic": _monotonic,
     "rate_within_tolerance": _rate,
     "no_frame_gaps": _gaps,
+    "clock_continuous": _continuous,
     "joints_in_range": _joints,
     "clock_aligned": _clock,
     "min_duration": _duration,
 }
 POST_CHECKS = ("converted", "video_decodable", "duration_consistent")
 ALL_CHECKS = (*PRE_CHECKS, *POST_CHECKS)
-DEFAULT_BLOCKING = ("readable", "timestamps_monotonic", "joints_in_range", "converted", "video_decodable")
+DEFAULT_BLOCKING = (
+    "readable",
+    "timestamps_monotonic",
+    "joints_in_range",
+    "rate_within_tolerance",  # a wrong rate is a wrong fact on the row (issue 24)
+    "clock_continuous",  # a clock jump makes the duration and every sample time wrong
+    "converted",
+    "video_decodable",
+)
 
 
 @dataclass(frozen=True)

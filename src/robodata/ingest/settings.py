@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
+from robodata.ingest.align import AlignConfig
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule, load_topics
@@ -23,6 +24,7 @@ class IngestSettings:
     msgs: str = ""  # folder of .msg / .idl definitions bags do not embed (robodata.ingest.importers.msgdefs)
     key_map: str = ""  # YAML key maps for HDF5 / Zarr / RLDS layouts (robodata.ingest.importers.keymap)
     qc: QCSelection = field(default_factory=QCSelection)
+    align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
 
     def __post_init__(self) -> None:

@@ -59,6 +59,41 @@ def _meta(path: Path) -> dict:
     return out
 
 
+def _declared_cameras(md: dict, path: Path) -> dict[str, dict]:
+    """metadata robodata.episode `cameras` ({name: {height, width, fps}}), {} when absent."""
+    raw = md.get("cameras")
+    if raw is None:
+        return {}
+    try:
+        cams = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        raise RawEpisodeError(f"{path}: metadata robodata.episode field 'cameras' is not JSON") from None
+    if not isinstance(cams, dict) or not all(isinstance(v, dict) for v in cams.values()):
+        raise RawEpisodeError(f"{path}: metadata robodata.episode field 'cameras' must map names to objects")
+    return cams
+
+
+def _check_declared(path: Path, stream: str, shape: tuple, declared: dict) -> float | None:
+    """The declared fps (None when none is declared; 0.0 when it is not a number, which QC refuses);
+    RawEpisodeError when the decoded frame is not the declared size."""
+    where = f"{path}: metadata robodata.episode field 'cameras.{stream}"
+    for key, got in (("height", shape[0]), ("width", shape[1])):
+        want = declared.get(key)
+        if want is None:
+            continue
+        if not isinstance(want, int) or isinstance(want, bool):
+            raise RawEpisodeError(f"{where}.{key}': expected an integer, got {want!r}")
+        if want != got:
+            raise RawEpisodeError(
+                f"{where}.{key}': declares {declared.get('width')}x{declared.get('height')}, "
+                f"frames decode as {shape[1]}x{shape[0]}"
+            )
+    if "fps" not in declared:
+        return None
+    fps = declared["fps"]
+    return float(fps) if isinstance(fps, (int, float)) and not isinstance(fps, bool) else 0.0
+
+
 class _Streams:
     """Stream names a topic map gives, checked once per topic (robodata.names) where they are
     read; a stream fed by two topics is refused (their samples would interleave)."""
@@ -178,11 +213,13 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     all_host = [t for v in video.values() for t in v["t_host"][:1]] + [a["t_host"][0] for a in arrays.values()]
     epoch = int(min(all_host)) // 1_000_000_000 * 1_000_000_000
     clocks, cams, arrs = {}, {}, {}
+    declared = _declared_cameras(md, path)
     for s, v in video.items():
         td, th = np.asarray(v["t_dev"], np.int64) - epoch, np.asarray(v["t_host"], np.int64) - epoch
         clocks[s] = fit_offset(td, th)
         h, w, _ = v["shape"]
-        cams[s] = CameraTrack(td, h, w, v["rate"] or _rate(td))
+        fps = _check_declared(path, s, v["shape"], declared.get(s, {}))
+        cams[s] = CameraTrack(td, h, w, v["rate"] or (_rate(td) if fps is None else fps))
     for s, a in arrays.items():
         td, th = np.asarray(a["t_dev"], np.int64) - epoch, np.asarray(a["t_host"], np.int64) - epoch
         lens = {len(x) for x in a["v"]}

@@ -257,6 +257,14 @@ def open_lerobot(uri: str) -> RawEpisode:
         raise RawEpisodeError(f"{uri}: malformed dataset metadata ({type(exc).__name__}: {exc})") from None
 
 
+def _declared_rate(value: object) -> float:
+    """A declared fps as a float; 0.0 when absent, not a number, not finite or not positive."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    v = float(value)
+    return v if np.isfinite(v) and v > 0 else 0.0
+
+
 def _open_lerobot(uri: str) -> RawEpisode:
     root_s, _, idx_s = uri.partition("#")
     root = Path(root_s)
@@ -267,7 +275,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
         ep = eps[int(idx_s or 0)]
     except (KeyError, ValueError):
         raise RawEpisodeError(f"{uri}: no such episode (dataset has {len(eps)})") from None
-    fps = float(info.get("fps", 30))
+    fps = _declared_rate(info.get("fps"))  # 0.0: none; alignment measures it and QC judges it
     table = _data(root, info, ep)
     ts = np.asarray(table.column("timestamp").to_numpy(), np.float64)
     t_state = np.round(ts * 1e9).astype(np.int64)
@@ -294,9 +302,9 @@ def _open_lerobot(uri: str) -> RawEpisode:
             raise RawEpisodeError(f"{path}: no frames in [{t_from}, {t_to}) for episode {ep.index}")
         t_cam = np.round((pts - t_from) * 1e9).astype(np.int64)
         h, w = int(ft["shape"][0]), int(ft["shape"][1])
-        cam_fps = float(ft.get("info", {}).get("video.fps", fps))
-        if not (0 < h <= 16384 and 0 < w <= 16384 and np.isfinite(cam_fps) and cam_fps > 0):
-            raise RawEpisodeError(f"{where}: features.{key}: bad shape {ft['shape']!r} or fps {cam_fps!r}")
+        cam_fps = _declared_rate(ft.get("info", {}).get("video.fps", fps))
+        if not (0 < h <= 16384 and 0 < w <= 16384):
+            raise RawEpisodeError(f"{where}: features.{key}: bad shape {ft['shape']!r}")
         cams[name] = CameraTrack(t_cam, h, w, cam_fps)
         n = min(len(t_cam), len(t_state))
         clocks[name] = fit_offset(t_cam[:n], t_state[:n]) if n >= 2 else ClockFit(1.0, 0.0, 0.0, 0)

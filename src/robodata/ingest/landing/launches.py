@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.config import require
 from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.dedup import not_cataloged
 from robodata.ingest.landing.scan import LandingCursor, LandingItem, new_items
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 from robodata.ingest.tables import IngestPaths
@@ -65,6 +67,7 @@ class Tick:
     new_batches: list[str]
     launch: list[str]
     items: int
+    already_cataloged: int = 0  # listed items whose content the catalog holds: not ingested again
 
 
 def tick(
@@ -79,7 +82,11 @@ def tick(
     """List, cut new batches (manifests written), schedule them staggered, return the due ones."""
     now = time.time() if now is None else now
     items = new_items(landing_url, state.landing, batches.settle_s, batches.list_limit, storage_options, now)
-    groups = cut_batches(items, batches)
+    # identity by content: an item the catalog already holds (e.g. after `make demo`, or a cursor
+    # lost) is passed over; the cursor still moves past it. Reads each new item's bytes once.
+    catalog = Catalog(CatalogConfig(uri=paths.catalog, storage_options=paths.delta_options()))
+    dedup = not_cataloged(items, catalog, storage_options)
+    groups = cut_batches(dedup.fresh, batches)
     stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%dT%H%M%S")
     names = []
     for g in groups:
@@ -95,4 +102,4 @@ def tick(
     state.pending += [(n, base + o if state.pending else now + o) for n, o in zip(names, offs, strict=True)]
     due = [b for b, t in state.pending if t <= now]
     state.pending = [(b, t) for b, t in state.pending if t > now]
-    return Tick(names, due, len(items))
+    return Tick(names, due, len(items), len(dedup.known))

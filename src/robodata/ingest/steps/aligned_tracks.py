@@ -15,6 +15,7 @@ import pyarrow as pa
 from robodata.errors import RobodataError
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.importers import staged_raw
+from robodata.ingest.landing.dedup import item_digest
 from robodata.ingest.landing.kinds import unrecognized_reason
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.tables import IngestPaths
@@ -40,6 +41,7 @@ ALIGNED_SCHEMA = pa.schema(
         ("decoded_bytes", pa.int64()),  # frames x H x W x 3 over cameras: the conversion work estimate
         ("alignment_json", pa.string()),
         ("failed_check", pa.string()),  # "" when ok; else readable | recognized | names_safe | episode_id_unique
+        ("source_digest", pa.string()),  # the item's content digest (robodata.ingest.landing.dedup)
     ]
 )
 
@@ -48,12 +50,21 @@ def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
     return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": error, "failed_check": check}
 
 
+def _digest(uri: str, kind: str, memo: dict[str, str]) -> str:
+    if kind == "unrecognized":
+        return ""
+    try:
+        return item_digest(uri, kind, memo=memo)
+    except (OSError, ValueError):  # unreadable: the alignment row says why
+        return ""
+
+
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
     if kind == "unrecognized":  # listed so that it is a row with its reason; never staged or read
         return _failed(uri, kind, unrecognized_reason(uri), "recognized")
     try:
         with staged_raw(uri, kind, None, 0, settings.import_options) as raw:
-            al = aligned_tracks(raw)
+            al = aligned_tracks(raw, settings.align, settings.qc.thresholds.rate_tolerance)
     except UnsafeNameError as exc:
         return _failed(uri, kind, str(exc), "names_safe")
     except RobodataError as exc:
@@ -73,7 +84,7 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         "error": "",
         "alignment_error_ms": al.alignment_error_ms,
         "assign_error_ms": al.assign_error_ms,
-        "span_s": max((t.last_s for t in al.timing.values()), default=0.0),
+        "span_s": al.span_s,
         "alignment_json": al.to_json(),
         "decoded_bytes": decoded_bytes(raw),
         "failed_check": "",
@@ -118,6 +129,9 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         rows = run_pool([raw[i] for i in order], settings.workers, settings_dict(settings), stage="align")
     else:
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
+    memo: dict[str, str] = {}  # a file / store holding many episodes is read once for all of them
+    for row in rows:
+        row["source_digest"] = _digest(row["uri"], row["kind"], memo)
     for row in rows:
         row["batch"] = batch
         row.setdefault("failed_check", "" if row["ok"] else "readable")  # a dead worker's row has none

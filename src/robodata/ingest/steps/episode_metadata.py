@@ -16,6 +16,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.catalog.table import merge_episodes
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
+from robodata.ingest.steps.retention import current_uris, delete_superseded
 from robodata.ingest.tables import IngestPaths
 
 
@@ -48,6 +49,7 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         "num_frames": min((counts.get(s, 0) for s in cams), default=0),
         "num_state_steps": counts.get(main, 0),
         "cameras": cams,
+        "streams": sorted(m.streams),
         "stream_rates_json": json.dumps(
             {s: spec.rate_hz for s, spec in m.streams.items() if spec.kind != "events"}, sort_keys=True
         ),
@@ -85,6 +87,7 @@ def _row_from_alignment(a: dict, batch: str) -> dict:
         "num_frames": 0,
         "num_state_steps": 0,
         "cameras": [],
+        "streams": [],
         "stream_rates_json": "{}",
         "success": None,
         "layout_version": "",
@@ -104,10 +107,28 @@ def _row_from_alignment(a: dict, batch: str) -> dict:
     }
 
 
+def failed_checks(qc_rows: list[dict]) -> dict[str, list[tuple[str, str]]]:
+    """uri -> [(check, reason)] of every failed pre / post check (blocking or not), in check order."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for q in qc_rows:
+        if q["stage"] != "summary" and not q["passed"]:
+            out.setdefault(q["uri"], []).append((q["check"], q["reason"] or ""))
+    return out
+
+
+def qc_facts(failed: list[tuple[str, str]]) -> dict:
+    """The catalog's qc_failed / qc_reason of one episode."""
+    names = list(dict.fromkeys(c for c, _ in failed))
+    return {"qc_failed": names, "qc_reason": "; ".join(f"{c}: {r}" if r else c for c, r in failed)[:4000]}
+
+
 def metadata_batch(paths: IngestPaths, batch: str) -> dict:
     status = {}
+    failed: dict[str, list[tuple[str, str]]] = {}
     if paths.has("qc_results"):
-        for q in paths.read("qc_results", batch).to_pylist():
+        qc_rows = paths.read("qc_results", batch).to_pylist()
+        failed = failed_checks(qc_rows)
+        for q in qc_rows:
             if q["stage"] == "summary":
                 status[q["uri"]] = q
     conv = {c["uri"]: c for c in paths.read("conversions", batch).to_pylist()} if paths.has("conversions") else {}
@@ -121,12 +142,20 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         except RobodataError as exc:  # container vanished / corrupt since conversion: quarantine it
             row, q = _row_from_alignment(a, batch), {"passed": False, "score": 0.0}
             errors.append(f"{a['uri']}: {exc}")
+            failed.setdefault(a["uri"], []).append(("converted", f"container unreadable: {exc}"))
         passed = bool(q["passed"]) if q else bool(c and c["ok"])
         row["qc_status"] = "pass" if passed and c and c["ok"] else "quarantined"
+        fails = failed.get(a["uri"], [])
+        if row["qc_status"] == "quarantined" and not fails:
+            fails = [("converted", (c or {}).get("error") or "not converted")]
+        row.update(qc_facts(fails))
+        row["source_digest"] = a.get("source_digest") or None
         row["quality_score"] = float(q["score"]) if q and q["score"] is not None else (1.0 if passed else 0.0)
         rows.append(row)
     table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
+    before = current_uris(paths, [r["episode_id"] for r in rows])
     stats = merge_episodes(paths.catalog, table, storage_options=paths.delta_options()) if rows else {}
+    superseded = delete_superseded(paths, before) if rows else []  # only after the commit
     n_pass = sum(r["qc_status"] == "pass" for r in rows)
     return {
         "rows": len(rows),
@@ -137,5 +166,6 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         "updated": stats.get("updated", 0),
         "moved": stats.get("moved", 0),
         "not_demoted": stats.get("not_demoted", 0),
+        "superseded_deleted": len(superseded),
         "errors": errors[:10],
     }

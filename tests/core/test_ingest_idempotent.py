@@ -1,0 +1,91 @@
+"""Issue 24: landing items are identified by content digest (an unchanged item is not re-ingested),
+and a re-ingest that supersedes a container deletes the old one only after the catalog commit."""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from robodata.ingest.landing.batch import write_manifest
+from robodata.ingest.landing.dedup import item_digest, not_cataloged
+from robodata.ingest.landing.scan import LandingCursor, new_items
+from robodata.ingest.pipeline import run_batch
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.synth import SynthConfig, synthesize
+
+SMALL = dict(duration_s=1.0, height=32, width=32, fps=10.0, state_hz=50.0, cameras=("cam",))
+
+
+@pytest.fixture()
+def landed(tmp_path):
+    land = tmp_path / "land"
+    synthesize(SynthConfig(episodes=2, format="mcap", **SMALL), land)
+    s = IngestSettings(root=str(tmp_path / "state"))
+    items = new_items(str(land), LandingCursor())
+    from robodata.ingest.tables import IngestPaths
+
+    paths = IngestPaths(s.root)
+    write_manifest(paths, "b1", items)
+    run_batch("b1", s)
+    return land, s, paths, items
+
+
+def _catalog(paths) -> pl.DataFrame:
+    return pl.read_delta(paths.catalog).sort("episode_id")
+
+
+def test_unchanged_content_is_known_whatever_its_path_or_mtime(landed, tmp_path):
+    land, s, paths, items = landed
+    d = not_cataloged(items, paths.catalog)
+    assert d.fresh == [] and len(d.known) == 2
+    assert set(_catalog(paths)["source_digest"].to_list()) == set(d.digests.values())
+    # the same bytes under another name and a new mtime are still known; changed bytes are fresh
+    moved = land / "renamed.mcap"
+    first = Path(items[0].uri)
+    moved.write_bytes(first.read_bytes())
+    first.write_bytes(first.read_bytes() + b"\0")
+    again = new_items(str(land), LandingCursor())
+    d = not_cataloged(again, paths.catalog)
+    assert [i.uri for i in d.fresh] == [items[0].uri]
+    assert {i.uri for i, _ in d.known} == {str(moved), items[1].uri}
+    assert item_digest(str(moved), "mcap") != item_digest(items[0].uri, "mcap")
+
+
+def test_a_reingest_deletes_the_superseded_container_after_the_commit_only(landed, monkeypatch):
+    land, s, paths, items = landed
+    old = _catalog(paths)["uri"].to_list()
+    assert all(Path(u).exists() for u in old)
+    write_manifest(paths, "b2", items)
+    import robodata.ingest.steps.episode_metadata as em
+
+    real = em.merge_episodes
+
+    def failing(*a, **k):
+        raise RuntimeError("commit failed")
+
+    monkeypatch.setattr(em, "merge_episodes", failing)
+    with pytest.raises(RuntimeError):
+        run_batch("b2", s)
+    assert all(Path(u).exists() for u in old)  # no commit: nothing deleted
+    monkeypatch.setattr(em, "merge_episodes", real)
+    run_batch("b2", s)
+    new = _catalog(paths)["uri"].to_list()
+    assert all("/b2/" in u and Path(u).exists() for u in new)
+    assert not any(Path(u).exists() for u in old)  # superseded, deleted after the commit
+    run_batch("b2", s)  # the same batch again: same containers, nothing deleted
+    assert all(Path(u).exists() for u in new)
+
+
+def test_a_digest_never_reads_through_a_symlink(tmp_path):
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"secret-1")
+    item = tmp_path / "land" / "ep"
+    item.mkdir(parents=True)
+    (item / "_COMPLETE").write_text("")
+    (item / "link.bin").symlink_to(outside)
+    before = item_digest(str(item), "legacy-jpeg")
+    outside.write_bytes(b"secret-2")  # the target changes: the digest does not (it was never read)
+    assert item_digest(str(item), "legacy-jpeg") == before
+    (tmp_path / "land" / "top").symlink_to(item)
+    with pytest.raises(OSError, match="symlink"):
+        item_digest(str(tmp_path / "land" / "top"), "legacy-jpeg")
