@@ -7,10 +7,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.robodata-installed
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: venv demo test lint bench-quick clean
+.PHONY: venv demo test lint bench-quick clean FORCE
 
-$(STAMP): pyproject.toml
-	# (a new module in assets/ resources/ sensors/ jobs/: `make venv` again, or touch pyproject.toml)
+# The strict editable install links every module by name: adding or removing one re-installs.
+# MODULES holds a digest of the module list and is rewritten only when that list changes.
+MODULES := $(VENV)/.robodata-modules
+MODULE_LIST := $(shell find src assets resources sensors jobs -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort | md5sum | cut -c1-32)
+$(MODULES): FORCE
+	@mkdir -p $(VENV); echo '$(MODULE_LIST)' | cmp -s - $@ || echo '$(MODULE_LIST)' > $@
+
+$(STAMP): pyproject.toml $(MODULES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# CPU build from local disk; never let a resolver pull a CUDA build.

@@ -26,6 +26,8 @@ def _evaluate(
     if context.cursor:
         state.load_state_dict(json.loads(context.cursor))
     t = tick(state, landing, ingest.paths(), batches, stagger)  # the steps' own derivation
+    if t.already_cataloged:
+        context.log.info(f"{t.already_cataloged} of {t.items} listed items are cataloged already (same content)")
     runs = [dg.RunRequest(run_key=b, partition_key=b, run_config=profile_config(profile, root=root)) for b in t.launch]
     return dg.SensorResult(
         run_requests=runs,

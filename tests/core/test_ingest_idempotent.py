@@ -89,3 +89,20 @@ def test_a_digest_never_reads_through_a_symlink(tmp_path):
     (tmp_path / "land" / "top").symlink_to(item)
     with pytest.raises(OSError, match="symlink"):
         item_digest(str(tmp_path / "land" / "top"), "legacy-jpeg")
+
+
+def test_a_sensor_tick_without_a_cursor_cuts_no_batch_for_cataloged_content(landed):
+    """`make demo` then the landing sensor: its first tick (no cursor) lists every item, passes
+    over the ones whose content is cataloged, and still moves its cursor past them."""
+    from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.landing.stagger import StaggerPolicy
+
+    land, s, paths, items = landed
+    state = LaunchState()
+    t = tick(state, str(land), paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    assert (t.items, t.already_cataloged, t.new_batches) == (2, 2, [])
+    assert all(not state.landing.is_new(it) for it in items)
+    # a recording with new content in the same landing zone is cut into a batch
+    synthesize(SynthConfig(episodes=1, format="mcap", seed=7, **SMALL), land / "later")
+    t = tick(state, str(land / "later"), paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    assert (t.items, t.already_cataloged, len(t.new_batches)) == (1, 0, 1)
