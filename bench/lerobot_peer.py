@@ -61,7 +61,7 @@ KEYS = (
 )
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": {"episodes": 2, "seconds": 6.0, "cams": "cam_high,cam_wrist", "h": 96, "w": 128, "vla": 3, "wam": 2},
-    "quick": {"episodes": 2, "seconds": 40.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
+    "quick": {"episodes": 2, "seconds": 20.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
     "full": {"episodes": 4, "seconds": 90.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
 }
 RUNS = {"smoke": (1, 4), "quick": (3, 16), "full": (5, 48)}  # rounds, agreement samples

@@ -5,8 +5,8 @@ imports robodata (only its numpy-only scene renderer, loaded by file path).
     python bench/lerobot_peer_side.py bench  --root DS --spec SPEC.json --workers W [--uint8]
     python bench/lerobot_peer_side.py items  --root DS --spec SPEC.json --out ITEMS.npz
 
-write: a v3.0 dataset with LeRobot's own writer (LeRobotDataset.create / add_frame / save_episode:
-PNG frames, then its encoder with its defaults: libsvtav1, g=2, crf=30) and the same episodes as
+write: a v3.0 dataset with LeRobot's own writer (LeRobotDataset.create / add_frame / save_episode,
+streaming encoding: its encoder with its defaults, libsvtav1, g=2, crf=30) and the same episodes as
 a v2.1 dataset: LeRobot's per-episode encodes (each episode's video before DatasetWriter appends
 it to the v3.0 file), the per-episode parquet rows and v2.1's meta/*.jsonl.
 bench: samples/s of LeRobotDataset (default video backend, its DatasetReader decoding the
@@ -98,9 +98,12 @@ def cmd_write(a: argparse.Namespace) -> None:
         return orig(self, video_key, episode_index, temp_path=temp_path)
 
     setattr(DatasetWriter, "_save_episode_video", keep)  # noqa: B010 - patched for the write only
-    ds = LeRobotDataset.create(REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", image_writer_threads=4)
     Scene = _scene()
     n = int(round(a.seconds * a.fps))
+    # streaming encoding (0.6's, no PNG round trip); a queue that holds a whole episode never drops a frame
+    ds = LeRobotDataset.create(
+        REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", streaming_encoding=True, encoder_queue_maxsize=n + 1
+    )
     t0 = time.perf_counter()
     for e in range(a.episodes):
         q = trajectory(e, n + 1, a.fps, a.dim, a.seed)
