@@ -180,7 +180,7 @@ def summarize(got: dict) -> dict:
     med = {k: statistics.median(x["samples_per_s"] for x in v) for k, v in got.items()}
     out: dict = {"vla": {}, "wam": {}, "layout": {lay: {} for lay in OURS}}
     for name in ("vla", "wam"):
-        d, per = out[name], {lay: {} for lay in OURS}
+        d, per = out[name], {lay: dict[str, Any]() for lay in OURS}
         for w in WORKERS:
             for mode in MODES:
                 theirs = med[("lerobot", name, w, mode)]
