@@ -219,18 +219,23 @@ def build_layouts(work: Path, v3: Path, cams, log_) -> tuple[list[Path], dict[st
     return default, advised, plans
 
 
+def _options(ap) -> None:
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (0: the size's default)")
+
+
 def main() -> None:
-    args = parse(__doc__ or "")
+    args = parse(__doc__ or "", extra=_options)
     size = size_of(args)
     cfg = SIZES[size]
     rounds, n_agree = RUNS[size]
+    rounds = args.rounds or rounds
     work = BENCH_DIR / "lerobot_peer" / size
     t0 = time.perf_counter()
     peer_py = ensure_peer_venv(log)
     cams = tuple(cfg["cams"].split(","))
     lr = work / "lerobot"
     if not (lr / "done.json").exists():
-        shutil.rmtree(lr, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # everything below is derived from LeRobot's set
         log(f"LeRobot writes {cfg['episodes']} x {cfg['seconds']} s, {len(cams)} cameras {cfg['w']}x{cfg['h']}")
         cmd = [str(peer_py), SIDE, "write", "--out", str(lr), "--episodes", str(cfg["episodes"])]
         cmd += ["--seconds", str(cfg["seconds"]), "--cams", cfg["cams"], "--height", str(cfg["h"])]
@@ -255,20 +260,23 @@ def main() -> None:
     agree: dict = {}
     for name in ("vla", "wam"):
         a_lr = work / f"{name}_agree_lerobot.npz"
-        run_json(
+        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
             [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
             log,
         )
         for lay in OURS:
             a_us = work / (f"{name}_agree_ours.npz" if lay == "default" else f"{name}_agree_ours_{lay}.npz")
-            run_json(
+            a_us.exists() or run_json(
                 [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
                 + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
                 log,
             )
             agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams))
             log(f"{name} {lay} agreement {agree[(name, lay)]}")
-    exports = roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)
+    done = work / "roundtrip.json"
+    if not done.exists():
+        done.write_text(json.dumps(roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)))
+    exports = json.loads(done.read_text())
 
     got = measure(peer_py, v3, manifests, specs, rounds)
     result = summarize(got)
