@@ -43,15 +43,18 @@ SIDE = str(Path(__file__).with_name("lerobot_peer_side.py"))
 KEYS = (
     "lerobot_version",
     "source_bits_per_pixel",
-    *(
-        f"{p}.{k}"
-        for p in ("vla", "wam")
-        for k in (
-            *(f"vs_lerobot_w{w}_{m}" for w in (0, 2) for m in ("uint8", "float32")),
-            "psnr_db_min",
-            "frame_index_mismatches",
-        )
-    ),
+    "vla.vs_lerobot_w0_uint8",
+    "vla.vs_lerobot_w0_float32",
+    "vla.vs_lerobot_w2_uint8",
+    "vla.vs_lerobot_w2_float32",
+    "vla.psnr_db_min",
+    "vla.frame_index_mismatches",
+    "wam.vs_lerobot_w0_uint8",
+    "wam.vs_lerobot_w0_float32",
+    "wam.vs_lerobot_w2_uint8",
+    "wam.vs_lerobot_w2_float32",
+    "wam.psnr_db_min",
+    "wam.frame_index_mismatches",
     "layout.default",
     "layout.advised",
     "bytes_vs_lerobot",
