@@ -33,20 +33,30 @@ from typing import Any
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.lerobot_peer_check import compare, episode_from_index, run_json
 from bench.lerobot_peer_data import import_dataset, manifest_table, write_manifest_file
+from bench.lerobot_peer_layouts import DEFAULT_VIDEO, advise_plan, describe, relaid
 from bench.lerobot_peer_roundtrip import roundtrip
-from bench.lerobot_peer_venv import ensure_peer_venv
-from robodata.container import VideoSettings
+from bench.lerobot_peer_venv import ensure_peer_venv, peer_version
 from robodata.dataset import PatternSampler, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 
 SIDE = str(Path(__file__).with_name("lerobot_peer_side.py"))
 KEYS = (
-    "vla.vs_lerobot_w0",
-    "vla.vs_lerobot_w2",
+    "lerobot_version",
+    "source_bits_per_pixel",
+    "vla.vs_lerobot_w0_uint8",
+    "vla.vs_lerobot_w0_float32",
+    "vla.vs_lerobot_w2_uint8",
+    "vla.vs_lerobot_w2_float32",
     "vla.psnr_db_min",
     "vla.frame_index_mismatches",
-    "wam.vs_lerobot_w0",
-    "wam.vs_lerobot_w2",
+    "wam.vs_lerobot_w0_uint8",
+    "wam.vs_lerobot_w0_float32",
+    "wam.vs_lerobot_w2_uint8",
+    "wam.vs_lerobot_w2_float32",
+    "wam.psnr_db_min",
+    "wam.frame_index_mismatches",
+    "layout.default",
+    "layout.advised",
     "bytes_vs_lerobot",
     "export_loads_in_lerobot",
     "export_items_equal",
@@ -54,15 +64,21 @@ KEYS = (
 )
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": {"episodes": 2, "seconds": 6.0, "cams": "cam_high,cam_wrist", "h": 96, "w": 128, "vla": 3, "wam": 2},
-    "quick": {"episodes": 2, "seconds": 62.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
+    "quick": {"episodes": 2, "seconds": 20.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
     "full": {"episodes": 4, "seconds": 90.0, "cams": "cam_high,cam_left_wrist,cam_right_wrist", "h": 480, "w": 640},
 }
-RUNS = {"smoke": (1, 4), "quick": (3, 24), "full": (5, 48)}  # rounds, agreement samples
-BATCHES = {"smoke": {"vla": 4, "wam": 4}, "quick": {"vla": 25, "wam": 10}, "full": {"vla": 50, "wam": 16}}
-BATCH, FPS, DIM, WORKERS = 8, 30, 14, (0, 2)
+RUNS = {"smoke": (1, 4), "quick": (3, 16), "full": (5, 48)}  # rounds, agreement samples
+BATCHES = {"smoke": {"vla": 3, "wam": 3}, "quick": {"vla": 12, "wam": 6}, "full": {"vla": 50, "wam": 16}}
+# Batch and prefetch per pattern, the same on both sides. A WAM batch of 4 as float32 is 1.8 GB
+# (8 would be 3.5 GB, and LeRobot's DataLoader holds workers x prefetch of them).
+BATCH, PREFETCH = {"vla": 8, "wam": 4}, {"vla": 2, "wam": 1}
+FPS, DIM, WORKERS = 30, 14, (0, 2)
 BLOCK = {"vla": 8, "wam": 8}
-# How our import re-encodes the cameras (see docs/layout.md: the random-frame layout).
-VIDEO = VideoSettings(codec="h264", gop=8, crf=23, preset="veryfast", bframes=0)
+# Frame modes, like for like: LeRobot return_uint8=True (uint8 (T, 3, H, W)) vs our "uint8_chw";
+# LeRobot's default float32 (T, 3, H, W) in [0, 1] vs our "float32".
+MODES = {"uint8": "uint8_chw", "float32": "float32"}
+OURS = ("default", "advised")  # our layouts: the ingest default, advise + relayout for the pattern
+PRESCRIBED = "advised"  # docs/layout.md: the pattern's layout is the one `robodata advise` derives
 
 
 def log(msg: str) -> None:
@@ -107,7 +123,7 @@ def write_specs(work: Path, man, lr_root: Path, cams, size: str, n_agree: int) -
     for name, (pat, deltas) in patterns(cams).items():
         idx = SampleIndex(man, pat)
         order = list(PatternSampler(idx, seed=0, shuffle="block", block_size=BLOCK[name]))
-        n = BATCHES[size][name] * BATCH
+        n = BATCHES[size][name] * BATCH[name]
         keys = (order * (1 + n // max(1, len(order))))[:n]
         agree = order[:: max(1, len(order) // n_agree)][:n_agree]
         anchors = [[k.row, k.t] for k in keys]
@@ -119,7 +135,13 @@ def write_specs(work: Path, man, lr_root: Path, cams, size: str, n_agree: int) -
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(
                 json.dumps(
-                    {"pattern": asdict(pat), "anchors": a, "indices": ii, "batch": BATCH, "delta_timestamps": deltas}
+                    {
+                        "pattern": asdict(pat),
+                        "anchors": a,
+                        "indices": ii,
+                        "batch": BATCH[name],
+                        "delta_timestamps": deltas,
+                    }
                 )
             )
             paths[tag] = p
@@ -131,56 +153,92 @@ def dir_bytes(p: Path) -> int:
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
-def measure(peer_py: Path, lr_root: Path, manifest: Path, specs, rounds: int) -> dict:
-    got: dict[tuple[str, str, int], list[dict]] = {}
+def _side_cmd(side: str, peer_py: Path, lr_root: Path, manifests: dict, spec: Path, name: str, w: int, mode: str):
+    common = ["--spec", str(spec), "--workers", str(w), "--prefetch", str(PREFETCH[name])]
+    if side == "lerobot":
+        return [str(peer_py), SIDE, "bench", "--root", str(lr_root), *common] + (["--uint8"] if mode == "uint8" else [])
+    cmd = [sys.executable, "-m", "bench.lerobot_peer_ours", "bench", "--manifest", str(manifests[side][name])]
+    return [*cmd, *common, "--frames", MODES[mode]]
+
+
+def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int) -> dict:
+    """Interleaved: every round runs each (pattern, workers, mode) on all three sides, one
+    process each, the side that goes first rotating."""
+    got: dict[tuple[str, str, int, str], list[dict]] = {}
+    sides = ["lerobot", *OURS]
     for r in range(rounds):
         for name in ("vla", "wam"):
             for w in WORKERS:
-                sides = ["lerobot", "robodata"] if (r + w // 2) % 2 == 0 else ["robodata", "lerobot"]
-                for side in sides:
-                    spec = str(specs[name]["bench"])
-                    if side == "lerobot":
-                        cmd = [str(peer_py), SIDE, "bench", "--root", str(lr_root), "--spec", spec, "--workers", str(w)]
-                    else:
-                        cmd = [sys.executable, "-m", "bench.lerobot_peer_ours", "bench", "--manifest", str(manifest)]
-                        cmd += ["--spec", spec, "--workers", str(w)]
-                    res = run_json(cmd, log)
-                    got.setdefault((side, name, w), []).append(res)
-                    log(f"round {r} {name} w{w} {side}: {res['samples_per_s']:.2f} samples/s")
+                for mi, mode in enumerate(MODES):
+                    k = (r + w // 2 + mi) % len(sides)
+                    for side in sides[k:] + sides[:k]:
+                        cmd = _side_cmd(side, peer_py, lr_root, manifests, specs[name]["bench"], name, w, mode)
+                        res = run_json(cmd, log)
+                        got.setdefault((side, name, w, mode), []).append(res)
+                        log(f"round {r} {name} w{w} {mode} {side}: {res['samples_per_s']:.2f} samples/s")
     return got
 
 
 def summarize(got: dict) -> dict:
     med = {k: statistics.median(x["samples_per_s"] for x in v) for k, v in got.items()}
-    out: dict = {}
+    out: dict = {"vla": {}, "wam": {}, "layout": {lay: {} for lay in OURS}}
     for name in ("vla", "wam"):
-        d: dict = {}
+        d, per = out[name], {lay: dict[str, Any]() for lay in OURS}
         for w in WORKERS:
-            ours, theirs = med[("robodata", name, w)], med[("lerobot", name, w)]
-            d[f"vs_lerobot_w{w}"] = round(ours / theirs, 2) if theirs else None
-            d[f"samples_per_s_w{w}"] = {"robodata": round(ours, 2), "lerobot": round(theirs, 2)}
-            d[f"first_batch_s_w{w}"] = {
-                s: round(statistics.median(x["first_batch_s"] for x in got[(s, name, w)]), 3)
-                for s in ("robodata", "lerobot")
-            }
-        d["tensors"] = {s: got[(s, name, 0)][0]["shapes"] for s in ("robodata", "lerobot")}
-        d["lerobot_video_backend"] = got[("lerobot", name, 0)][0]["backend"]
-        out[name] = d
+            for mode in MODES:
+                theirs = med[("lerobot", name, w, mode)]
+                sps = {"lerobot": round(theirs, 2)}
+                for lay in OURS:
+                    ours = med[(lay, name, w, mode)]
+                    per[lay][f"vs_lerobot_w{w}_{mode}"] = round(ours / theirs, 2) if theirs else None
+                    sps[lay] = round(ours, 2)
+                d[f"vs_lerobot_w{w}_{mode}"] = per[PRESCRIBED][f"vs_lerobot_w{w}_{mode}"]
+                d[f"samples_per_s_w{w}_{mode}"] = sps
+                d[f"per_round_w{w}_{mode}"] = {
+                    s: [round(x["samples_per_s"], 2) for x in got[(s, name, w, mode)]] for s in ("lerobot", *OURS)
+                }
+                d[f"first_batch_s_w{w}_{mode}"] = {
+                    s: round(statistics.median(x["first_batch_s"] for x in got[(s, name, w, mode)]), 3)
+                    for s in ("lerobot", *OURS)
+                }
+        d["tensors"] = {
+            f"{s}_{mode}": got[(s, name, 0, mode)][0]["shapes"] for s in ("lerobot", PRESCRIBED) for mode in MODES
+        }
+        d["lerobot_video_backend"] = got[("lerobot", name, 0, "float32")][0]["backend"]
+        for lay in OURS:
+            out["layout"][lay][name] = per[lay]
     return out
 
 
+def build_layouts(work: Path, v3: Path, cams, log_) -> tuple[list[Path], dict[str, list[Path]], dict]:
+    """Our default import of LeRobot's v3.0 set, and per pattern its advise + relayout copy."""
+    default = import_dataset(v3, work / "ours-default" / "v3.0", DEFAULT_VIDEO)
+    advised, plans = {}, {}
+    for name, (pat, _) in patterns(cams).items():
+        plan = advise_plan(pat, default, work / f"plan-{name}.json", log_)
+        advised[name] = relaid(plan, default, work / f"ours-advised-{name}")
+        plans[name] = plan
+        log_(f"advised layout for {name}: {describe(advised[name])}")
+    return default, advised, plans
+
+
+def _options(ap) -> None:
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (0: the size's default)")
+
+
 def main() -> None:
-    args = parse(__doc__ or "")
+    args = parse(__doc__ or "", extra=_options)
     size = size_of(args)
     cfg = SIZES[size]
     rounds, n_agree = RUNS[size]
+    rounds = args.rounds or rounds
     work = BENCH_DIR / "lerobot_peer" / size
     t0 = time.perf_counter()
     peer_py = ensure_peer_venv(log)
     cams = tuple(cfg["cams"].split(","))
     lr = work / "lerobot"
     if not (lr / "done.json").exists():
-        shutil.rmtree(lr, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # everything below is derived from LeRobot's set
         log(f"LeRobot writes {cfg['episodes']} x {cfg['seconds']} s, {len(cams)} cameras {cfg['w']}x{cfg['h']}")
         cmd = [str(peer_py), SIDE, "write", "--out", str(lr), "--episodes", str(cfg["episodes"])]
         cmd += ["--seconds", str(cfg["seconds"]), "--cams", cfg["cams"], "--height", str(cfg["h"])]
@@ -188,41 +246,61 @@ def main() -> None:
         (lr / "done.json").parent.mkdir(parents=True, exist_ok=True)
         (lr / "done.json").write_text(json.dumps(run_json(cmd, log)))
     v3, v21 = lr / "v3.0", lr / "v2.1"
-    tag = f"{VIDEO.codec}-g{VIDEO.gop}-b{VIDEO.bframes}-crf{VIDEO.crf}-{VIDEO.preset}"
     t_imp = time.perf_counter()
-    ours3 = import_dataset(v3, work / f"ours-{tag}" / "v3.0", VIDEO)
-    ours21 = import_dataset(v21, work / f"ours-{tag}" / "v2.1", VIDEO)
+    default, advised, plans = build_layouts(work, v3, cams, log)
+    ours21 = import_dataset(v21, work / "ours-default" / "v2.1", DEFAULT_VIDEO)
     import_s = time.perf_counter() - t_imp
-    man = manifest_table(ours3)
-    manifest = write_manifest_file(man, work / f"ours-{tag}" / "v3.0.manifest.parquet")
+    man = manifest_table(default)
+    manifest = write_manifest_file(man, work / "ours-default" / "v3.0.manifest.parquet")
+    manifests = {"default": {n: manifest for n in ("vla", "wam")}}
+    manifests["advised"] = {
+        n: write_manifest_file(manifest_table(p), work / f"ours-advised-{n}.manifest.parquet")
+        for n, p in advised.items()
+    }
     specs = write_specs(work, man, v3, cams, size, n_agree)
     log(f"data ready in {time.perf_counter() - t0:.0f} s; agreement, export, then {rounds} rounds")
 
-    agree = {}
+    agree: dict = {}
     for name in ("vla", "wam"):
-        a_lr, a_us = work / f"{name}_agree_lerobot.npz", work / f"{name}_agree_ours.npz"
-        run_json(
+        a_lr = work / f"{name}_agree_lerobot.npz"
+        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
             [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
             log,
         )
-        run_json(
-            [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifest)]
-            + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
-            log,
-        )
-        agree[name] = compare(a_lr, a_us, n_agree, list(cams))
-        log(f"{name} agreement {agree[name]}")
-    exports = roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)
+        for lay in OURS:
+            a_us = work / (f"{name}_agree_ours.npz" if lay == "default" else f"{name}_agree_ours_{lay}.npz")
+            a_us.exists() or run_json(
+                [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
+                + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
+                log,
+            )
+            agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams))
+            log(f"{name} {lay} agreement {agree[(name, lay)]}")
+    done = work / "roundtrip.json"
+    if not done.exists():
+        done.write_text(json.dumps(roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)))
+    exports = json.loads(done.read_text())
 
-    got = measure(peer_py, v3, manifest, specs, rounds)
+    got = measure(peer_py, v3, manifests, specs, rounds)
     result = summarize(got)
+    lr_video = dir_bytes(v3 / "videos")
+    lr_bytes = lr_video + dir_bytes(v3 / "data")
+    frames = cfg["episodes"] * round(cfg["seconds"] * FPS) * len(cams)
     for name in ("vla", "wam"):
-        result[name].update(agree[name])
-    lr_bytes = dir_bytes(v3 / "videos") + dir_bytes(v3 / "data")
-    our_bytes = sum(p.stat().st_size for p in ours3)
-    rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("robodata", "lerobot")}
+        result[name].update(agree[(name, PRESCRIBED)])
+        result["layout"]["default"][name]["agreement"] = agree[(name, "default")]
+    dflt = describe(default)
+    result["layout"]["default"].update(dflt, bytes_vs_lerobot=round(dflt["bytes"] / lr_bytes, 3))
+    for name, paths in advised.items():
+        d = describe(paths)
+        result["layout"]["advised"][name].update(
+            d, plan=plans[name].chosen, bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3)
+        )
+    rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("lerobot", *OURS)}
     result.update(
         {
+            "lerobot_version": peer_version(peer_py),
+            "source_bits_per_pixel": round(lr_video * 8 / (frames * cfg["w"] * cfg["h"]), 3),
             "size": size,
             "episodes": cfg["episodes"],
             "episode_s": cfg["seconds"],
@@ -230,22 +308,26 @@ def main() -> None:
             "resolution": f"{cfg['w']}x{cfg['h']}",
             "fps": FPS,
             "batch_size": BATCH,
+            "prefetch_factor": PREFETCH,
             "block_size": BLOCK,
             "rounds": rounds,
-            "our_video": {"codec": VIDEO.codec, "gop": VIDEO.gop, "bframes": VIDEO.bframes, "crf": VIDEO.crf},
+            "frame_modes": {
+                "uint8": "uint8 (B, T, 3, H, W) both sides",
+                "float32": "float32 (B, T, 3, H, W) in [0, 1]",
+            },
             "bytes_on_disk": {
                 "lerobot_v3": lr_bytes,
                 "lerobot_v21": dir_bytes(v21 / "videos") + dir_bytes(v21 / "data"),
             },
             "import_s": round(import_s, 1),
             "peak_rss_mb_by_side": rss,
-            "peak_rss_mb": max(rss["robodata"], peak_rss_mb(include_children=False)),
+            "peak_rss_mb": max(rss["default"], rss["advised"], peak_rss_mb(include_children=False)),
             "wall_s": round(time.perf_counter() - t0, 1),
             **exports,
         }
     )
-    result["bytes_on_disk"]["robodata"] = our_bytes
-    result["bytes_vs_lerobot"] = round(our_bytes / lr_bytes, 3)
+    # the prescribed layout of each pattern (advise + relayout) against LeRobot's v3.0 files
+    result["bytes_vs_lerobot"] = max(result["layout"]["advised"][n]["bytes_vs_lerobot"] for n in ("vla", "wam"))
     emit(result)
 
 

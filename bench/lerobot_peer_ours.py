@@ -8,7 +8,8 @@ bench: samples/s of PatternDataset through its own loader (BatchLoader: whole ba
 the workers) over the spec's anchor list, batch by batch. LeRobot returns float32
 (B, T, 3, H, W) in [0, 1] per camera, so the dataset is asked for exactly that
 (DatasetConfig(frames="float32"): each decode thread converts its frames as it writes them into
-the batch, inside the timed loop); `--frames uint8` measures the uint8 (B, T, H, W, 3) default.
+the batch, inside the timed loop); `--frames uint8_chw` is LeRobot's return_uint8=True layout
+(uint8 (B, T, 3, H, W)), `--frames uint8` our uint8 (B, T, H, W, 3) default.
 items: the spec's anchors one by one as PatternDataset returns them, and the frame index of
 each returned camera frame (position of the picked frame among the episode's frames).
 """
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--spec", required=True)
         p.add_argument("--workers", type=int, default=0)
         p.add_argument("--out", default="")
-        p.add_argument("--frames", default="float32", choices=("float32", "uint8"))
+        p.add_argument("--frames", default="float32", choices=("float32", "uint8_chw", "uint8"))
         p.add_argument("--decode-threads", type=int, default=0, help="per worker (0: one per camera)")
         p.add_argument(
             "--prefetch", type=int, default=1, help="batches prefetched per worker (a WAM batch as float32 is 3.5 GB)"

@@ -1,16 +1,18 @@
-"""The LeRobot side of bench.lerobot_peer: runs inside the peer venv (real lerobot 0.4.4), never
+"""The LeRobot side of bench.lerobot_peer: runs inside the peer venv (real lerobot 0.6.1), never
 imports robodata (only its numpy-only scene renderer, loaded by file path).
 
     python bench/lerobot_peer_side.py write  --out DIR --episodes N --seconds S --cams a,b,c ...
-    python bench/lerobot_peer_side.py bench  --root DS --spec SPEC.json --workers W
+    python bench/lerobot_peer_side.py bench  --root DS --spec SPEC.json --workers W [--uint8]
     python bench/lerobot_peer_side.py items  --root DS --spec SPEC.json --out ITEMS.npz
 
-write: a v3.0 dataset with LeRobot's own writer (LeRobotDataset.create / add_frame / save_episode:
-PNG frames, then its encoder with its defaults: libsvtav1, g=2, crf=30, preset 12) and the same
-episodes as a v2.1 dataset: LeRobot's per-episode encodes (each episode's video before 0.4.4
-appends it to the v3.0 file), the per-episode parquet rows and v2.1's meta/*.jsonl.
-bench: samples/s of LeRobotDataset (default video backend, delta_timestamps windows) in a torch
-DataLoader over the spec's index list, batch by batch; prints one JSON line.
+write: a v3.0 dataset with LeRobot's own writer (LeRobotDataset.create / add_frame / save_episode,
+streaming encoding: its encoder with its defaults, libsvtav1, g=2, crf=30) and the same episodes as
+a v2.1 dataset: LeRobot's per-episode encodes (each episode's video before DatasetWriter appends
+it to the v3.0 file), the per-episode parquet rows and v2.1's meta/*.jsonl.
+bench: samples/s of LeRobotDataset (default video backend, its DatasetReader decoding the
+cameras of a sample in parallel threads; delta_timestamps windows; float32 by default,
+`--uint8` for return_uint8=True) in a torch DataLoader over the spec's index list, batch by
+batch; prints one JSON line.
 items: the spec's samples as LeRobot returns them (frames back to uint8 HWC), and the frame
 index LeRobot's decoder returned for each requested timestamp.
 """
@@ -63,6 +65,7 @@ def trajectory(index: int, n: int, fps: int, dim: int, seed: int) -> np.ndarray:
 
 
 def cmd_write(a: argparse.Namespace) -> None:
+    from lerobot.datasets.dataset_writer import DatasetWriter
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     out = Path(a.out)
@@ -82,10 +85,10 @@ def cmd_write(a: argparse.Namespace) -> None:
     feats["observation.state"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
     feats["action"] = {"dtype": "float32", "shape": (a.dim,), "names": names}
     per_episode: dict[tuple[str, int], Path] = {}
-    orig = LeRobotDataset._save_episode_video
+    orig = DatasetWriter._save_episode_video
 
     def keep(self, video_key: str, episode_index: int, temp_path: Path | None = None) -> dict:
-        # the v2.1 copy of LeRobot's own per-episode encode, before 0.4.4 appends it to the v3.0 file
+        # the v2.1 copy of LeRobot's own per-episode encode, before it is appended to the v3.0 file
         if temp_path is None:
             temp_path = self._encode_temporary_episode_video(video_key, episode_index)
         dst = v21 / "videos" / "chunk-000" / video_key / f"episode_{episode_index:06d}.mp4"
@@ -94,10 +97,13 @@ def cmd_write(a: argparse.Namespace) -> None:
         per_episode[(video_key, episode_index)] = dst
         return orig(self, video_key, episode_index, temp_path=temp_path)
 
-    setattr(LeRobotDataset, "_save_episode_video", keep)  # noqa: B010 - patched for the write only
-    ds = LeRobotDataset.create(REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", image_writer_threads=4)
+    setattr(DatasetWriter, "_save_episode_video", keep)  # noqa: B010 - patched for the write only
     Scene = _scene()
     n = int(round(a.seconds * a.fps))
+    # streaming encoding (0.6's, no PNG round trip); a queue that holds a whole episode never drops a frame
+    ds = LeRobotDataset.create(
+        REPO_ID, a.fps, feats, root=v3, robot_type="synthetic", streaming_encoding=True, encoder_queue_maxsize=n + 1
+    )
     t0 = time.perf_counter()
     for e in range(a.episodes):
         q = trajectory(e, n + 1, a.fps, a.dim, a.seed)
@@ -111,7 +117,7 @@ def cmd_write(a: argparse.Namespace) -> None:
         ds.save_episode()
         print(f"[peer] episode {e}: {n} frames, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     ds.finalize()
-    setattr(LeRobotDataset, "_save_episode_video", orig)  # noqa: B010
+    setattr(DatasetWriter, "_save_episode_video", orig)  # noqa: B010
     _v21_from_v3(v3, v21, cams, a.fps)
     print(json.dumps({"v3.0": str(v3), "v2.1": str(v21), "write_s": round(time.perf_counter() - t0, 1)}))
 
@@ -159,10 +165,10 @@ def _v21_from_v3(v3: Path, v21: Path, cams: list[str], fps: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------- reading
-def _dataset(root: str, spec: dict):
+def _dataset(root: str, spec: dict, uint8: bool = False):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    return LeRobotDataset(REPO_ID, root=root, delta_timestamps=spec["delta_timestamps"])
+    return LeRobotDataset(REPO_ID, root=root, delta_timestamps=spec["delta_timestamps"], return_uint8=uint8)
 
 
 def _peak_rss_mb() -> float:
@@ -178,8 +184,8 @@ def cmd_bench(a: argparse.Namespace) -> None:
     spec = json.loads(Path(a.spec).read_text())
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    ds = _dataset(a.root, spec)
-    prefetch = 2 if a.workers else None  # DataLoader's own default
+    ds = _dataset(a.root, spec, a.uint8)
+    prefetch = a.prefetch if a.workers else None  # the same prefetch as our side (DataLoader's default: 2)
     dl = DataLoader(
         ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, prefetch_factor=prefetch
     )
@@ -189,7 +195,8 @@ def cmd_bench(a: argparse.Namespace) -> None:
             {
                 **out,
                 "peak_rss_mb": _peak_rss_mb(),
-                "backend": ds.video_backend,
+                "backend": getattr(ds, "video_backend", getattr(ds, "_video_backend", "")),
+                "frames": "uint8" if a.uint8 else "float32",
             }
         )
     )
@@ -199,22 +206,22 @@ def cmd_items(a: argparse.Namespace) -> None:
     from lerobot.datasets import video_utils
 
     spec = json.loads(Path(a.spec).read_text())
-    returned: list[float] = []
+    returned: dict[str, list[float]] = {}  # per video file: cameras are decoded in parallel threads
     get = video_utils.VideoDecoderCache.get_decoder
 
     class _Seen:  # records the pts of every frame LeRobot's decoder hands back
-        def __init__(self, dec):
-            self.dec = dec
+        def __init__(self, dec, path):
+            self.dec, self.path = dec, str(path)
 
         def __getattr__(self, k):
             return getattr(self.dec, k)
 
         def get_frames_at(self, indices):
             fb = self.dec.get_frames_at(indices=indices)
-            returned.extend(float(x) for x in fb.pts_seconds)
+            returned.setdefault(self.path, []).extend(float(x) for x in fb.pts_seconds)
             return fb
 
-    setattr(video_utils.VideoDecoderCache, "get_decoder", lambda self, p: _Seen(get(self, p)))  # noqa: B010
+    setattr(video_utils.VideoDecoderCache, "get_decoder", lambda self, p: _Seen(get(self, p), p))  # noqa: B010
     ds = _dataset(a.root, spec)
     fps = ds.fps
     out: dict[str, np.ndarray] = {}
@@ -224,12 +231,10 @@ def cmd_items(a: argparse.Namespace) -> None:
         item = ds[idx]
         ep = int(item["episode_index"])
         frames_in_ep = []
-        k = 0
-        for c in cams:  # _query_videos walks the video keys in this order, one decode call each
-            m = item[c].shape[0] if item[c].ndim == 4 else 1
+        for c in cams:  # one decode call per camera and video file
             base = ds.meta.episodes[ep][f"videos/{c}/from_timestamp"]
-            frames_in_ep.append([round((p - base) * fps) for p in returned[k : k + m]])
-            k += m
+            seen = returned.get(str(Path(ds.root) / ds.meta.get_video_file_path(ep, c)), [])
+            frames_in_ep.append([round((p - base) * fps) for p in seen])
             x = item[c] if item[c].ndim == 4 else item[c][None]
             out[f"{n}/{c}"] = (x.permute(0, 2, 3, 1).numpy() * 255.0).round().clip(0, 255).astype(np.uint8)
         out[f"{n}/frame_index"] = np.asarray(frames_in_ep, np.int64)
@@ -260,6 +265,8 @@ def main() -> None:
         p.add_argument("--spec", required=True)
         p.add_argument("--workers", type=int, default=0)
         p.add_argument("--out", default="")
+        p.add_argument("--uint8", action="store_true", help="return_uint8=True (uint8 (T, 3, H, W) frames)")
+        p.add_argument("--prefetch", type=int, default=2, help="DataLoader prefetch_factor (its default: 2)")
     a = ap.parse_args()
     {"write": cmd_write, "bench": cmd_bench, "items": cmd_items}[a.cmd](a)
 

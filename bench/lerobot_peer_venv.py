@@ -1,9 +1,10 @@
 """The peer venv of bench.lerobot_peer: the real lerobot, installed as a new user would, once,
-under .bench/ (never into the project's .venv: lerobot 0.4.4 pins torch < 2.11).
+under .bench/ (never into the project's .venv: lerobot 0.6.1 needs Python >= 3.12 and pins
+torch < 2.12, torchcodec < 0.12).
 
-    python3.11 -m venv .bench/lerobot-venv
-    pip install torch==2.10.0 torchvision==0.25.0      # CUDA wheels from PyPI, ~8 GB in all
-    pip install lerobot==0.4.4                         # brings torchcodec 0.10 and av 15
+    python3.12 -m venv .bench/lerobot-0.6.1-venv      # python3.12 on PATH, or pyenv's
+    pip install "lerobot[dataset]==0.6.1"              # its own pins: torch 2.11 (CUDA wheels from
+                                                       # PyPI, ~8 GB in all), torchcodec 0.11, av
 
 torchcodec (LeRobot's default video backend) loads the system's FFmpeg shared libraries
 (4 to 7); without them LeRobotDataset cannot decode a frame (`apt-get install ffmpeg`).
@@ -13,18 +14,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import BENCH_DIR
 
-PEER_DIR = BENCH_DIR / "lerobot-venv"
-STEPS = (["--upgrade", "pip"], ["torch==2.10.0", "torchvision==0.25.0"], ["lerobot==0.4.4"])
-STAMP = "robodata-peer-lerobot-0.4.4"
-CHECK = (
-    "import lerobot, torchcodec.decoders, torch; print(lerobot.__version__ if hasattr(lerobot, '__version__') else '')"
-)
+LEROBOT = "0.6.1"
+PEER_DIR = BENCH_DIR / f"lerobot-{LEROBOT}-venv"
+STEPS = (["--upgrade", "pip"], [f"lerobot[dataset]=={LEROBOT}"])  # the extra brings torchcodec, datasets, av
+STAMP = f"robodata-peer-lerobot-{LEROBOT}"
+CHECK = "import importlib.metadata as m, torchcodec.decoders, torch; print(m.version('lerobot'))"
 
 
 class PeerVenvError(RuntimeError):
@@ -38,12 +37,28 @@ def _run(cmd: list[str], log: Callable[[str], None]) -> None:
         raise PeerVenvError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr[-3000:]}")
 
 
+def python312() -> str:
+    """A Python 3.12 (lerobot 0.6 needs >= 3.12): on PATH, else pyenv's."""
+    found = shutil.which("python3.12")
+    if found:
+        return found
+    pyenv = sorted((Path.home() / ".pyenv" / "versions").glob("3.12*/bin/python3.12"))
+    if not pyenv:
+        raise PeerVenvError("lerobot 0.6.1 needs Python 3.12: none on PATH nor under ~/.pyenv/versions")
+    return str(pyenv[-1])
+
+
+def peer_version(py: Path) -> str:
+    res = subprocess.run([str(py), "-c", CHECK], capture_output=True, text=True)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
 def ensure_peer_venv(log: Callable[[str], None] = lambda s: None) -> Path:
     """The peer venv's python, creating the venv first if needed (several minutes, once)."""
     py = PEER_DIR / "bin" / "python"
     if (PEER_DIR / STAMP).exists():
         return py
-    base = shutil.which("python3.11") or sys.executable
+    base = python312()
     if not py.exists():
         _run([base, "-m", "venv", str(PEER_DIR)], log)
     for pkgs in STEPS:

@@ -15,8 +15,8 @@ from bench import suite
 
 # Benches CI does not run, each with why.
 NOT_IN_CI = {
-    "lerobot_peer": "needs the LeRobot peer venv (~8 GB: lerobot and its own torch), which CI does not build; "
-    "run it by hand where that venv exists: python -m bench.lerobot_peer --smoke",
+    "lerobot_peer": "needs the LeRobot peer venv (~8 GB: lerobot 0.6.1 on Python 3.12 with its own torch) and "
+    "FFmpeg's shared libraries, which CI does not build; run it by hand: python -m bench.lerobot_peer --smoke",
 }
 SMOKE_TIMEOUT_S = 300  # one bench; they take seconds to a minute on 2 shared cores
 BENCHES = suite.discover()
@@ -29,7 +29,7 @@ def test_bench_smoke_discovery_finds_the_benches_and_their_keys():
     core = {"advisor", "container", "curate", "ingest", "loader", "resilience", "scale", "train", "upload"}
     assert core <= names, f"benches missing from discovery: {sorted(core - names)}"
     helpers = {"common", "suite", "loader_data", "curate_catalog", "resilience_training"}
-    parts = {"lerobot_peer_ours", "lerobot_peer_side", "robustness_container"}  # processes of one bench
+    parts = {"lerobot_peer_ours", "lerobot_peer_side", "lerobot_peer_levers", "robustness_container"}  # of one bench
     assert not names & (helpers | parts)
     for b in BENCHES:
         if b.name in core:

@@ -189,5 +189,9 @@ def test_float32_frames_are_the_uint8_frames_in_lerobot_layout_and_scale(ds):
     for k in ref:
         if k not in CAMS:
             np.testing.assert_array_equal(got[k].numpy(), ref[k].numpy(), err_msg=k)
+    chw = PatternDataset(ds.manifest, PATTERN, config=DatasetConfig(frames="uint8_chw")).batch(keys, shared=False)
+    for cam in CAMS:  # LeRobot's return_uint8=True layout: the same bytes, channels first
+        assert chw[cam].dtype == torch.uint8
+        torch.testing.assert_close(chw[cam], ref[cam].permute(0, 1, 4, 2, 3), rtol=0, atol=0)
     with pytest.raises(Exception, match="frames must be one of"):
         DatasetConfig(frames="float16")

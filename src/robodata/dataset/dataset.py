@@ -51,8 +51,9 @@ class DatasetConfig:
     decode_threads: int = 0  # threads per worker for camera decode (0: one per camera)
     seed: int = 0  # only used for jittered anchors when keys are ints
     use_weights: bool = True  # sample episodes by the manifest's mixing weights (see SampleIndex)
-    # camera tensors: "uint8" (T, H, W, 3), 4x fewer bytes through worker queues; "float32"
-    # (T, 3, H, W) in [0, 1] (LeRobot's), converted by the decode thread as it writes each frame
+    # camera tensors: "uint8" (T, H, W, 3), 4x fewer bytes through worker queues; "uint8_chw"
+    # (T, 3, H, W) uint8 (LeRobot's return_uint8=True); "float32" (T, 3, H, W) in [0, 1]
+    # (LeRobot's default); the decode thread converts each frame as it copies it out of the decoder
     frames: str = "uint8"
 
     def __post_init__(self) -> None:
@@ -61,7 +62,7 @@ class DatasetConfig:
         require(self.frames in FRAME_FORMATS, f"frames must be one of {FRAME_FORMATS}, not {self.frames!r}")
 
 
-FRAME_FORMATS = ("uint8", "float32")
+FRAME_FORMATS = ("uint8", "uint8_chw", "float32")
 _SCALE = np.float32(255.0)
 
 
@@ -283,9 +284,11 @@ class PatternDataset(Dataset):
                 dec = GopDecoder(settings.codec, r.codec_extradata(s), w.resize, r.meta.episode_id, s)
                 pts, ok = picks[s]
                 h, wd = w.resize or streams[s].shape[:2]
-                as_float = self.config.frames == "float32"
+                as_float, chw = self.config.frames == "float32", self.config.frames == "uint8_chw"
                 if as_float:
                     dst = out.array(s, (w.length, 3, h, wd), torch.float32)
+                elif chw:
+                    dst = out.array(s, (w.length, 3, h, wd), torch.uint8)
                 else:
                     dst = out.array(s, (w.length, h, wd, 3), torch.uint8)
                 where: dict[int, list[tuple[int, int]]] = {}  # pts -> every (slot, step) showing it
@@ -297,6 +300,8 @@ class PatternDataset(Dataset):
                     first, *rest = where[p]
                     if as_float:  # one pass: HWC uint8 -> CHW float32 / 255 (numpy releases the GIL)
                         np.divide(rgb.transpose(2, 0, 1), _SCALE, out=dst[first])
+                    elif chw:
+                        dst[first] = rgb.transpose(2, 0, 1)  # one strided copy: HWC -> CHW
                     else:
                         dst[first] = rgb  # the one copy out of the decoder
                     for d in rest:

@@ -1,0 +1,74 @@
+"""bench.lerobot_peer's layouts of our side, as the platform produces them:
+
+- default: what `robodata ingest` writes (IngestSettings().video: the ingestion default,
+  H.264 GOP 30, CRF 23, no B-frames), here through our LeRobot importer;
+- advised: `robodata advise PATTERN.json -e <the default containers> --quick --out plan.json`
+  for the pattern, then each container re-laid into the plan's layout by the relayout job's own
+  per-episode step (robodata.layout.rewrite.rewrite: written beside the old object, reopened
+  and verified). The relayout CLI itself needs a catalog, which this bench does not build.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from robodata.container import EpisodeReader
+from robodata.dataset.pattern import ReadPattern
+from robodata.ingest.settings import IngestSettings
+from robodata.layout.plan import LayoutPlan
+from robodata.layout.rewrite import rewrite
+
+DEFAULT_VIDEO = IngestSettings().video
+
+
+def describe(paths: list[Path]) -> dict:
+    """The camera encoding and bytes on disk of a set of containers."""
+    r = EpisodeReader.open(paths[0])
+    try:
+        cams = [s for s, sp in r.meta.streams.items() if sp.kind == "video"]
+        v = r.layout.group_of(cams[0]).video
+        enc = {"codec": v.codec, "gop": v.gop, "bframes": v.bframes, "crf": v.crf, "preset": v.preset} if v else {}
+        span = r.layout.group_of(cams[0]).chunk_span_s
+    finally:
+        r.close()
+    return {**enc, "chunk_span_s": span, "bytes": sum(p.stat().st_size for p in paths)}
+
+
+def advise_plan(pattern: ReadPattern, episodes: list[Path], out: Path, log: Callable[[str], None]) -> LayoutPlan:
+    """`robodata advise` for `pattern` over `episodes`, as a user runs it (--quick)."""
+    if not out.exists():
+        spec = out.with_suffix(".pattern.json")
+        spec.write_text(json.dumps(asdict(pattern)))
+        cli = Path(sys.executable).parent / "robodata"
+        cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "robodata.cli"]
+        cmd += ["advise", str(spec), "--quick", "--out", str(out)]
+        for p in episodes:
+            cmd += ["-e", str(p)]
+        log(" ".join(cmd[:4]) + " ...")
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode or not out.exists():
+            raise RuntimeError(
+                f"robodata advise failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+            )
+    return LayoutPlan.load(out)
+
+
+def relaid(plan: LayoutPlan, episodes: list[Path], out_dir: Path) -> list[Path]:
+    """Every episode re-laid into the plan's layout under out_dir (kept when done)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for src_path in episodes:
+        dst = out_dir / src_path.name
+        if not dst.exists():
+            src = EpisodeReader.open(src_path)
+            try:
+                rewrite(src, plan.layout_for(src.meta), str(dst))
+            finally:
+                src.close()
+        paths.append(dst)
+    return paths
