@@ -61,3 +61,35 @@ def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
 
 def test_nominal_rate():
     assert nominal_rate([29.93, 30.02]) == 30.0 and nominal_rate([12.5]) == 12.5 and nominal_rate([9.99]) == 10.0
+
+
+def test_the_grid_holds_a_slower_cameras_last_frame_to_the_end(tmp_path):
+    """The demo's case: a 10 s episode exported at 30 Hz whose wrist camera runs at 10 Hz and whose
+    last frame is at 9.9 s: the grid time 10.0 s (and the window around it) holds that frame."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from robodata.export.episodes import EpisodeStreams, frames
+
+    rates = {"main": 30.0, "wrist": 10.0}
+    times = {c: np.arange(int(10.0 * r)) / r for c, r in rates.items()}  # last frames 9.967 / 9.9 s
+
+    def read_window(t0, t1, streams):
+        out = {}
+        for c in streams:
+            k = (times[c] >= t0) & (times[c] <= t1)
+            data = (times[c][k] * 100).round().astype(np.int32).reshape(-1, 1, 1, 1)  # a frame = its time
+            out[c] = SimpleNamespace(t=times[c][k], data=data)
+        return out
+
+    streams = {c: SimpleNamespace(rate_hz=r) for c, r in rates.items()}
+    reader = SimpleNamespace(meta=SimpleNamespace(duration_s=10.0, episode_id="e", streams=streams))
+    reader.read_window = read_window
+    ep = EpisodeStreams(reader, ["main", "wrist"], None, None, 30.0)  # type: ignore[arg-type]
+    got = list(frames(ep, grid_fps=30.0))
+    grid = np.concatenate([g for g, _ in got])
+    wrist = np.concatenate([o["wrist"].ravel() for _, o in got])
+    assert len(grid) == 301 and grid[-1] == 10.0
+    assert wrist[-1] == 990  # 9.9 s held at 10.0 s
+    assert np.all(np.abs(wrist / 100 - grid) <= 0.1 + 1e-9)  # every frame within a wrist period

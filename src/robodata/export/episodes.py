@@ -132,14 +132,23 @@ def frames(ep: EpisodeStreams, grid_fps: float | None = None) -> Iterator[tuple[
 
 
 def _grid_frames(ep: EpisodeStreams, fps: float, duration: float) -> Iterator[tuple[np.ndarray, dict]]:
+    """Each camera's nearest frame at every grid time. A window is padded by the slowest camera's
+    period, and a grid time past a camera's last frame holds that frame (a camera at a lower rate,
+    or one that stopped a frame early, ends before `duration`)."""
     n_total = int(np.floor(duration * fps + 1e-6)) + 1
-    for k0 in range(0, n_total, max(1, int(WINDOW_S * fps))):
-        grid = np.arange(k0, min(n_total, k0 + max(1, int(WINDOW_S * fps)))) / fps
-        pad = 1.0 / fps
+    step = max(1, int(WINDOW_S * fps))
+    streams = ep.reader.meta.streams
+    pad = max([1.0 / fps, *(1.0 / streams[c].rate_hz for c in ep.cameras if streams[c].rate_hz > 0)])
+    held: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # camera -> (time, frame) of its latest frame
+    for k0 in range(0, n_total, step):
+        grid = np.arange(k0, min(n_total, k0 + step)) / fps
         win = ep.reader.read_window(max(0.0, grid[0] - pad), grid[-1] + pad, streams=ep.cameras)
         out = {}
         for cam in ep.cameras:
             t, data = win[cam].t, win[cam].data
+            if cam in held:  # the previous window's last frame stands in before this window's first
+                t = np.concatenate([held[cam][0], t])
+                data = np.concatenate([held[cam][1], data])
             if len(t) == 0:
                 eid = ep.reader.meta.episode_id
                 raise ExportError(f"episode {eid!r}: camera {cam!r} has no frames near {grid[0]:.3f} s")
@@ -147,6 +156,7 @@ def _grid_frames(ep: EpisodeStreams, fps: float, duration: float) -> Iterator[tu
             if len(t) > 1:
                 i = np.where(np.abs(t[i - 1] - grid) <= np.abs(t[i] - grid), i - 1, i)
             out[cam] = data[i]
+            held[cam] = (t[-1:], data[-1:])
         yield grid, out
 
 
