@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.catalog.rows import conform
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec, TopicGroup
 
 LAYOUT = Layout(groups=(TopicGroup("proprio", ("joint_pos", "cmd"), 10.0), TopicGroup("events", ("events",), 60.0)))
@@ -94,5 +94,5 @@ def walk(root: Path) -> pl.DataFrame:
                     **side,
                 }
             )
-    table = pa.Table.from_pylist(out).select(CATALOG_SCHEMA.names).cast(CATALOG_SCHEMA)
+    table = conform(out)  # columns the walk does not read (QC facts, mixing facts) are null
     return pl.DataFrame(table)

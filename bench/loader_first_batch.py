@@ -20,6 +20,7 @@ import polars as pl  # noqa: F401  imported up front, like torch: library import
 import pyarrow as pa
 
 from bench.loader_data import CAMS, FPS, PROPRIO, STATE_HZ, Episode
+from robodata.catalog.rows import conform
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import from_dict
 from robodata.container import EpisodeReader
@@ -65,32 +66,31 @@ def build_catalog(path: Path, eps: list[Episode], n: int) -> None:
     days = rng.integers(0, 30, n)
     rates = json.dumps({**{c: FPS for c in CAMS}, **{s: STATE_HZ for s in PROPRIO}}, sort_keys=True)
     day_str = np.array([(start + timedelta(days=int(d))).strftime("%Y-%m-%d") for d in range(30)])
-    table = pa.table(
-        {
-            "episode_id": pa.array([f"ep{i:08d}" for i in range(n)]),
-            "uri": pa.array([info[j][0] for j in k]),
-            "site": pa.array(np.array(["site-a", "site-b", "site-c"])[np.arange(n) % 3]),
-            "robot": pa.array(np.array([f"robot-{r:02d}" for r in range(20)])[rng.integers(0, 20, n)]),
-            "task": pa.array(np.array(TASKS)[rng.integers(0, len(TASKS), n)]),
-            "vendor": pa.array(["inhouse"] * n),
-            "start_time": pa.array([start + timedelta(days=int(d)) for d in days], pa.timestamp("us", tz="UTC")),
-            "day": pa.array(day_str[days]),
-            "duration_s": pa.array([info[j][1] for j in k]),
-            "num_frames": pa.array(np.full(n, int(eps[0].n_frames), np.int32)),
-            "num_state_steps": pa.array(np.full(n, int(eps[0].duration_s * STATE_HZ), np.int32)),
-            "cameras": pa.array([list(CAMS)] * n, pa.list_(pa.string())),
-            "stream_rates_json": pa.array([rates] * n),
-            "success": pa.array(rng.random(n) > 0.2),
-            "quality_score": pa.array(rng.random(n).astype(np.float32)),
-            "qc_status": pa.array(np.where(rng.random(n) < 0.05, "quarantined", "pass")),
-            "layout_version": pa.array([info[j][5] for j in k]),
-            "ingest_batch": pa.array([f"batch-{d:03d}" for d in days]),
-            "size_bytes": pa.array([info[j][2] for j in k], pa.int64()),
-            "footer_offset": pa.array([info[j][3] for j in k], pa.int64()),
-            "footer_length": pa.array([info[j][4] for j in k], pa.int64()),
-        },
-        schema=CATALOG_SCHEMA,
-    )
+    columns = {
+        "episode_id": pa.array([f"ep{i:08d}" for i in range(n)]),
+        "uri": pa.array([info[j][0] for j in k]),
+        "site": pa.array(np.array(["site-a", "site-b", "site-c"])[np.arange(n) % 3]),
+        "robot": pa.array(np.array([f"robot-{r:02d}" for r in range(20)])[rng.integers(0, 20, n)]),
+        "task": pa.array(np.array(TASKS)[rng.integers(0, len(TASKS), n)]),
+        "vendor": pa.array(["inhouse"] * n),
+        "start_time": pa.array([start + timedelta(days=int(d)) for d in days], pa.timestamp("us", tz="UTC")),
+        "day": pa.array(day_str[days]),
+        "duration_s": pa.array([info[j][1] for j in k]),
+        "num_frames": pa.array(np.full(n, int(eps[0].n_frames), np.int32)),
+        "num_state_steps": pa.array(np.full(n, int(eps[0].duration_s * STATE_HZ), np.int32)),
+        "cameras": pa.array([list(CAMS)] * n, pa.list_(pa.string())),
+        "stream_rates_json": pa.array([rates] * n),
+        "success": pa.array(rng.random(n) > 0.2),
+        "quality_score": pa.array(rng.random(n).astype(np.float32)),
+        "qc_status": pa.array(np.where(rng.random(n) < 0.05, "quarantined", "pass")),
+        "layout_version": pa.array([info[j][5] for j in k]),
+        "ingest_batch": pa.array([f"batch-{d:03d}" for d in days]),
+        "size_bytes": pa.array([info[j][2] for j in k], pa.int64()),
+        "footer_offset": pa.array([info[j][3] for j in k], pa.int64()),
+        "footer_length": pa.array([info[j][4] for j in k], pa.int64()),
+    }
+    # the facts this bench does not model (QC reasons, mixing facts) are null, as in an older catalog
+    table = conform(pa.table(columns, schema=pa.schema([CATALOG_SCHEMA.field(c) for c in columns])))
     write_deltalake(str(tmp), table, partition_by=["day"])
     os.replace(tmp, path)
 
