@@ -15,7 +15,7 @@ incremental_second_batch_only: the second run's partition is the second batch, i
     that batch's episodes, and the first batch's containers were not touched.
 ui_pages_ok: pages of `dagster-webserver` rendered in headless Chromium with no error banner: the
     asset graph, a partitioned asset's partitions, asset checks showing a quarantine reason, the
-    sensors (bench/dagster_paths_ui.py); of 4.
+    sensors, a batch's preview images (bench/dagster_paths_ui.py); of 5.
 lineage_resolves: after `robodata-dagster specs` and materializing manifest[demo] and
     training_run[demo|demo] with `dagster job execute -j curation|training`, `robodata-dagster lineage` resolves the
     newest checkpoint to its manifest partition and catalog Delta version from the event log alone,

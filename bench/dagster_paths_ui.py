@@ -7,6 +7,8 @@ partitions        /assets/episodes?view=partitions: the batch partitions, all ma
 asset checks      /assets/episodes?view=checks&checkDetail=converted, execution history: the failed
                   evaluation of the CLI batch with the quarantined episode and its reason
 sensors           the landing-zone sensor's page: running, with the tick that requested a run
+batch_preview     /assets/qc_results?partition=cli-1: the batch's preview metadata opened ([Show Markdown]):
+                  image elements (thumbnail strips, the joint-state plot) that the browser decoded
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ HISTORY_TAB = (
     "(() => { const b = [...document.querySelectorAll('button')]"
     ".filter(e => e.innerText.trim() === 'Execution history'); if (b.length) b[0].click(); return b.length; })()"
 )
+# open every markdown metadata entry (the innermost element showing the link), then count the images
+# the dialogs show that the browser decoded (naturalWidth > 0): a data: URI it could not decode counts 0
+SHOW_MARKDOWN = (
+    "(() => { const t = '[Show Markdown]'; const b = [...document.querySelectorAll('a,button')]"
+    ".filter(e => e.innerText && e.innerText.trim() === t); b.forEach(e => e.click()); return b.length; })()"
+)
+DECODED_IMAGES = "[...document.querySelectorAll('img[src^=\"data:image/\"]')].filter(i => i.naturalWidth > 0).length"
 
 
 def start_webserver(u: Any) -> tuple[subprocess.Popen, str]:
@@ -54,29 +63,41 @@ def _wait_up(base: str, proc: subprocess.Popen, timeout_s: float = 180) -> bool:
     return False
 
 
-def pages(n_batches: int) -> list[tuple[str, str, list[str], bool]]:
-    """(name, path, text the page must show, open the check's execution history)."""
+def pages(n_batches: int) -> list[tuple[str, str, list[str], str]]:
+    """(name, path, text the page must show, what to do then: "" / "history" / "images")."""
     return [
         ("asset_graph", "/asset-groups", ["Global asset lineage", "ingest", "curation", "train", "layout"], False),
         (
             "partitions",
             "/assets/episodes?view=partitions",
             ["cli-1", f"Materialized ({n_batches})", "Failed (0)"],
-            False,
+            "",
         ),
         (
             "asset_checks",
             "/assets/episodes?view=checks&checkDetail=converted",
             ["Failed", "site-broken", "not a decodable JPEG"],
-            True,
+            "history",
         ),
         (
             "sensors",
             "/locations/robodata/sensors/landing_zone_live_sensor",
             ["landing_zone_live_sensor", "Running", "1 run requested"],
-            False,
+            "",
         ),
+        ("batch_preview", "/assets/qc_results?partition=cli-1", ["preview", "[Show Markdown]"], "images"),
     ]
+
+
+def _wait_images(page: HeadlessChromium, timeout_s: float = 30) -> int:
+    """Open the markdown metadata and wait for a decoded image; returns how many there are."""
+    page.call("Runtime.evaluate", expression=SHOW_MARKDOWN, returnByValue=True)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        n = page.call("Runtime.evaluate", expression=DECODED_IMAGES, returnByValue=True)["result"].get("value", 0)
+        if n or time.monotonic() > deadline:
+            return int(n)
+        time.sleep(0.5)
 
 
 def ui_pages(u: Any, web: tuple[subprocess.Popen, str] | None = None, n_batches: int = 3) -> dict[str, Any]:
@@ -94,13 +115,15 @@ def ui_pages(u: Any, web: tuple[subprocess.Popen, str] | None = None, n_batches:
                 "ui_errors": "no chromium" if not browser else (u.tmp / "web.log").read_text()[-2000:],
             }
         with HeadlessChromium.start(browser, width=1600, height=1000) as page:
-            for name, path, needles, history in pages(n_batches):
+            for name, path, needles, then in pages(n_batches):
                 try:
                     page.goto(base + path)
-                    if history:
+                    if then == "history":
                         page.wait_for_text(["Execution history"], timeout_s=60, absent=("Loading...",))
                         page.call("Runtime.evaluate", expression=HISTORY_TAB, returnByValue=True)
                     page.wait_for_text(needles, timeout_s=60, absent=ERROR_BANNERS)
+                    if then == "images" and not (images := _wait_images(page)):
+                        raise BrowserError(f"no decoded preview image on {path} ({images})")
                     ok += 1
                 except BrowserError as exc:
                     failed[name] = str(exc)[:600]
