@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
+from robodata.ingest.importers.typestores import Ros, define_private, new_store, shared
 from robodata.ingest.raw import RawEpisodeError
 
 Message = tuple[str, str, int, Any]
@@ -41,18 +43,6 @@ def stamp_ns(msg: Any) -> int | None:
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
-def _typestore(msgs: str = ""):
-    """ROS 2 Humble's types plus the definitions under `msgs` (robodata.ingest.importers.msgdefs)."""
-    from rosbags.typesys import Stores, get_typestore
-
-    from robodata.ingest.importers.msgdefs import load_msgdefs
-
-    store = get_typestore(Stores.ROS2_HUMBLE)
-    if msgs:
-        store.register(load_msgdefs(msgs))
-    return store
-
-
 def unknown_type(path: Path, topic: str, msgtype: str) -> RawEpisodeError:
     return RawEpisodeError(
         f"{path}: topic {topic!r}: message type {msgtype!r} is unknown: the recording embeds no definition "
@@ -61,19 +51,36 @@ def unknown_type(path: Path, topic: str, msgtype: str) -> RawEpisodeError:
 
 
 class _Cdr:
+    """CDR messages of one MCAP file: the shared ROS 2 store (robodata.ingest.importers.typestores),
+    or a store of its own from the first type the file defines differently."""
+
     def __init__(self, msgs: str = ""):
-        self.store = _typestore(msgs)
-        self.known: set[str] = set()
+        self.msgs, self.shared = msgs, shared("ros2", msgs)
+        self.store, self.private = self.shared.store, False
+        self.defs: dict[str, str] = {}  # schema name -> the definition this file gave ("" none)
 
     def decode(self, schema_name: str, schema_data: bytes, data: bytes, path: Path, topic: str):
-        if schema_name not in self.store.types and schema_name not in self.known:
-            if not schema_data:
-                raise unknown_type(path, topic, schema_name)
-            from rosbags.typesys import get_types_from_msg
-
-            self.store.register(get_types_from_msg(schema_data.decode(), schema_name))
-            self.known.add(schema_name)
+        if schema_name not in self.defs:
+            self._define(schema_name, schema_data.decode() if schema_data else "", path, topic)
         return self.store.deserialize_cdr(data, schema_name)
+
+    def _define(self, name: str, text: str, path: Path, topic: str) -> None:
+        from rosbags.typesys import get_types_from_msg
+
+        def parse(name: str = name, text: str = text) -> dict:
+            return get_types_from_msg(text, name)
+
+        verdict = (
+            define_private(self.store, name, text, parse) if self.private else self.shared.ensure(name, text, parse)
+        )
+        if verdict == "conflict":  # from here on a store of this file's own: its earlier types first
+            self.store, self.private = new_store("ros2", self.msgs), True
+            for n, t in self.defs.items():
+                define_private(self.store, n, t, partial(get_types_from_msg, t, n))
+            verdict = define_private(self.store, name, text, parse)
+        if verdict == "unknown":
+            raise unknown_type(path, topic, name)
+        self.defs[name] = text
 
 
 def iter_mcap(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
@@ -100,56 +107,64 @@ def iter_mcap(path: Path, topics: set[str] | None = None, msgs: str = "") -> Ite
         raise RawEpisodeError(f"{path}: truncated or corrupt MCAP ({type(exc).__name__}: {exc})") from None
 
 
-def _register(store, conn, path: Path) -> None:
-    """The connection's type into `store`: from the bag's own definition, else it must be known."""
-    if conn.msgtype in store.types:
-        return
+def _definition(conn) -> tuple[str, Callable[[], dict]]:
+    """A bag connection's own definition of its type ("" when it embeds none) and its parser."""
     text = conn.msgdef.data if conn.msgdef else ""
-    if not text:
-        raise unknown_type(path, conn.topic, conn.msgtype)
-    if getattr(conn.msgdef.format, "name", "MSG") == "IDL":
-        from rosbags.typesys import get_types_from_idl
 
-        store.register(get_types_from_idl(text))
-    else:
-        from rosbags.typesys import get_types_from_msg
+    def parse() -> dict:
+        from rosbags.typesys import get_types_from_idl, get_types_from_msg
 
-        store.register(get_types_from_msg(text, conn.msgtype))
+        if getattr(conn.msgdef.format, "name", "MSG") == "IDL":
+            return get_types_from_idl(text)
+        return get_types_from_msg(text, conn.msgtype)
+
+    return text, parse
+
+
+def _bag_store(ros: Ros, msgs: str, conns: list, path: Path) -> Any:
+    """The shared store with every connection's type, or the bag's own store on a conflict."""
+    sh, store = shared(ros, msgs), None
+    for c in conns:
+        verdict = sh.ensure(c.msgtype, *_definition(c))
+        if verdict == "unknown":
+            raise unknown_type(path, c.topic, c.msgtype)
+        if verdict == "conflict":
+            store = new_store(ros, msgs)
+            break
+    if store is None:
+        return sh.store
+    for c in conns:
+        if define_private(store, c.msgtype, *_definition(c)) == "unknown":
+            raise unknown_type(path, c.topic, c.msgtype)
+    return store
 
 
 def iter_bag_dir(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
     """A ROS 2 bag folder (rosbags.rosbag2); types not embedded come from `msgs`."""
     from rosbags.rosbag2 import Reader
 
-    return _iter_rosbag(path, topics, Reader, _typestore(msgs), ros1=False)
+    return _iter_rosbag(path, topics, Reader, "ros2", msgs)
 
 
 def iter_bag1(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
     """A ROS 1 bag (rosbags.rosbag1): types from the bag's own definitions (ROS 1 bags embed them)."""
     from rosbags.rosbag1 import Reader
-    from rosbags.typesys import Stores, get_typestore
 
-    from robodata.ingest.importers.msgdefs import load_msgdefs
-
-    store = get_typestore(Stores.ROS1_NOETIC)
-    if msgs:
-        store.register(load_msgdefs(msgs))
-    return _iter_rosbag(path, topics, Reader, store, ros1=True)
+    return _iter_rosbag(path, topics, Reader, "ros1", msgs)
 
 
-def _iter_rosbag(path: Path, topics: set[str] | None, reader_cls, store, ros1: bool) -> Iterator[Message]:
-    deserialize = store.deserialize_ros1 if ros1 else store.deserialize_cdr
+def _iter_rosbag(path: Path, topics: set[str] | None, reader_cls, ros: Ros, msgs: str) -> Iterator[Message]:
     try:
         with reader_cls(path) as reader:
             conns = [c for c in reader.connections if topics is None or c.topic in topics]
-            for c in conns:
-                _register(store, c, path)
+            store = _bag_store(ros, msgs, conns, path)
+            deserialize = store.deserialize_ros1 if ros == "ros1" else store.deserialize_cdr
             for conn, t, raw in reader.messages(connections=conns):
                 yield conn.topic, conn.msgtype, int(t), deserialize(raw, conn.msgtype)
     except RawEpisodeError:
         raise
     except Exception as exc:
-        what = "ROS 1 bag" if ros1 else "ROS 2 bag"
+        what = "ROS 1 bag" if ros == "ros1" else "ROS 2 bag"
         raise RawEpisodeError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc})") from None
 
 
