@@ -36,6 +36,10 @@ CHECK_DESCRIPTIONS = {
     "timestamps_monotonic": "Each stream's timestamps never go backwards.",
     "rate_within_tolerance": "Each stream's measured rate is within the tolerance of its declared rate.",
     "no_frame_gaps": "No gap longer than max_gap_periods sample periods in any stream.",
+    "clock_continuous": (
+        "No clock jump is left in any stream (a jump of more than jump_periods sample periods that the "
+        "aligner did not re-base from the other streams)."
+    ),
     "joints_in_range": "Joint positions stay within the configured absolute bound.",
     "clock_aligned": "Clock fits put every stream on one timeline within max_clock_error_ms.",
     "min_duration": "The episode spans at least min_duration_s seconds.",
