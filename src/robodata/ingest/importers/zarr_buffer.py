@@ -3,7 +3,7 @@
 Layout: `data/<key>` arrays concatenated over episodes (images (N, H, W, 3) uint8, chunked a
 frame or a few at a time), `meta/episode_ends` (cumulative step counts). Item uri
 `<store>#<episode index>`; streams by key map (robodata.ingest.importers.keymap). Images
-are read chunk by chunk inside the episode's range (bounded memory).
+are read a few whole chunks at a time inside the episode's range (bounded memory).
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def _keys(g) -> dict[str, KeyInfo]:
 def _reader(store: str, key: str, lo: int, hi: int, where: str):
     def frames() -> Iterator:
         arr = _open_group(store)["data"][key]
-        step = max(1, int(arr.chunks[0]) if arr.chunks else BLOCK)
+        # whole chunks, at least BLOCK frames a read: each zarr read is a round trip through its
+        # event-loop thread, and stores chunked a frame at a time (UMI's) paid it per frame
+        chunk = max(1, int(arr.chunks[0]) if arr.chunks else 1)
+        step = chunk * max(1, -(-BLOCK // chunk))
         for a in range(lo, hi, step):
             block = np.asarray(arr[a : min(hi, a + step)])
             for j, row in enumerate(block):
