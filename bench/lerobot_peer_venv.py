@@ -37,14 +37,22 @@ def _run(cmd: list[str], log: Callable[[str], None]) -> None:
         raise PeerVenvError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr[-3000:]}")
 
 
+def _runs(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-c", "import venv"], capture_output=True, timeout=60).returncode == 0
+    except OSError:
+        return False
+
+
 def python312() -> str:
-    """A Python 3.12 (lerobot 0.6 needs >= 3.12): on PATH, else pyenv's."""
+    """A Python 3.12 (lerobot 0.6 needs >= 3.12) that runs: on PATH, else pyenv's. A pyenv shim on
+    PATH fails when 3.12 is installed but not selected ("python3.12: command not found")."""
     found = shutil.which("python3.12")
-    if found:
+    if found and _runs(found):
         return found
-    pyenv = sorted((Path.home() / ".pyenv" / "versions").glob("3.12*/bin/python3.12"))
+    pyenv = [p for p in sorted((Path.home() / ".pyenv" / "versions").glob("3.12*/bin/python3.12")) if _runs(str(p))]
     if not pyenv:
-        raise PeerVenvError("lerobot 0.6.1 needs Python 3.12: none on PATH nor under ~/.pyenv/versions")
+        raise PeerVenvError("lerobot 0.6.1 needs Python 3.12: none runs from PATH nor under ~/.pyenv/versions")
     return str(pyenv[-1])
 
 
