@@ -10,7 +10,9 @@ formats.<fmt>.episode_hours_per_core_hour: the format's good episodes read, alig
     (bulk settings: one thread decodes and encodes), episode time per CPU hour.
 formats.<fmt>.vs_decode_plus_encode: (CPU of reading + decoding the source frames alone + CPU of
     encoding those decoded frames through the same writer) / CPU of the whole conversion, as
-    bench.ingest measures the JPEG path: 1.0 = nothing but decoding and encoding costs.
+    bench.ingest measures the JPEG path: 1.0 = nothing but decoding and encoding costs. Each
+    item is measured REPEAT times (all three parts, in turn) and each part's median taken: at
+    --quick a conversion is ~0.2 s of CPU, and one measurement swung 0.65-1.08 under load.
 silently_skipped: landing entries that became neither an item nor a row (must be 0).
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -30,9 +33,12 @@ CAMS = ("cam_left", "wrist")
 UNKNOWN_ENTRIES = ("flight.ulg", "euroc", "notes.txt", "capture.svo")
 
 
+REPEAT = 3
+
+
 def cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system
+    """This process's CPU time, every thread (os.times() ticks in 10 ms: 5 % of a conversion)."""
+    return time.process_time()
 
 
 def _landing(root: Path, n: int, duration: float, h: int, w: int) -> tuple[Path, Path, dict[str, str]]:
@@ -149,7 +155,8 @@ def run(n: int, duration: float, h: int, w: int) -> dict:
         for i, it in enumerate(items):
             fmt = _fmt_of(it.uri, owner)
             if fmt != "unknown":
-                per.setdefault(fmt, []).append(_measure(it.uri, it.kind, s.import_options, tmp, i))
+                runs = [_measure(it.uri, it.kind, s.import_options, tmp, i) for _ in range(REPEAT)]
+                per.setdefault(fmt, []).append({k: statistics.median(r[k] for r in runs) for k in runs[0]})
         for fmt, ms in per.items():
             pipe, dec, enc, ep_s = (sum(m[k] for m in ms) for k in ("pipe", "dec", "enc", "ep_s"))
             formats[fmt]["episode_hours_per_core_hour"] = round(ep_s / max(pipe, 1e-9), 2)
