@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 from robodata.ingest.importers import open_raw
+from robodata.ingest.importers.tfds_features import contradicts, image_shapes
 from robodata.ingest.raw import RawEpisodeError
 from robodata.ingest.synth import SynthConfig, make_episode
-from robodata.ingest.synth.arrays import write_aloha, write_robomimic, write_zarr
+from robodata.ingest.synth.arrays import write_aloha, write_rlds, write_robomimic, write_zarr
 
 TINY = SynthConfig(episodes=1, duration_s=1.0, height=16, width=16, fps=15.0, state_hz=50.0, cameras=("cam",))
 
@@ -75,3 +77,35 @@ def test_robomimic_num_samples_must_be_the_step_count(tmp_path):
     with pytest.raises(RawEpisodeError, match=rf"attrs num_samples = {n + 4}, but the episode's streams hold \[{n}\]"):
         open_raw(_robomimic(tmp_path / "a", num_samples=n + 4), "hdf5")
     assert open_raw(_robomimic(tmp_path / "b", num_samples=n), "hdf5").cameras["cam_image"].t_ns.shape == (n,)
+
+
+def _features(shape: list[str]) -> dict:
+    """features.json as TFDS writes it: steps (a Dataset) of observation/image (an Image)."""
+    image = {"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
+             "image": {"shape": {"dimensions": shape}, "dtype": "uint8", "encodingFormat": "jpeg"}}  # fmt: skip
+    obs = {"featuresDict": {"features": {"image": image, "state": {"tensor": {"shape": {"dimensions": ["7"]}}}}}}
+    step = {"featuresDict": {"features": {"observation": obs}}}
+    return {"featuresDict": {"features": {"steps": {"sequence": {"feature": step, "length": "-1"}}}}}
+
+
+def test_tfds_image_shapes_are_read_from_the_proto_json_tfds_writes():
+    assert image_shapes(_features(["256", "320", "3"])) == {"steps/observation/image": (256, 320, 3)}
+    assert image_shapes(_features(["-1", "-1", "3"])) == {"steps/observation/image": (None, None, 3)}
+    assert image_shapes({"featuresDict": 3}) == {} and image_shapes([]) == {}
+    assert contradicts((256, 320, 3), 320, 256) and not contradicts((None, 320, 3), 10, 320)
+
+
+def test_rlds_frames_must_be_the_size_features_json_declares(tmp_path):
+    ds = write_rlds([_ep()], tmp_path)
+    uri = f"{ds}#1.0.0/rlds_ds-train.tfrecord-00000-of-00001:0:0"
+    assert open_raw(uri, "rlds").cameras["cam_image"].height == 16  # the synthetic writer declares 16x16x3
+    ff = ds / "1.0.0" / "features.json"
+    doc = json.loads(ff.read_text())
+    obs = doc["featuresDict"]["features"]["steps"]["sequence"]["feature"]["featuresDict"]["features"]["observation"]
+    obs["featuresDict"]["features"]["cam_image"]["image"]["shape"]["dimensions"] = ["32", "32", "3"]
+    ff.write_text(json.dumps(doc))
+    with pytest.raises(RawEpisodeError, match=r"features\.json: field steps/observation/cam_image .*32x32x3.*16x16x3"):
+        open_raw(uri, "rlds")
+    obs["featuresDict"]["features"]["cam_image"]["image"]["shape"]["dimensions"] = ["-1", "16", "3"]
+    ff.write_text(json.dumps(doc))
+    assert np.isclose(open_raw(uri, "rlds").cameras["cam_image"].fps, 10.0)  # a free dimension fits any
