@@ -16,7 +16,12 @@ new batch.
     pass_with_wrong_facts          pass rows whose facts differ from the truth (duration, frame
                                    count, rates, streams, stored frame size) or whose lie is not
                                    on the row
-    pass_not_loadable              pass rows (default spec) a preset they can serve fails to load
+    pass_not_loadable              pass rows (default spec) a preset they can serve fails to load,
+                                   over the whole manifest and per stream set (each family's
+                                   cameras: robomimic's `cam_image` never serves a preset laid
+                                   over an MCAP row's `cam`); without an action stream (ROS 1
+                                   JointState) the vla shape without its action window
+    pass_rows_sampled_by_no_pattern (reported) pass rows too short for every pattern of their set
     manifests_refused_by_one_item  manifests (default spec, and all rows with containers) a loader
                                    refused, or that failed a batch after one container was deleted
     exports_failed_on_pass_data    LeRobot exports of a family's pass rows that failed
@@ -41,7 +46,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.robustness_semantics_lies import EXPECT, FAMILIES, LIES, Truth, write_case
@@ -111,6 +118,8 @@ class _Count:
 
 
 def _loadable(manifest: Path, c: _Count, key: str, presets=("wam", "vla"), skipped_ok: set | None = None) -> None:
+    """Each preset over the whole manifest (laid over its first row): the manifest is not refused, and
+    every row that can serve it samples; a skipped row is a failure unless in `skipped_ok`."""
     import warnings
 
     from robodata.dataset import PatternDataset
@@ -119,18 +128,69 @@ def _loadable(manifest: Path, c: _Count, key: str, presets=("wam", "vla"), skipp
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ds = c.guard(key, PatternDataset.from_manifest, manifest, p)
-            if ds is None or len(ds) == 0:
+            if ds is None:
                 continue
-            counts, cum = ds.index.counts, ds.index.cum
-            firsts = [int(cum[r] - counts[r]) for r in range(len(counts)) if counts[r] > 0]  # one per episode
-            for b in range(0, len(firsts), 16):
-                c.guard(key, ds.batch, firsts[b : b + 16])
+            _sample_each(ds, c, key, p)
             if skipped_ok is None:  # every row must serve: a skipped one is a failure
                 for row, why in ds.skipped.rows.items():
                     c.add(key, f"{p} row {row}: {why}")
             elif set(ds.skipped.rows) - skipped_ok:
                 c.add(key, f"{p}: rows {ds.skipped.rows} skipped, only {sorted(skipped_ok)} are gone")
             ds.close()
+
+
+def _sample_each(ds, c: _Count, key: str, what: str) -> int:
+    """The first sample of every episode with one, 16 at a time; returns the episodes sampled."""
+    counts, cum = ds.index.counts, ds.index.cum
+    firsts = [int(cum[r] - counts[r]) for r in range(len(counts)) if counts[r] > 0]  # one per episode
+    for b in range(0, len(firsts), 16):
+        c.guard(key, ds.batch, firsts[b : b + 16])
+    return len(firsts)
+
+
+def _patterns(sub: pa.Table) -> list:
+    """The presets laid over a stream set; one without an action stream (ROS 1 JointState holds no
+    command) gets the vla shape without the action window."""
+    from robodata.dataset.dataset import preset_for
+    from robodata.dataset.pattern import ReadPattern, StreamWindow
+
+    if "cmd" in json.loads(sub.column("stream_rates_json")[0].as_py()):
+        return [preset_for(sub, p) for p in ("wam", "vla")]
+    cams = tuple(sub.column("cameras")[0].as_py())
+    fps = json.loads(sub.column("stream_rates_json")[0].as_py())[cams[0]]
+    windows = (StreamWindow("cameras", cams, "video", 2, offset=-1), StreamWindow("state", ("joint_pos",)))
+    return [ReadPattern("observe", windows, anchor_stride_s=1.0 / fps)]
+
+
+def _every_family_loads(manifest: Path, c: _Count) -> int:
+    """Per stream set (a family's cameras and streams), every pattern it can serve over its rows:
+    every row samples (one too short for a pattern is counted, not failed). Returns rows sampled by none."""
+    import warnings
+
+    from robodata.curate.manifest import read_manifest
+    from robodata.dataset import PatternDataset
+
+    table = read_manifest(manifest)
+    groups: dict[tuple, list[int]] = {}
+    cols = table["cameras"].to_pylist(), table["stream_rates_json"].to_pylist()
+    for i, (cams, rates) in enumerate(zip(*cols, strict=True)):
+        groups.setdefault((*sorted(cams or ()), "|", *sorted(json.loads(rates or "{}"))), []).append(i)
+    unsampled = 0
+    for idx in groups.values():
+        sub, sampled = table.take(idx), np.zeros(len(idx), bool)
+        for pattern in c.guard("pass_not_loadable", _patterns, sub) or []:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ds = c.guard("pass_not_loadable", PatternDataset, sub, pattern)
+            if ds is None:
+                continue
+            _sample_each(ds, c, "pass_not_loadable", pattern.name)
+            for row, why in ds.skipped.rows.items():
+                c.add("pass_not_loadable", f"{pattern.name} {sub['episode_id'][row]}: {why}")
+            sampled |= ds.index.counts > 0
+            ds.close()
+        unsampled += int((~sampled).sum())
+    return unsampled
 
 
 def run(size: str) -> dict:
@@ -188,8 +248,10 @@ def run(size: str) -> dict:
         m_default = c.guard("raw_errors", curate, spec_from_dict({"version": 1, "name": "sem"}), catalog, root / "m")
         spec_all = spec_from_dict({"version": 1, "name": "sem-all", "allow_failed_checks": ["*"]})
         m_all = c.guard("raw_errors", curate, spec_all, catalog, root / "m")
+        unsampled = 0
         if m_default:
             _loadable(m_default[0].path, c, "pass_not_loadable")
+            unsampled = _every_family_loads(m_default[0].path, c)
         for m in (m_default, m_all):
             if m:
                 _loadable(m[0].path, c, "manifests_refused_by_one_item")
@@ -211,7 +273,8 @@ def run(size: str) -> dict:
         referenced = set(pl.read_delta(paths.catalog)["uri"].to_list())
         on_disk = {str(p) for p in Path(paths.containers).rglob("*.rdep")}
         c.n["orphan_containers"] += len(on_disk - referenced)
-    out: dict = {"cases": cases, **c.n, "wall_s": round(time.perf_counter() - started, 1)}
+    out: dict = {"cases": cases, **c.n, "pass_rows_sampled_by_no_pattern": unsampled}
+    out["wall_s"] = round(time.perf_counter() - started, 1)
     out["outcomes"] = {k: ", ".join(f"{n} {q}" for q, n in sorted(v.items())) for k, v in sorted(outcomes.items())}
     out["examples"] = c.examples
     return out

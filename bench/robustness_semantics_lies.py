@@ -33,18 +33,30 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from robodata.ingest.synth import SynthConfig, SynthEpisode, make_episode
 from robodata.ingest.synth.arrays import write_aloha, write_rlds, write_robomimic, write_zarr
-from robodata.ingest.synth.episode import jpeg_bytes
 from robodata.ingest.synth.legacy import write_jpeg_episode
 from robodata.ingest.synth.lerobot import write_lerobot
 from robodata.ingest.synth.mcap import write_mcap_episode
 from robodata.ingest.synth.ros import write_ros1_bag, write_ros2_bag_custom
+from tests.core.helpers_semantics import (
+    aloha_replace_frame,
+    big_jpeg,
+    h5_cut,
+    h5_set,
+    odd_frame,
+    rlds_declare_shape,
+    rlds_framing,
+    rlds_replace_image,
+    robomimic_control_freq,
+    stamps_tick,
+    zarr_attr,
+    zarr_episode_end,
+)
 
 FAMILIES = ("mcap", "jpeg", "lerobot", "ros1", "ros2", "aloha", "robomimic", "zarr", "rlds")
 _TIMED = ("none", "none", "jump", "gap", "rate", "shape")
@@ -86,17 +98,6 @@ class Truth:
     what: str = ""  # the lie, for examples
 
 
-class _OddFrame:
-    """A renderer whose frame at robot time `at_s` is twice the size (a shape lie mid-stream)."""
-
-    def __init__(self, inner, at_s: float):
-        self.inner, self.at_s = inner, at_s
-
-    def render(self, t_s: float, q, held: bool) -> np.ndarray:
-        img = self.inner.render(t_s, q, held)
-        return np.repeat(np.repeat(img, 2, 0), 2, 1) if abs(t_s - self.at_s) < 1e-6 else img
-
-
 def _episode(i: int, family: str, fps: float = FPS) -> SynthEpisode:
     cfg = SynthConfig(
         episodes=1, duration_s=SECONDS, height=SIZE, width=SIZE, fps=fps, state_hz=STATE_HZ, cameras=("cam",), seed=i
@@ -104,10 +105,6 @@ def _episode(i: int, family: str, fps: float = FPS) -> SynthEpisode:
     ep = make_episode(replace(cfg, jitter_frac=0.02), 0)
     ep.episode_id = ep.meta["episode_id"] = f"sem-{family}-{i:04d}"
     return ep
-
-
-def _odd_frame(ep: SynthEpisode, k: int) -> None:
-    ep.renderers["cam"] = _OddFrame(ep.renderers["cam"], (int(ep.frame_t["cam"][k]) - ep.offsets_ns["cam"]) / 1e9)  # type: ignore[assignment]
 
 
 def write_case(root: Path, msgs: Path, i: int, family: str, lie: str, rng: random.Random) -> tuple[Path, Truth]:
@@ -129,12 +126,12 @@ def write_case(root: Path, msgs: Path, i: int, family: str, lie: str, rng: rando
         cam["fps"] = rng.choice([0, 1e-9, 3 * FPS])
         truth.what = f"declared {cam['fps']}"
     if lie == "rate" and family in ("ros1", "ros2"):  # a driver stamping frame i at i / (3 * fps)
-        ep.stamps["cam"] = t[0] + np.arange(len(t)) * int(1e9 / (3 * FPS))
+        stamps_tick(ep, 3.0)
         truth.what = "stamps at 3x"
     if lie == "shape" and family in ("mcap", "jpeg"):
         cam["height"], cam["width"] = 2 * SIZE, 2 * SIZE
     if lie == "shape" and family in ("ros1", "ros2"):
-        _odd_frame(ep, rng.randint(1, len(t) - 1))
+        odd_frame(ep, rng.randint(1, len(t) - 1))
     if family == "mcap":
         path = write_mcap_episode(ep, root)
     elif family == "jpeg":
@@ -160,98 +157,48 @@ def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: ran
     bad = BAD_RATES[sum(LIES[family][j % len(LIES[family])] == "rate" for j in range(i // len(FAMILIES))) % 7]
     if family == "aloha":
         path = write_aloha(ep, root, compress=lie == "shape" or i % 4 == 0, index=i)
-        with h5py.File(path, "a") as f:
-            if lie == "rate":
-                f.attrs["fps"] = bad
-                truth.what = f"attrs fps {bad!r}"
-            if odd >= 0:
-                _aloha_odd_frame(f, _big_jpeg(ep, odd), odd)
-            if lie == "count":
-                a = f["action"][:-3]
-                del f["action"]
-                f["action"] = a
+        if lie == "rate":
+            h5_set(path, "/", "fps", bad)
+            truth.what = f"attrs fps {bad!r}"
+        if odd >= 0:
+            aloha_replace_frame(path, odd, big_jpeg(ep, odd))
+        if lie == "count":
+            h5_cut(path, "action", 3)
+            truth.what = "action 3 steps short"
         return path, truth
     if family == "robomimic":
         path = write_robomimic([ep], root, name=name)
-        with h5py.File(path, "a") as f:
-            g = f["data/demo_0"]
-            if lie == "rate" and rng.random() < 0.5:
-                env = json.loads(f["data"].attrs["env_args"])
-                env["env_kwargs"]["control_freq"] = bad
-                f["data"].attrs["env_args"] = json.dumps(env)
-                truth.what = f"env_args control_freq {bad!r}"
-            elif lie == "rate":
-                g.attrs["fps"] = 3 * fps
-                truth.what = "demo attrs fps 3x env_args control_freq"
-            if lie == "count":
-                g.attrs["num_samples"] = n + rng.choice([-5, 7])
-                truth.what = f"num_samples {g.attrs['num_samples']} of {n}"
+        if lie == "rate" and rng.random() < 0.5:
+            robomimic_control_freq(path, bad)
+            truth.what = f"env_args control_freq {bad!r}"
+        elif lie == "rate":
+            h5_set(path, "data/demo_0", "fps", 3 * fps)
+            truth.what = "demo attrs fps 3x env_args control_freq"
+        if lie == "count":
+            ns = n + rng.choice([-5, 7])
+            h5_set(path, "data/demo_0", "num_samples", ns)
+            truth.what = f"num_samples {ns} of {n}"
         return path, truth
     if family == "zarr":
         path = write_zarr([ep], root, name=name)
-        meta = json.loads((path / ".zattrs").read_text())
         if lie == "rate":
-            meta["fps"] = bad
+            zarr_attr(path, "fps", bad)
             truth.what = f"attrs fps {bad!r}"
-        (path / ".zattrs").write_text(json.dumps(meta))
         if lie == "count":
-            import zarr
-
-            ends = zarr.open_array(str(path / "meta" / "episode_ends"), mode="r+", zarr_format=2)
-            ends[0] = n + rng.randint(1, 9)
+            zarr_episode_end(path, 0, n + rng.randint(1, 9))
             truth.what = "episode_ends past the data"
         return path, truth
     path = write_rlds([ep], root, name=name)
     if declared_shape:
-        ff = path / "1.0.0" / "features.json"
-        doc = json.loads(ff.read_text())
-        steps = doc["featuresDict"]["features"]["steps"]["sequence"]["feature"]
-        image = steps["featuresDict"]["features"]["observation"]["featuresDict"]["features"]["cam_image"]["image"]
-        image["shape"]["dimensions"] = [str(2 * SIZE), str(2 * SIZE), "3"]
-        ff.write_text(json.dumps(doc))
+        rlds_declare_shape(path, 2 * SIZE, 2 * SIZE)
         truth.what = "features.json shape 2x"
-    if odd >= 0 or lie == "count":
-        _rlds_edit(path, rng, _big_jpeg(ep, odd) if odd >= 0 else b"", odd)
-        truth.what = "is_first / is_last"
-    return path, truth
-
-
-def _big_jpeg(ep: SynthEpisode, k: int) -> bytes:
-    rgb = next(x for j, (_, x) in enumerate(ep.frames("cam")) if j == k)
-    return jpeg_bytes(np.repeat(np.repeat(rgb, 2, 0), 2, 1))
-
-
-def _aloha_odd_frame(f, data: bytes, k: int, cam: str = "cam") -> None:
-    """Frame k of a compressed ALOHA file replaced by a JPEG of twice the size (rows re-padded)."""
-    key = f"observations/images/{cam}"
-    rows, lens = f[key][()], f["compress_len"][()]
-    pad = max(rows.shape[1], len(data))
-    out = np.zeros((rows.shape[0], pad), np.uint8)
-    out[:, : rows.shape[1]] = rows
-    out[k] = 0
-    out[k, : len(data)] = np.frombuffer(data, np.uint8)
-    lens[list(f["observations/images"]).index(cam), k] = len(data)
-    del f[key], f["compress_len"]
-    f.create_dataset(key, data=out, chunks=(1, pad))
-    f["compress_len"] = lens
-
-
-def _rlds_edit(path: Path, rng: random.Random, big: bytes, k: int) -> None:
-    """Step k's image replaced by `big`, or (no image) is_last before the end / is_first twice."""
-    from robodata.ingest.importers.tfrecord import frame, make_example, parse_example, read_record
-
-    shard = next((path / "1.0.0").glob("*.tfrecord*"))
-    feats = parse_example(read_record(shard, 0), str(shard))
-    if big:
-        feats["steps/observation/cam_image"][k] = big
-    else:
+    if odd >= 0:
+        rlds_replace_image(path, odd, big_jpeg(ep, odd))
+    if lie == "count":
         key = rng.choice(["steps/is_last", "steps/is_first"])
-        v = np.asarray(feats[key]).copy()
-        v[len(v) // 2] = 1
-        if key == "steps/is_last":
-            v[-1] = 0
-        feats[key] = v
-    shard.write_bytes(frame(make_example(feats)))
+        rlds_framing(path, key, n // 2)
+        truth.what = f"{key} at step {n // 2}"
+    return path, truth
 
 
 def _lerobot(root: Path, i: int, lie: str, rng: random.Random) -> tuple[Path, Truth]:
