@@ -163,12 +163,12 @@ def _patterns(sub: pa.Table) -> list:
 
 
 def _every_family_loads(manifest: Path, c: _Count) -> int:
-    """Per stream set (a family's cameras and streams), every pattern it can serve over its rows:
-    every row samples (one too short for a pattern is counted, not failed). Returns rows sampled by none."""
+    """Per stream set (a family's cameras and streams), every pattern it can serve over its rows (train
+    and val): every row samples (one too short for a pattern is counted, not failed). Returns rows sampled by none."""
     import warnings
 
     from robodata.curate.manifest import read_manifest
-    from robodata.dataset import PatternDataset
+    from robodata.dataset import DatasetConfig, PatternDataset
 
     table = read_manifest(manifest)
     groups: dict[tuple, list[int]] = {}
@@ -181,7 +181,7 @@ def _every_family_loads(manifest: Path, c: _Count) -> int:
         for pattern in c.guard("pass_not_loadable", _patterns, sub) or []:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ds = c.guard("pass_not_loadable", PatternDataset, sub, pattern)
+                ds = c.guard("pass_not_loadable", PatternDataset, sub, pattern, config=DatasetConfig(split=None))
             if ds is None:
                 continue
             _sample_each(ds, c, "pass_not_loadable", pattern.name)
