@@ -9,8 +9,9 @@ Must hold at --quick (issue 16): container cases >= 10,000 with raw_errors 0 and
 peak RSS per case <= 1 GB; importer cases >= 40 with 0 batches failed by one item; escaped
 writes and reads 0; manifest cases >= 500 with 0 round-trip failures; >= 3 concurrent catalog
 writers with 0 duplicate ids; uploader kills including >= 3 after "verified", 0 lost, 0 deleted
-unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over the MCAP, JPEG and LeRobot
-importers with every other figure 0 (bench/robustness_semantics.py).
+unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over every importer (MCAP, JPEG,
+LeRobot, ROS 1/2 bags, HDF5 ALOHA/robomimic, Zarr, RLDS) with every other figure 0
+(bench/robustness_semantics.py).
 """
 
 from __future__ import annotations

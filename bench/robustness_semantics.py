@@ -1,24 +1,38 @@
 """bench.robustness semantics section: well-formed recordings that lie (issue 24).
 
-Random well-formed episodes from the MCAP, JPEG-folder and LeRobot importers, each with at most one
-injected lie: a clock jump (+3 h on one stream mid-recording), a run of dropped frames (a gap),
-a rate lie (declared fps 0, missing, 1e-9 or 3x the truth) or a shape lie (declared frame size
-differs from the decoded one). All go through the real ingestion (robodata.ingest.pipeline), then
-curation with the default spec, the loader under every preset, LeRobot export, a re-run of the
-landing zone through the idempotency check and a re-ingest into a new batch.
+Random well-formed episodes from every importer family (MCAP, JPEG folders, LeRobot, ROS 1 bags,
+ROS 2 bags with vendor .msg types, HDF5 ALOHA and robomimic, Zarr replay buffers, RLDS/TFDS),
+each with at most one injected lie the format can carry (bench/robustness_semantics_lies.py says
+which): a clock jump (+3 h on one stream mid-recording), a run of dropped frames (a gap), a rate
+lie (a declared rate that is 0, missing, absurd, 3x the truth or contradicts another declaration;
+bag header stamps ticking at 3x the receive clock), a shape lie (a declared frame size other than
+the decoded one, or one frame mid-stream of another size) or a count lie (a declared step count or
+episode boundary that contradicts the data). All go through the real ingestion
+(robodata.ingest.pipeline), then curation with the default spec, the loader under every preset,
+LeRobot export, a re-run of the landing zone through the idempotency check and a re-ingest into a
+new batch.
 
     cases                          episodes ingested
     pass_with_wrong_facts          pass rows whose facts differ from the truth (duration, frame
-                                   count, rates, streams) or whose lie is not on the row
-    pass_not_loadable              pass rows (default spec) a preset they can serve fails to load
+                                   count, rates, streams, stored frame size) or whose lie is not
+                                   on the row
+    pass_not_loadable              pass rows (default spec) a preset they can serve fails to load,
+                                   over the whole manifest and per stream set (each family's
+                                   cameras: robomimic's `cam_image` never serves a preset laid
+                                   over an MCAP row's `cam`); without an action stream (ROS 1
+                                   JointState) the vla shape without its action window
+    pass_rows_sampled_by_no_pattern (reported) pass rows too short for every pattern of their set
     manifests_refused_by_one_item  manifests (default spec, and all rows with containers) a loader
                                    refused, or that failed a batch after one container was deleted
     exports_failed_on_pass_data    LeRobot exports of a family's pass rows that failed
     partial_exports_left           files left behind by an export that failed on a bad row
     reingested_unchanged           unchanged landing items the idempotency check calls fresh
     orphan_containers              containers on disk no catalog row references after a re-ingest
-    raw_errors                     exceptions outside RobodataError in any of the above
-    wrong_reasons                  (reported) lies quarantined for another reason than theirs
+    raw_errors                     exceptions outside RobodataError in any of the above, and
+                                   quarantine reasons that are one (`converted: ValueError: ...`)
+    wrong_reasons                  (reported) lies quarantined for another reason than theirs, or
+                                   clean recordings with a failed check
+    outcomes                       (reported) rows per family/lie and QC status
 
     python -m bench.robustness --quick --section semantics
 """
@@ -27,9 +41,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import tempfile
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +51,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.robustness_semantics_lies import EXPECT, FAMILIES, LIES, Truth, write_case
 from robodata.catalog.table import Catalog
+from robodata.container import EpisodeReader
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict
 from robodata.errors import RobodataError
@@ -46,101 +62,35 @@ from robodata.ingest.landing.dedup import not_cataloged
 from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.pipeline import run_batch
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.synth import SynthConfig, make_episode
-from robodata.ingest.synth.legacy import write_jpeg_episode
-from robodata.ingest.synth.lerobot import write_lerobot
-from robodata.ingest.synth.mcap import write_mcap_episode
 from robodata.ingest.tables import IngestPaths
 
-FAMILIES = ("mcap", "jpeg", "lerobot")
-LIES = ("none", "none", "jump", "gap", "rate", "shape")
-EXPECT = {  # the checks a lie may be quarantined (or flagged) by: alignment's, or the importer's / writer's refusal
-    "jump": {"clock_continuous"},
-    "gap": {"no_frame_gaps"},
-    "rate": {"rate_within_tolerance", "readable"},
-    "shape": {"readable", "converted"},
-}
-FPS, STATE_HZ, SECONDS, SIZE = 10.0, 50.0, 5.0, 32
-SIZES = {"smoke": 6, "quick": 204, "full": 600}
-
-
-@dataclass
-class Truth:
-    family: str
-    lie: str
-    frames: int  # frames per camera after drops
-    span_s: float
-
-
-def _synth(root: Path, i: int, family: str, lie: str, rng: random.Random) -> tuple[Path | str, Truth]:
-    if family == "lerobot":
-        return _lerobot(root, i, lie, rng)
-    cfg = SynthConfig(
-        episodes=1, duration_s=SECONDS, height=SIZE, width=SIZE, fps=FPS, state_hz=STATE_HZ, cameras=("cam",), seed=i
-    )
-    ep = make_episode(replace(cfg, jitter_frac=0.02), 0)
-    ep.episode_id = ep.meta["episode_id"] = f"sem-{family}-{i:04d}"
-    t = ep.frame_t["cam"]
-    if lie == "gap":
-        k = rng.randint(8, 15)
-        ep.frame_t["cam"] = t = np.concatenate([t[:10], t[10 + k :]])
-    if lie == "jump":
-        t[len(t) // 2 :] += 3 * 3600 * 10**9
-    cam = ep.meta["cameras"]["cam"]
-    if lie == "rate":
-        cam["fps"] = rng.choice([0, 1e-9, 3 * FPS])
-    if lie == "shape":
-        cam["height"], cam["width"] = 2 * SIZE, 2 * SIZE
-    path = (write_mcap_episode if family == "mcap" else write_jpeg_episode)(ep, root)
-    span = max(float(ep.frame_t["cam"][-1] - ep.frame_t["cam"][0]), float(ep.state_t[-1] - ep.state_t[0])) / 1e9
-    return path, Truth(family, lie, len(ep.frame_t["cam"]), span)
-
-
-def _lerobot(root: Path, i: int, lie: str, rng: random.Random) -> tuple[str, Truth]:
-    if lie == "gap":
-        lie = "none"  # frames come from the video's packets: a gap would be a re-encode
-    n = int(SECONDS * FPS)
-    d = root / f"sem-lerobot-{i:04d}"
-    write_lerobot(d, "v2.1", episodes=1, frames_per_episode=n, fps=int(FPS), height=SIZE, width=SIZE,
-                  cameras=("cam",), seed=i)  # fmt: skip
-    info_p = d / "meta" / "info.json"
-    info = json.loads(info_p.read_text())
-    video = info["features"]["observation.images.cam"]
-    if lie == "rate":
-        v = rng.choice([0, None, 1e-9, 3 * FPS])
-        video["info"].pop("video.fps", None)
-        if v is None:
-            info.pop("fps")
-        else:
-            info["fps"] = v
-    if lie == "shape":
-        video["shape"] = [2 * SIZE, 2 * SIZE, 3]
-    info_p.write_text(json.dumps(info))
-    if lie == "jump":
-        f = d / "data" / "chunk-000" / "episode_000000.parquet"
-        t = pq.read_table(f)
-        ts = t.column("timestamp").to_numpy().astype(np.float64)
-        ts[n // 2 :] += 3 * 3600
-        t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp", pa.array(ts, pa.float32()))
-        pq.write_table(t, f)
-    return f"{d}#0", Truth("lerobot", lie, n, (n - 1) / FPS)
+SIZES = {"smoke": 9, "quick": 216, "full": 648}
+# a quarantine reason that is a library's exception (`check: ValueError: ...`), not a RobodataError naming the file
+RAW_REASON = re.compile(r"(?:^|; )[a-z_]+: ([A-Z][A-Za-z]*(?:Error|Exception)): ")
 
 
 def _facts_wrong(row: dict, truth: Truth) -> list[str]:
     out = []
-    if truth.lie != "none" and truth.lie != "gap":
-        out.append(f"lie {truth.lie} passed")
+    if truth.lie not in ("none", "gap"):
+        out.append(f"lie {truth.lie} ({truth.what}) passed")
     if truth.lie == "gap" and "no_frame_gaps" not in (row["qc_failed"] or []):
         out.append("gap not recorded")
-    if abs(row["duration_s"] - truth.span_s) > 2.5 / FPS:
+    if abs(row["duration_s"] - truth.span_s) > 2.5 / truth.fps:
         out.append(f"duration {row['duration_s']:.3f} vs {truth.span_s:.3f}")
     if row["num_frames"] != truth.frames:
         out.append(f"frames {row['num_frames']} vs {truth.frames}")
     rates = json.loads(row["stream_rates_json"] or "{}")
-    if not rates.get("cam") or abs(rates["cam"] / FPS - 1) > 0.05:
-        out.append(f"cam rate {rates.get('cam')}")
-    if "cam" not in (row["streams"] or []) or "joint_pos" not in (row["streams"] or []):
+    for stream, hz in ((truth.camera, truth.fps), ("joint_pos", truth.state_hz)):
+        if not rates.get(stream) or abs(rates[stream] / hz - 1) > 0.05:
+            out.append(f"{stream} rate {rates.get(stream)} vs {hz}")
+    if truth.camera not in (row["streams"] or []) or "joint_pos" not in (row["streams"] or []):
         out.append(f"streams {row['streams']}")
+    elif row["uri"]:
+        r = EpisodeReader.open(row["uri"])
+        spec = r.meta.streams[truth.camera]
+        r.close()
+        if tuple(spec.shape[:2]) != truth.shape:
+            out.append(f"{truth.camera} frames {spec.shape} vs {truth.shape}")
     return out
 
 
@@ -151,7 +101,9 @@ class _Count:
 
     def add(self, key: str, what: str = "") -> None:
         self.n[key] = self.n.get(key, 0) + 1
-        if what and self.n[key] <= 3:  # the first three of each kind
+        if what and self.n[key] <= int(
+            __import__("os").environ.get("SEM_EXAMPLES", "3")
+        ):  # the first three of each kind
             self.examples.append(f"{key}: {what}"[:300])
 
     def guard(self, key: str, fn, *args, **kw):
@@ -166,6 +118,8 @@ class _Count:
 
 
 def _loadable(manifest: Path, c: _Count, key: str, presets=("wam", "vla"), skipped_ok: set | None = None) -> None:
+    """Each preset over the whole manifest (laid over its first row): the manifest is not refused, and
+    every row that can serve it samples; a skipped row is a failure unless in `skipped_ok`."""
     import warnings
 
     from robodata.dataset import PatternDataset
@@ -174,18 +128,69 @@ def _loadable(manifest: Path, c: _Count, key: str, presets=("wam", "vla"), skipp
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ds = c.guard(key, PatternDataset.from_manifest, manifest, p)
-            if ds is None or len(ds) == 0:
+            if ds is None:
                 continue
-            counts, cum = ds.index.counts, ds.index.cum
-            firsts = [int(cum[r] - counts[r]) for r in range(len(counts)) if counts[r] > 0]  # one per episode
-            for b in range(0, len(firsts), 16):
-                c.guard(key, ds.batch, firsts[b : b + 16])
+            _sample_each(ds, c, key, p)
             if skipped_ok is None:  # every row must serve: a skipped one is a failure
                 for row, why in ds.skipped.rows.items():
                     c.add(key, f"{p} row {row}: {why}")
             elif set(ds.skipped.rows) - skipped_ok:
                 c.add(key, f"{p}: rows {ds.skipped.rows} skipped, only {sorted(skipped_ok)} are gone")
             ds.close()
+
+
+def _sample_each(ds, c: _Count, key: str, what: str) -> int:
+    """The first sample of every episode with one, 16 at a time; returns the episodes sampled."""
+    counts, cum = ds.index.counts, ds.index.cum
+    firsts = [int(cum[r] - counts[r]) for r in range(len(counts)) if counts[r] > 0]  # one per episode
+    for b in range(0, len(firsts), 16):
+        c.guard(key, ds.batch, firsts[b : b + 16])
+    return len(firsts)
+
+
+def _patterns(sub: pa.Table) -> list:
+    """The presets laid over a stream set; one without an action stream (ROS 1 JointState holds no
+    command) gets the vla shape without the action window."""
+    from robodata.dataset.dataset import preset_for
+    from robodata.dataset.pattern import ReadPattern, StreamWindow
+
+    if "cmd" in json.loads(sub.column("stream_rates_json")[0].as_py()):
+        return [preset_for(sub, p) for p in ("wam", "vla")]
+    cams = tuple(sub.column("cameras")[0].as_py())
+    fps = json.loads(sub.column("stream_rates_json")[0].as_py())[cams[0]]
+    windows = (StreamWindow("cameras", cams, "video", 2, offset=-1), StreamWindow("state", ("joint_pos",)))
+    return [ReadPattern("observe", windows, anchor_stride_s=1.0 / fps)]
+
+
+def _every_family_loads(manifest: Path, c: _Count) -> int:
+    """Per stream set (a family's cameras and streams), every pattern it can serve over its rows (train
+    and val): every row samples (one too short for a pattern is counted, not failed). Returns rows sampled by none."""
+    import warnings
+
+    from robodata.curate.manifest import read_manifest
+    from robodata.dataset import DatasetConfig, PatternDataset
+
+    table = read_manifest(manifest)
+    groups: dict[tuple, list[int]] = {}
+    cols = table["cameras"].to_pylist(), table["stream_rates_json"].to_pylist()
+    for i, (cams, rates) in enumerate(zip(*cols, strict=True)):
+        groups.setdefault((*sorted(cams or ()), "|", *sorted(json.loads(rates or "{}"))), []).append(i)
+    unsampled = 0
+    for idx in groups.values():
+        sub, sampled = table.take(idx), np.zeros(len(idx), bool)
+        for pattern in c.guard("pass_not_loadable", _patterns, sub) or []:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ds = c.guard("pass_not_loadable", PatternDataset, sub, pattern, config=DatasetConfig(split=None))
+            if ds is None:
+                continue
+            _sample_each(ds, c, "pass_not_loadable", pattern.name)
+            for row, why in ds.skipped.rows.items():
+                c.add("pass_not_loadable", f"{pattern.name} {sub['episode_id'][row]}: {why}")
+            sampled |= ds.index.counts > 0
+            ds.close()
+        unsampled += int((~sampled).sum())
+    return unsampled
 
 
 def run(size: str) -> dict:
@@ -201,12 +206,13 @@ def run(size: str) -> dict:
         root = Path(tmp)
         land = root / "land"
         land.mkdir()
-        truth: dict[str, Truth] = {}
+        truth: dict[str, Truth] = {}  # landing path (an item's uri before `#`) -> truth
         for i in range(n):
-            fam, lie = FAMILIES[i % 3], LIES[(i // 3) % len(LIES)]
-            uri, t = _synth(land, i, fam, lie, rng)
-            truth[str(uri)] = t
-        s = IngestSettings(root=str(root / "state"), workers=2)
+            fam = FAMILIES[i % len(FAMILIES)]
+            lie = LIES[fam][(i // len(FAMILIES)) % len(LIES[fam])]
+            path, t = write_case(land, root / "msgs", i, fam, lie, rng)
+            truth[str(path)] = t
+        s = IngestSettings(root=str(root / "state"), workers=2, msgs=str(root / "msgs"))
         paths = IngestPaths(s.root)
         items = new_items(str(land), LandingCursor())
         per = 60
@@ -218,25 +224,34 @@ def run(size: str) -> dict:
             for r in paths.read("aligned_tracks", f"s{b // per}", ["uri", "episode_id", "ok"]).to_pylist():
                 ids[(r["episode_id"] if r["ok"] else "") or r["uri"]] = r["uri"]
         cat = pl.read_delta(paths.catalog)
+        outcomes: dict[str, dict[str, int]] = {}  # family/lie -> qc_status -> rows
         for row in cat.to_dicts():
-            found = truth.get(ids.get(row["episode_id"], ""))
+            found = truth.get(ids.get(row["episode_id"], "").partition("#")[0])
             if found is None:
                 c.add("pass_with_wrong_facts", f"row {row['episode_id']} of no landing item")
                 continue
-            t = found
-            if row["qc_status"] == "pass" and not (row["qc_failed"] and t.lie == "none"):
+            t, failed = found, set(row["qc_failed"] or [])
+            tally = outcomes.setdefault(f"{t.family}/{t.lie}", {})
+            tally[row["qc_status"]] = tally.get(row["qc_status"], 0) + 1
+            if t.lie == "none" and failed:  # a clean recording flagged: not its truth either
+                c.add("wrong_reasons", f"{t.family}/none {row['episode_id']}: {row['qc_reason']}")
+            elif row["qc_status"] == "pass":
                 for why in _facts_wrong(row, t):
                     c.add("pass_with_wrong_facts", f"{t.family}/{t.lie} {row['episode_id']}: {why}")
-            elif t.lie != "none" and not EXPECT[t.lie] & set(row["qc_failed"] or []):
-                c.add("wrong_reasons", f"{t.family}/{t.lie}: {row['qc_reason']}")
+            elif not EXPECT[t.lie] & failed:
+                c.add("wrong_reasons", f"{t.family}/{t.lie} ({t.what}): {row['qc_reason']}")
+            if RAW_REASON.search(row["qc_reason"] or ""):
+                c.add("raw_errors", f"{t.family}/{t.lie} ({t.what}) {row['episode_id']}: {row['qc_reason']}")
         cases = len(cat)
         # curation (default spec, and every row with a container), loader under every preset
         catalog = Catalog(paths.catalog)
         m_default = c.guard("raw_errors", curate, spec_from_dict({"version": 1, "name": "sem"}), catalog, root / "m")
         spec_all = spec_from_dict({"version": 1, "name": "sem-all", "allow_failed_checks": ["*"]})
         m_all = c.guard("raw_errors", curate, spec_all, catalog, root / "m")
+        unsampled = 0
         if m_default:
             _loadable(m_default[0].path, c, "pass_not_loadable")
+            unsampled = _every_family_loads(m_default[0].path, c)
         for m in (m_default, m_all):
             if m:
                 _loadable(m[0].path, c, "manifests_refused_by_one_item")
@@ -258,7 +273,9 @@ def run(size: str) -> dict:
         referenced = set(pl.read_delta(paths.catalog)["uri"].to_list())
         on_disk = {str(p) for p in Path(paths.containers).rglob("*.rdep")}
         c.n["orphan_containers"] += len(on_disk - referenced)
-    out: dict = {"cases": cases, **c.n, "wall_s": round(time.perf_counter() - started, 1)}
+    out: dict = {"cases": cases, **c.n, "pass_rows_sampled_by_no_pattern": unsampled}
+    out["wall_s"] = round(time.perf_counter() - started, 1)
+    out["outcomes"] = {k: ", ".join(f"{n} {q}" for q, n in sorted(v.items())) for k, v in sorted(outcomes.items())}
     out["examples"] = c.examples
     return out
 

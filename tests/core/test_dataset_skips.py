@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from robodata.dataset import PatternDataset
+from robodata.dataset import DatasetConfig, PatternDataset
 from robodata.dataset.dataset import preset_for
 from robodata.errors import ConfigError
 from tests.core.helpers_container import write_small
@@ -51,3 +51,16 @@ def test_a_missing_container_is_skipped_and_its_samples_come_from_other_episodes
         batch = ds.batch(list(range(len(ds))))
     assert set(batch["episode_index"].tolist()) == {0, 2} and len(batch["t"]) == len(ds)
     assert 1 in ds.skipped and ("gone.rdep" in ds.skipped.rows[1] or "no container" in ds.skipped.rows[1])
+
+
+def test_episodes_all_shorter_than_the_pattern_make_an_empty_dataset_weights_or_not(paths):
+    """Not the weights error (it named weights that were fine): the same empty dataset, with a warning."""
+    table = manifest(paths[:2], [0.5, 0.6])  # 4 s WAM windows fit in neither; curation's weights
+    pattern = preset_for(table, "wam")
+    for use_weights in (True, False):
+        with pytest.warns(
+            UserWarning, match=r"no episode of the manifest is long enough for pattern 'wam' \(longest 0.60 s\)"
+        ):
+            ds = PatternDataset(table, pattern, config=DatasetConfig(use_weights=use_weights))
+        assert len(ds) == 0
+        ds.close()

@@ -105,7 +105,13 @@ class SampleIndex:
         counts[bad_rows] = 0
         self._hi = a_hi
         self.native = counts
-        if use_weights and "weight" in manifest.column_names and n:
+        if n and not counts.any():  # every usable episode is shorter than the pattern's span
+            warnings.warn(
+                f"no episode of the manifest is long enough for pattern {pattern.name!r} (longest "
+                f"{duration.max():.2f} s): the dataset is empty",
+                stacklevel=2,
+            )
+        elif use_weights and "weight" in manifest.column_names and n:
             w = manifest.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
             if np.any(~np.isfinite(w)) or np.any(w < 0) or w[counts > 0].sum() <= 0:
                 raise ConfigError("manifest weights must be finite, >= 0 and not all 0 on usable episodes")

@@ -10,6 +10,9 @@ import math
 
 MAX_RATE_HZ = 1e5  # a declared rate above this (or <= 0, or not finite) is not a rate
 DEFAULT_RATE_TOLERANCE = 0.15  # |measured / declared - 1| (QCThresholds.rate_tolerance)
+# A rate no timestamp can check (step-array formats: step i is at i / fps) must be a control rate
+# on its own: a step every 10 s at the slowest, 10 kHz at the fastest.
+STEP_RATE_RANGE_HZ = (0.1, 1e4)
 
 
 def declared_ok(nominal: float, measured: float, tol: float) -> bool:

@@ -14,6 +14,7 @@ import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
 from robodata.errors import RobodataError
+from robodata.ingest.rates import STEP_RATE_RANGE_HZ
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name
 
@@ -73,11 +74,27 @@ def guarded(open_fn: Callable[[str, str], RawEpisode], uri: str, key_map: str, w
         raise RawEpisodeError(f"{uri}: unreadable {what} ({type(exc).__name__}: {exc})") from None
 
 
+def declared_rate(value: object, where: str) -> float:
+    """A declared rate (`where` names the file and field) as a float, or RawEpisodeError: a declared
+    0, text, an array or a rate out of STEP_RATE_RANGE_HZ is a lie, never a reason to fall back to a
+    default (these formats have no timestamps to measure the rate from)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    a = np.asarray(value)
+    try:
+        hz = float(a.reshape(-1)[0]) if a.size == 1 and a.dtype != bool else float("nan")
+    except (TypeError, ValueError):
+        hz = float("nan")
+    lo, hi = STEP_RATE_RANGE_HZ
+    if not (np.isfinite(hz) and lo <= hz <= hi):
+        raise RawEpisodeError(f"{where} = {value!r}: not a control rate (expected {lo:g} to {hi:g} Hz)")
+    return hz
+
+
 def to_raw(ep: StepEpisode) -> RawEpisode:
-    """The RawEpisode of a step-array episode (checks lengths, finite rate, names)."""
+    """The RawEpisode of a step-array episode (checks lengths, a usable rate, names)."""
     where = ep.uri
-    if not (np.isfinite(ep.fps) and 0 < ep.fps <= 10_000):
-        raise RawEpisodeError(f"{where}: control rate {ep.fps!r} Hz is not usable (key map `fps`)")
+    declared_rate(ep.fps, f"{where}: control rate (the file's, else key map `fps`)")  # hdf5 / zarr checked theirs
     lens = {k: len(v) for k, (v, _) in ep.arrays.items()} | {k: c[0] for k, c in ep.cameras.items()}
     if not lens or max(lens.values()) == 0:
         raise RawEpisodeError(f"{where}: zero steps")

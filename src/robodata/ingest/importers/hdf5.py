@@ -15,7 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
-from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, decode_encoded, guarded, to_raw
+from robodata.ingest.importers.fixed_rate import (
+    StepEpisode,
+    as_rgb,
+    declared_rate,
+    decode_encoded,
+    guarded,
+    to_raw,
+)
 from robodata.ingest.importers.keymap import KeyMap, choose
 from robodata.ingest.importers.layout import KeyInfo, is_image, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -71,13 +78,40 @@ def _attr(f, group, dotted: str) -> str:
     return ""
 
 
-def _fps(f, group, km: KeyMap) -> float:
+RATE_ATTRS = ("fps", "control_hz", "control_freq")
+ENV_RATE = "env_args.env_kwargs.control_freq"  # robomimic / LIBERO: the simulator's control rate
+
+
+def _fps(f, group, km: KeyMap, where: str) -> float:
+    """The rate the file declares (RATE_ATTRS on the episode group or the file, robomimic's env_args),
+    else the key map's. A declaration that is not a rate, or two that disagree by more than 1 %, is
+    refused naming them: the steps' times are i / rate, nothing else could show the lie."""
+    found: dict[str, float] = {}
     for obj in (group, f):
-        for k in ("fps", "control_hz", "control_freq"):
+        for k in RATE_ATTRS:
             if k in obj.attrs:
-                return float(obj.attrs[k])
-    env = _attr(f, group.parent if group.name != "/" else group, "env_args.env_kwargs.control_freq")
-    return float(env) if env else (km.fps or 10.0)
+                field = f"{obj.name} attrs {k}"
+                found[field] = declared_rate(obj.attrs[k], f"{where}: {field}")
+    env = _attr(f, group.parent if group.name != "/" else group, ENV_RATE)
+    if env:
+        found[f"data attrs {ENV_RATE}"] = declared_rate(env, f"{where}: data attrs {ENV_RATE}")
+    if not found:
+        return km.fps or 10.0
+    (first, hz), *rest = found.items()
+    for other, v in rest:
+        if abs(v / hz - 1) > 0.01:
+            raise RawEpisodeError(f"{where}: declared rates disagree: {first} = {hz:g} Hz, {other} = {v:g} Hz")
+    return hz
+
+
+def _declared_steps(g, arrays: dict, cameras: dict, where: str) -> None:
+    """robomimic's `num_samples` attribute (what its own loader indexes by) must be the step count."""
+    if "num_samples" not in g.attrs:
+        return
+    ns = g.attrs["num_samples"]
+    lens = sorted({len(v) for v, _ in arrays.values()} | {c[0] for c in cameras.values()})
+    if lens != [ns]:
+        raise RawEpisodeError(f"{where}: attrs num_samples = {ns}, but the episode's streams hold {lens} steps")
 
 
 def _camera_reader(path: Path, group: str, key: str, where: str):
@@ -150,6 +184,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         for stream, key in lay.cameras.items():
             h, w = _shape(g, key, where)
             cameras[stream] = (int(g[key].shape[0]), h, w, _camera_reader(path, group, key, where))
+        _declared_steps(g, arrays, cameras, where)
         lang = _attr(f, g, km.language) if km.language else ""
         if km.language and not lang and km.language in keys and not is_image(keys[km.language]):
             v = g[km.language][()]
@@ -158,7 +193,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             f"{path.stem}-{group.rsplit('/', 1)[-1]}" if group else path.stem,
             "hdf5",
             uri,
-            _fps(f, g, km),
+            _fps(f, g, km, where),
             arrays,
             cameras,
             robot=km.robot_type,

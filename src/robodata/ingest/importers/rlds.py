@@ -6,7 +6,9 @@ whose `steps/<key>` features hold every step's values back to back (robodata.ing
 Item uri `<dataset>#<shard file>:<record index>`. Streams by key map (keys relative to `steps/`:
 `observation/image` -> camera `image`, `observation/state`, `action`, `language_instruction`),
 OXE's per-dataset key differences by a declared map (robodata.ingest.importers.keymap).
-Images are decoded per step on the way to the encoder; is_first / is_last frame the episode.
+Images are decoded per step on the way to the encoder; is_first / is_last frame the episode. A
+frame whose size contradicts the image shape features.json declares is refused naming the field
+(robodata.ingest.importers.tfds_features).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from robodata.codecs.image import image_shape
 from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
+from robodata.ingest.importers.tfds_features import contradicts, declared_image_shapes
 from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.names import confine
@@ -101,12 +104,19 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     lay = plan(km, keys, where)
     arrays = {s: (np.asarray(feats[f"steps/{k}"]).reshape(n, -1), ()) for s, k in lay.arrays.items()}
     cameras: dict[str, CameraSource] = {}
+    declared = declared_image_shapes(dataset_dir(root))
     for s, k in lay.cameras.items():
         imgs = feats[f"steps/{k}"]
         if not isinstance(imgs, list) or len(imgs) != n:
             raise RawEpisodeError(f"{where}: camera steps/{k} has {len(imgs)} images for {n} steps")
         first = decode_encoded(imgs[0], f"{where} steps/{k} step 0")
         h, w = image_shape(first)[:2]
+        want = declared.get(f"steps/{k}")
+        if want is not None and contradicts(want, h, w):
+            raise RawEpisodeError(
+                f"{dataset_dir(root) / 'features.json'}: field steps/{k} image shape declares "
+                f"{'x'.join('?' if d is None else str(d) for d in want)}, frames decode as {h}x{w}x3"
+            )
 
         def frames(imgs: list = imgs, k: str = k) -> Iterator:
             for i, b in enumerate(imgs):

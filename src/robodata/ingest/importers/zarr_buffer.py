@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, guarded, to_raw
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -97,7 +97,8 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             raise RawEpisodeError(f"{uri}: camera data/{k} has shape {shape}, expected (N, H, W, 3)")
         h, w = (shape[1], shape[2]) if shape[3] in (1, 3) else (shape[2], shape[3])
         cameras[s] = (hi - lo, int(h), int(w), _reader(store, k, lo, hi, uri))
-    fps = float(g.attrs.get("fps", 0) or km.fps or 10.0)
+    # a declared fps is used as declared (an explicit 0 is a lie, not "use the key map's")
+    fps = declared_rate(g.attrs["fps"], f"{uri}: attrs fps") if "fps" in g.attrs else (km.fps or 10.0)
     ep = StepEpisode(
         f"{path.stem}-{index:06d}",
         "zarr",

@@ -130,8 +130,7 @@ def write_rlds(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str
     d.mkdir(parents=True)
     cams = list(eps[0].frame_t)
     (d / "dataset_info.json").write_text(json.dumps({"name": name, "version": "1.0.0", "fileFormat": "tfrecord"}))
-    steps = {f"observation/{c}_image": {"image": {"shape": [None, None, 3], "encodingFormat": "jpeg"}} for c in cams}
-    (d / "features.json").write_text(json.dumps({"featuresDict": {"features": {"steps": steps}}}))
+    (d / "features.json").write_text(json.dumps(_tfds_features(cams, eps[0].meta["cameras"])))
     with open(d / f"{name}-train.tfrecord-00000-of-00001", "wb") as f:
         for ep in eps:
             frames, pos, _, _, cmd = _steps(ep)
@@ -147,6 +146,29 @@ def write_rlds(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str
     path = root / name
     top.rename(path)
     return path
+
+
+def _tfds_features(cams: list[str], meta: dict) -> dict:
+    """features.json as TFDS writes it (proto JSON): steps/observation/<cam>_image Image features."""
+
+    def feats(d: dict) -> dict:
+        return {"pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
+                "featuresDict": {"features": d}}  # fmt: skip
+
+    images = {
+        f"{c}_image": {
+            "pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
+            "image": {
+                "shape": {"dimensions": [str(meta[c]["height"]), str(meta[c]["width"]), "3"]},
+                "dtype": "uint8",
+                "encodingFormat": "jpeg",
+            },
+        }
+        for c in cams
+    }
+    steps = {"pythonClassName": "tensorflow_datasets.core.features.dataset_feature.Dataset",
+             "sequence": {"feature": feats({"observation": feats(images)}), "length": "-1"}}  # fmt: skip
+    return feats({"steps": steps})
 
 
 def _robomimic(eps: list[SynthEpisode], root: Path, quality: int = 90) -> Path:

@@ -69,6 +69,9 @@ class SynthEpisode:
     events: list[tuple[int, str]]
     offsets_ns: dict[str, int]  # device clock - robot clock
     renderers: dict[str, SceneRenderer] = field(repr=False, default_factory=dict)
+    # header stamps per camera where a device stamps other times than it recorded at (a driver whose
+    # clock lies: bag writers put these in header.stamp, frame_t stays the receive time); default frame_t
+    stamps: dict[str, np.ndarray] = field(default_factory=dict)
 
     def frames(self, camera: str):
         """Yield (device_t_ns, rgb) for one camera, rendered on demand (memory stays flat)."""

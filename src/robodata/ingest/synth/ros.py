@@ -1,5 +1,6 @@
 """Write a synthetic episode as a ROS 1 `.bag` or a ROS 2 bag folder, with rosbags' own writers.
 
+Log (receive) time and header stamp are the device time, or the stamp `SynthEpisode.stamps` gives.
 ROS 1: sensor_msgs/CompressedImage per camera (`/<cam>/image/compressed`) and
 sensor_msgs/JointState (`/joint_states`); ROS 1 bags embed their definitions.
 ROS 2 with vendor messages: the joints as `robodata_vendor/msg/ArmState` (not a standard type)
@@ -43,10 +44,12 @@ def _messages(ep: SynthEpisode, store, quality: int, joint_type: str, ros1: bool
     base = _base(ep)
     img_t = "sensor_msgs/msg/CompressedImage"
     for cam in ep.frame_t:
-        for t, rgb in ep.frames(cam):
+        stamps = ep.stamps.get(cam)
+        for i, (t, rgb) in enumerate(ep.frames(cam)):
             t += base
+            st = t if stamps is None else int(stamps[i]) + base
             data = np.frombuffer(jpeg_bytes(rgb, quality), np.uint8)
-            yield f"/{cam}/image/compressed", img_t, t, T[img_t](header=header(t, cam), format="jpeg", data=data)
+            yield f"/{cam}/image/compressed", img_t, t, T[img_t](header=header(st, cam), format="jpeg", data=data)
     names = list(ep.meta["state"]["joint_names"])
     for i, t in enumerate(ep.state_t + base):
         t = int(t)
