@@ -13,9 +13,9 @@ Specs filter on `day` (partition pruning from the Delta log) and, across every d
   interleaves the bits of the columns' binary values, and short lowercase names share their
   leading bits, so at a few row groups a day every row group still spanned every task.
 
-* **Light compression**: LZ4 pages (`compression`), which decode at several times the speed of
-  ZSTD's for about 15 % more bytes: a full-table curation spec decodes its filter columns for
-  every row of the days it reads.
+* **Light compression**: LZ4 pages (`compression`), which decode faster than ZSTD's for about
+  50 % more bytes: a full-table curation spec decodes its filter columns for every row of the
+  days it reads.
 * **Sidecars** (robodata.catalog.sidecar): each file written gets its row-addressable copy of the
   manifest columns, and so does every live file that has none (a merge's, since the last run);
   sidecars of files that are gone are removed. Curation takes its kept rows from them.

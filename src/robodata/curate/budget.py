@@ -134,39 +134,52 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         return keep
     needed = np.zeros(len(caps), dtype=bool)
     needed[need] = True
-    members = np.flatnonzero(needed[codes])
+    if len(need) == len(caps):  # every group capped (the usual budget): no member selection
+        members, mcodes, keep = np.arange(n), codes, np.zeros(n, dtype=bool)
+    else:
+        in_need = needed[codes]
+        members = np.flatnonzero(in_need)
+        mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
     hashes = stable_hash64((ids if len(members) == n else ids.gather(members)).to_arrow(), salt)
-    mcodes = codes[members]
-    for g in need:
-        at = np.flatnonzero(mcodes == g)
-        cut = _prefix(hashes[at], dur[members[at]], float(caps[g]), float(totals[g]), bound)
-        if cut is None:
-            return None
-        keep[members[at[~cut]]] = False
+    frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
+    top = np.iinfo(np.uint64).max
+    while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
+        last = np.zeros(len(caps), dtype=np.uint64)  # the largest hash under each group's threshold
+        for g, f in frac.items():
+            last[g] = np.uint64(min(f * _TWO64, _TWO64 - 4096)) - np.uint64(1) if f < 1.0 else top
+        sub = np.flatnonzero(hashes <= last[mcodes])
+        grouped = np.argsort(mcodes[sub], kind="stable")
+        by_group = sub[grouped]
+        edges = np.searchsorted(mcodes[by_group], np.arange(len(caps) + 1))
+        for g in list(frac):
+            at = by_group[edges[g] : edges[g + 1]]  # this group's members under its threshold, in member order
+            cut = _prefix(hashes[at], dur[members[at]], float(caps[g]), bound, frac[g] < 1.0)
+            if cut is False:
+                return None
+            if cut is None:
+                frac[g] = min(1.0, frac[g] * 2.0)  # the cap was not reached below this threshold: look further
+                continue
+            keep[members[at[cut]]] = True
+            del frac[g]
     return keep
 
 
-def _prefix(h: np.ndarray, d: np.ndarray, cap: float, total: float, bound: float) -> np.ndarray | None:
-    """Which members of one group the cap keeps (bool per member), or None if undecidable here."""
-    frac = min(1.0, 1.25 * cap / total + 64.0 / len(h)) if total > 0 else 1.0
-    while True:
-        sub = np.arange(len(h)) if frac >= 1.0 else np.flatnonzero(h < np.uint64(min(frac * _TWO64, _TWO64 - 4096)))
-        order = sub[np.argsort(h[sub], kind="stable")]
-        hs = h[order]
-        if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
-            return None  # equal hashes: the old order falls back on episode_id order
-        run = np.cumsum(d[order])
-        err = (np.arange(len(run)) + 2.0) * bound
-        over = np.flatnonzero(run > cap + err)
-        if not len(over) and frac < 1.0:
-            frac = min(1.0, frac * 2.0)  # the cap was not reached below this threshold: look further
-            continue
-        end = int(over[0]) if len(over) else len(run)
-        if not (run[:end] <= cap - err[:end]).all():
-            return None  # a running sum within rounding of the cap
-        kept = np.zeros(len(h), dtype=bool)
-        kept[order[:end]] = True
-        return kept
+def _prefix(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: bool) -> np.ndarray | None | bool:
+    """Positions (into `h`) of the members the cap keeps; None when the cap is not reached and the
+    members are below a threshold (`partial`: look further); False when undecidable here."""
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
+        return False  # equal hashes: the old order falls back on episode_id order
+    run = np.cumsum(d[order])
+    err = (np.arange(len(run)) + 2.0) * bound
+    over = np.flatnonzero(run > cap + err)
+    if not len(over) and partial:
+        return None
+    end = int(over[0]) if len(over) else len(run)
+    if not (run[:end] <= cap - err[:end]).all():
+        return False  # a running sum within rounding of the cap
+    return order[:end]
 
 
 def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:

@@ -3,16 +3,19 @@
 Cost follows the selection, not the catalog, and memory follows the keys of the rows that pass
 the filters, never all their manifest columns:
 
-1. **Keys**: one streaming Polars scan with the spec's predicate pushed into it (`day` predicates
-   prune partitions from the Delta log; the others use the log's per-file and Parquet's per-row-
-   group statistics, see robodata.catalog.maintenance) yields only episode_id, duration_s and
-   the mix group of the rows that pass.
+1. **Keys**: a streaming Polars scan with the spec's predicate pushed into it (`day` predicates
+   prune partitions; the others use Parquet's per-row-group statistics, see
+   robodata.catalog.maintenance) yields only episode_id, duration_s, the mix group and the row's
+   address of the rows that pass. Over a catalog's data files (robodata.curate.keyscan) files
+   are scanned in groups by what is proven for all their rows (every row has a container, no
+   row has a failed check), with those terms left out of their predicate.
 2. **Budget and weights** on those keys (robodata.curate.budget): linear time, the same decisions
    bit for bit as the eager evaluation that wrote manifests before.
-3. **Fetch**: a second scan with the same predicate plus `episode_id in <kept ids>` reads the
-   manifest's other columns, for the kept rows only (Polars decodes the id column first and
-   materialises the rest only for matching rows). A spec without hour caps keeps every
-   candidate, so it reads the manifest columns in the first scan instead.
+3. **Fetch**: the kept rows' manifest columns, taken by address from the data files' sidecars
+   (robodata.catalog.sidecar, written by `catalog optimize`), the ids checked; for files without
+   one, and for a LazyFrame given to `evaluate`, a second scan with `episode_id in <kept ids>`.
+   A spec without hour caps keeps every candidate, so it reads the manifest columns in the
+   first scan instead.
 
 The split is then taken over the kept rows only.
 """
