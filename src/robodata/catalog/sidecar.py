@@ -138,7 +138,8 @@ def _read(path: Path) -> pa.Table:
 
 
 def take(sidecar: Sidecar, positions: np.ndarray) -> pa.RecordBatch:
-    """Rows at `positions` (row numbers within the data file), in SCHEMA (cast to PLAIN_SCHEMA for manifest types).
+    """Rows at `positions` (row numbers within the data file), in PLAIN_SCHEMA (manifest types). The
+    batch holds copies: nothing refers to the memory map once it returns (it is unmapped).
 
     Raises:
         ValueError: the file is not a sidecar of this format, or holds another number of rows.
@@ -151,7 +152,7 @@ def take(sidecar: Sidecar, positions: np.ndarray) -> pa.RecordBatch:
         batch = reader.get_batch(0)
         if batch.num_rows != sidecar.rows:
             raise ValueError(f"{sidecar.path}: holds other rows than its name says")
-        return batch.take(pa.array(positions, type=pa.int64()))
+        return batch.take(pa.array(positions, type=pa.int64())).cast(PLAIN_SCHEMA)
 
 
 def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:

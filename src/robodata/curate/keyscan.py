@@ -104,7 +104,7 @@ class CatalogSource:
                 covered.append(order[lo:hi])
         parts: list[pl.DataFrame] = []
         if batches:
-            table = pa.Table.from_batches(batches, sidecar.SCHEMA).cast(sidecar.PLAIN_SCHEMA).combine_chunks()
+            table = pa.Table.from_batches(batches, sidecar.PLAIN_SCHEMA).combine_chunks()
             at_ids = np.concatenate(covered)
             if pl.Series(table.column("episode_id")).equals(ids.gather(at_ids), check_names=False):
                 if not scan_files:  # the common case: back to the order of `ids`, no sort
