@@ -187,4 +187,4 @@ def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
     if len(positions) == 0:
         return positions
     frame = pl.DataFrame({"id": ids.gather(positions)}).with_row_index("at")
-    return frame.sort("id", maintain_order=True)["at"].to_numpy().astype(np.int64)
+    return frame.sort(["id", "at"])["at"].to_numpy().astype(np.int64)  # ties by position: a stable sort
