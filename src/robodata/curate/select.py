@@ -106,7 +106,7 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
     if capped:  # keys only; the group as Categorical (4 bytes a row)
         group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
-        first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address)).rechunk()
+        first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address))
     else:
         group = [pl.col(group_col).alias("__group")] if group_col else []
         first = _collect(spec, lf.select(*fields, *group)).rechunk()  # a gather over many chunks is ~10x slower

@@ -21,6 +21,7 @@ FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
 _CHUNK = 1 << 16  # rows per block of the fixed-width path (its working set stays in cache)
 _THREADS = min(4, os.cpu_count() or 1)
+_BATCH = 1 << 20  # rows of a chunked input converted (copied) at a time
 
 
 def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
@@ -33,11 +34,24 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
     Returns:
         A uint64 array, one hash per value; stable across versions and machines.
     """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
+    if isinstance(values, pa.ChunkedArray):  # in batches of ~_BATCH rows: one batch copied at a time
+        batches, rows, parts = [], 0, []
+        for chunk in [*values.chunks, None]:
+            if chunk is None or (rows >= _BATCH and batches):
+                if batches:
+                    parts.append(_hash_array(pa.chunked_array(batches, values.type).combine_chunks(), h0))
+                batches, rows = [], 0
+            if chunk is not None:
+                batches.append(chunk)
+                rows += len(chunk)
+        return np.concatenate(parts) if parts else np.full(0, h0, dtype=np.uint64)
+    return _hash_array(values, h0)
+
+
+def _hash_array(values: pa.Array, h0: int) -> np.ndarray:
     values = values.cast(pa.large_string())
     n = len(values)
-    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
     if n == 0:
         return np.full(0, h0, dtype=np.uint64)
     bufs = values.buffers()
