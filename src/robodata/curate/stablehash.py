@@ -36,7 +36,9 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
     """
     h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
     if isinstance(values, pa.ChunkedArray):  # in batches of ~_BATCH rows: one batch copied at a time
-        batches, rows, parts = [], 0, []
+        batches: list[pa.Array] = []
+        parts: list[np.ndarray] = []
+        rows = 0
         for chunk in [*values.chunks, None]:
             if chunk is None or (rows >= _BATCH and batches):
                 if batches:
