@@ -19,7 +19,9 @@ reads `pl.scan_delta` as before.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -33,6 +35,7 @@ from robodata.catalog import sidecar
 from robodata.catalog.sidecar import Sidecar
 
 ROW = "__row"
+_THREADS = min(4, os.cpu_count() or 1)
 # (every row has a container, no row has a failed check) -> the predicate for such files
 PredicateFor = Callable[[bool, bool], "pl.Expr | None"]
 
@@ -94,9 +97,11 @@ class CatalogSource:
         starts = np.array([f.offset for f in self.files], dtype=np.int64)
         at = np.searchsorted(starts, rows, side="right") - 1
         batches, covered, scan_files = [], [], []
-        for lo, hi in _runs(at):
-            f = self.files[int(at[lo])]
-            batch = _take(f, rows[lo:hi] - f.offset)
+        runs = _runs(at)
+        files = [self.files[int(at[lo])] for lo, _ in runs]
+        with ThreadPoolExecutor(_THREADS) as pool:  # Arrow's take and cast release the GIL
+            taken = list(pool.map(lambda fr: _take(fr[0], rows[fr[1][0] : fr[1][1]] - fr[0].offset), zip(files, runs)))
+        for f, (lo, hi), batch in zip(files, runs, taken, strict=True):
             if batch is None:
                 scan_files.append(f)
             else:
