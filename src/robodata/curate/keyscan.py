@@ -100,7 +100,8 @@ class CatalogSource:
         runs = _runs(at)
         files = [self.files[int(at[lo])] for lo, _ in runs]
         with ThreadPoolExecutor(_THREADS) as pool:  # Arrow's take and cast release the GIL
-            taken = list(pool.map(lambda fr: _take(fr[0], rows[fr[1][0] : fr[1][1]] - fr[0].offset), zip(files, runs)))
+            spans = [rows[lo:hi] - f.offset for f, (lo, hi) in zip(files, runs, strict=True)]
+            taken = list(pool.map(_take, files, spans))
         for f, (lo, hi), batch in zip(files, runs, taken, strict=True):
             if batch is None:
                 scan_files.append(f)
