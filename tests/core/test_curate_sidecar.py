@@ -17,7 +17,7 @@ from robodata.curate.select import evaluate, select
 from robodata.curate.spec import spec_from_dict
 from tests.core.test_curate_golden import SPECS, golden_catalog
 
-NAMES = ["fold_full", "quality_only", "sites_budget", "only_listed"]
+NAMES = ["fold_days", "fold_full", "quality_only", "sites_budget", "only_listed"]
 
 
 def _plain(catalog: Catalog, name: str) -> pl.DataFrame:

@@ -23,6 +23,7 @@ by position from a memory map, at a cost that follows the rows kept (about 0.1 s
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
 FORMAT = b"robodata.sidecar.v1"
 _META_KEY = b"robodata.sidecar"
+_PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 _UNIQUE = ("episode_id", "uri")  # kept as plain strings; every other string is a dictionary
 _DICT = pa.dictionary(pa.int32(), pa.string())
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
@@ -75,7 +77,14 @@ def local_root(table_uri: str) -> Path | None:
 
 def _name(rel_path: str, size: int, rows: int, loadable: bool, no_failed: bool) -> str:
     facts = ("L" if loadable else "") + ("Q" if no_failed else "") or "-"
-    return f"{quote(rel_path, safe='')}~{int(size)}~{int(rows)}~{facts}.arrow"
+    return f"{_quote(rel_path)}~{int(size)}~{int(rows)}~{facts}.arrow"
+
+
+def _quote(path: str) -> str:
+    """`quote(path, safe="")`; the usual Delta paths (day=YYYY-MM-DD/part-....parquet) without its cost."""
+    if _PLAIN.fullmatch(path):
+        return path.replace("=", "%3D").replace("/", "%2F")
+    return quote(path, safe="")
 
 
 def find(table_uri: str, files: list[tuple[str, int, int]]) -> dict[str, Sidecar]:
@@ -87,7 +96,7 @@ def find(table_uri: str, files: list[tuple[str, int, int]]) -> dict[str, Sidecar
     folder = root / SIDECAR_DIR if root is not None else None
     if folder is None or not folder.is_dir():
         return {}
-    wanted = {quote(p, safe=""): (p, size, rows) for p, size, rows in files}
+    wanted = {_quote(p): (p, size, rows) for p, size, rows in files}
     out: dict[str, Sidecar] = {}
     with os.scandir(folder) as entries:
         for entry in entries:

@@ -33,6 +33,7 @@ from deltalake import DeltaTable
 
 from robodata.catalog import sidecar
 from robodata.catalog.sidecar import Sidecar
+from robodata.curate.filters import Filter
 
 ROW = "__row"
 _THREADS = min(4, os.cpu_count() or 1)
@@ -54,15 +55,17 @@ class DataFile:
 class CatalogSource:
     """The data files of one catalog version, with what is known about each (see the module docstring)."""
 
-    def __init__(self, dt: DeltaTable, storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self, dt: DeltaTable, storage_options: dict[str, Any] | None = None, filters: list[Filter] | None = None
+    ):
+        """`filters`: the spec's; those on partition columns leave out, up front, the files of
+        partitions they reject (evaluated by Polars on the partition values, as in a scan)."""
         self.dt = dt
         self.storage_options = storage_options or None
-        self.files: list[DataFile] = []
         self.prepare: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda lf: lf
-        self.usable = _addressable(dt)
-        if self.usable:
-            self.files = self._files()
-            self.usable = bool(self.files) or not dt.file_uris()
+        files = self._files(filters or []) if _addressable(dt) else None
+        self.usable = files is not None
+        self.files: list[DataFile] = files or []
 
     def plain(self) -> pl.LazyFrame:
         """The whole table as `pl.scan_delta` reads it (no addresses)."""
@@ -142,29 +145,46 @@ class CatalogSource:
             glob=False,
         )
 
-    def _files(self) -> list[DataFile]:
+    def _files(self, filters: list[Filter]) -> list[DataFile] | None:
         actions = pa.table(self.dt.get_add_actions(flatten=True))
         names = set(actions.column_names)
-        paths = actions.column("path").to_pylist()
-        sizes = actions.column("size_bytes").to_pylist()
-        counts = actions.column("num_records").to_pylist() if "num_records" in names else [None] * len(paths)
+        if "num_records" not in names or actions.column("num_records").null_count:
+            return None
+        uris = self.dt.file_uris()  # the add actions' order
+        paths = [str(p) for p in actions.column("path").to_pylist()]
+        if len(uris) != len(paths) or not all(u.endswith("/" + unquote(p)) for u, p in zip(uris, paths, strict=True)):
+            return None
+        wanted = _in_partitions(self.dt, actions, filters)
+        if wanted is not None:
+            at = pa.array(wanted, type=pa.int64())
+            actions, uris, paths = actions.take(at), [uris[i] for i in wanted], [paths[i] for i in wanted]
+        sizes = [int(n) for n in actions.column("size_bytes").to_pylist()]
+        counts = [int(n) for n in actions.column("num_records").to_pylist()]
         nulls = actions.column("null_count.uri").to_pylist() if "null_count.uri" in names else [None] * len(paths)
         mins = actions.column("min.uri").to_pylist() if "min.uri" in names else [None] * len(paths)
-        uris = self.dt.file_uris()  # the add actions' order
-        paired = len(uris) == len(paths) and all(
-            u.endswith("/" + unquote(p)) for u, p in zip(uris, paths, strict=False)
-        )
-        if not paired or any(c is None for c in counts):
-            return []
-        listed = [(str(p), int(n), int(c)) for p, n, c in zip(paths, sizes, counts, strict=True)]
-        cars = sidecar.find(self.dt.table_uri, listed)
+        cars = sidecar.find(self.dt.table_uri, list(zip(paths, sizes, counts, strict=True)))
         out = []
         for p, u, n, nc, lo in zip(paths, uris, counts, nulls, mins, strict=True):
             car = cars.get(p)
             by_stats = nc == 0 and lo is not None and lo != ""
             loadable = by_stats or (car is not None and car.loadable)
-            out.append(DataFile(p, u, int(n), loadable, car is not None and car.no_failed_checks, car))
+            out.append(DataFile(p, u, n, loadable, car is not None and car.no_failed_checks, car))
         return out
+
+
+def _in_partitions(dt: DeltaTable, actions: pa.Table, filters: list[Filter]) -> list[int] | None:
+    """Positions of the add actions whose partition values pass the filters on partition columns
+    (None: no such filter)."""
+    parts = dt.metadata().partition_columns
+    terms = [f.expr() for f in filters if f.column in parts]
+    if not terms or any(f"partition.{c}" not in actions.column_names for c in parts):
+        return None
+    schema = pl.Schema(dt.schema())
+    values = pl.DataFrame(
+        {c: actions.column(f"partition.{c}").to_pylist() for c in parts}, schema={c: schema[c] for c in parts}
+    )
+    kept = values.with_row_index("__at").filter(*terms)
+    return kept["__at"].to_list()
 
 
 def _addressable(dt: DeltaTable) -> bool:

@@ -69,7 +69,7 @@ def select(
     version = catalog_version if catalog_version is not None else spec.catalog_version
     dt = catalog.table(version)
     try:
-        source = CatalogSource(dt, catalog.config.storage_options)
+        source = CatalogSource(dt, catalog.config.storage_options, spec.filters)
     except DeltaError as exc:
         raise CatalogError(f"cannot read the data files of catalog {catalog.uri}: {exc}") from exc
     if source.usable:
