@@ -56,7 +56,7 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
     """
     n = len(ids)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
-    names, codes = (["all"], np.zeros(n, dtype=np.int64)) if group is None else group_codes(group)
+    names, codes = (["all"], np.zeros(n, dtype=np.int32)) if group is None else group_codes(group)
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
     total_w = shares.sum()
     shares = shares / total_w if total_w > 0 else shares
@@ -93,10 +93,10 @@ def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
     present = cat.unique()
     names = present.cast(pl.String).sort().to_list()
     if not names:
-        return names, np.zeros(0, dtype=np.int64)
+        return names, np.zeros(0, dtype=np.int32)
     rank = {name: i for i, name in enumerate(names)}
     phys = present.to_physical().to_numpy().astype(np.int64)
-    lut = np.zeros(int(phys.max()) + 1, dtype=np.int64)
+    lut = np.zeros(int(phys.max()) + 1, dtype=np.int32)  # 4 bytes a candidate
     lut[phys] = [rank[v] for v in present.cast(pl.String).to_list()]
     return names, lut[cat.to_physical().to_numpy()]
 
@@ -134,34 +134,43 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         return keep
     needed = np.zeros(len(caps), dtype=bool)
     needed[need] = True
-    if len(need) == len(caps):  # every group capped (the usual budget): no member selection
-        members, mcodes, keep = np.arange(n), codes, np.zeros(n, dtype=bool)
+    if len(need) == len(caps):  # every group capped (the usual budget): every candidate is a member
+        members, mcodes, keep = None, codes, np.zeros(n, dtype=bool)
     else:
         in_need = needed[codes]
         members = np.flatnonzero(in_need)
         mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
-    hashes = stable_hash64((ids if len(members) == n else ids.gather(members)).to_arrow(), salt)
+    hashes = stable_hash64((ids if members is None else ids.gather(members)).to_arrow(), salt)
     frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
     top = np.iinfo(np.uint64).max
     while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
         last = np.zeros(len(caps), dtype=np.uint64)  # the largest hash under each group's threshold
         for g, f in frac.items():
             last[g] = np.uint64(min(f * _TWO64, _TWO64 - 4096)) - np.uint64(1) if f < 1.0 else top
-        sub = np.flatnonzero(hashes <= last[mcodes])
+        sub = _under(hashes, last, mcodes)
         grouped = np.argsort(mcodes[sub], kind="stable")
         by_group = sub[grouped]
         edges = np.searchsorted(mcodes[by_group], np.arange(len(caps) + 1))
         for g in list(frac):
             at = by_group[edges[g] : edges[g + 1]]  # this group's members under its threshold, in member order
-            cut = _prefix(hashes[at], dur[members[at]], float(caps[g]), bound, frac[g] < 1.0)
+            rows = at if members is None else members[at]
+            cut = _prefix(hashes[at], dur[rows], float(caps[g]), bound, frac[g] < 1.0)
             if cut is False:
                 return None
             if cut is None:
                 frac[g] = min(1.0, frac[g] * 2.0)  # the cap was not reached below this threshold: look further
                 continue
-            keep[members[at[cut]]] = True
+            keep[rows[cut]] = True
             del frac[g]
     return keep
+
+
+def _under(hashes: np.ndarray, last: np.ndarray, codes: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """Positions whose hash is <= its group's `last`, in blocks (no temporary the size of the input)."""
+    parts = [
+        np.flatnonzero(hashes[a : a + block] <= last[codes[a : a + block]]) + a for a in range(0, len(hashes), block)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _prefix(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: bool) -> np.ndarray | None | bool:
