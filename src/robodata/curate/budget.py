@@ -89,7 +89,7 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
 
 def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
     """(sorted distinct groups, nulls as "", and each row's index into them); Categorical input is cheapest."""
-    cat = group.fill_null("").cast(pl.Categorical)
+    cat = (group.fill_null("") if group.null_count() else group).cast(pl.Categorical)
     present = cat.unique()
     names = present.cast(pl.String).sort().to_list()
     if not names:
@@ -140,7 +140,7 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         in_need = needed[codes]
         members = np.flatnonzero(in_need)
         mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
-    hashes = stable_hash64((ids if members is None else ids.gather(members)).to_arrow(), salt)
+    hashes = _hashes(ids if members is None else ids.gather(members), salt)
     frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
     top = np.iinfo(np.uint64).max
     while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
@@ -163,6 +163,13 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
             keep[rows[cut]] = True
             del frac[g]
     return keep
+
+
+def _hashes(ids: pl.Series, salt: str, window: int = 1 << 20) -> np.ndarray:
+    """stable_hash64 of the ids, converted to Arrow a window at a time (`to_arrow` copies the column)."""
+    if len(ids) <= window:
+        return stable_hash64(ids.to_arrow(), salt)
+    return np.concatenate([stable_hash64(ids.slice(a, window).to_arrow(), salt) for a in range(0, len(ids), window)])
 
 
 def _under(hashes: np.ndarray, last: np.ndarray, codes: np.ndarray, block: int = 1 << 20) -> np.ndarray:
