@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from robodata.catalog import sidecar, synthetic
-from robodata.catalog.maintenance import OptimizeConfig, optimize
+from robodata.catalog.maintenance import OptimizeConfig, optimize, write_sidecars
 from robodata.catalog.table import Catalog
 from robodata.curate.select import evaluate, select
 from robodata.curate.spec import spec_from_dict
@@ -107,3 +107,16 @@ def _all(cat: Catalog) -> list[sidecar.Sidecar]:
         )
     )
     return list(sidecar.find(cat.uri, files).values())
+
+
+def test_sidecars_of_vacuumed_files_are_removed_and_live_files_keep_theirs(tmp_path):
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.backfill(synthetic.rows(synthetic.FleetShape(rows_per_day=50, batch_size=50), 0, 100))
+    optimize(cat)
+    optimize(cat)  # rewrites both days: the first run's files leave the table, still on disk
+    folder = Path(cat.uri) / sidecar.SIDECAR_DIR
+    assert len(list(folder.glob("*.arrow"))) == 4
+    assert write_sidecars(cat.table()) == (0, 0)  # older versions still read those files: kept
+    cat.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert write_sidecars(cat.table()) == (0, 2)
+    assert len(_all(cat)) == len(list(folder.glob("*.arrow"))) == 2
