@@ -4,9 +4,14 @@
     python -m bench.curate --quick   # 5M-row catalog (growth measured against 500k)
     python -m bench.curate           # 50M-row catalog (growth measured against 5M)
 
+Every spec runs on the catalogs as the maintenance job leaves them (`robodata catalog optimize`:
+compacted, clustered, LZ4 pages, sidecars; bench.curate_catalog.ensure_optimized), and once more
+on the large catalog as ingestion leaves it (arrival_*: one file per day and batch, no sidecars).
+
 Reports (last stdout line, JSON):
   manifest_s       spec -> written manifest over the catalog_rows catalog, best of 3 runs
-                   (manifest_s_first_run: the first of them)
+                   (manifest_s_first_run: the first of them; manifest_cpu_s: CPU seconds, user +
+                   sys, of the best run; arrival_manifest_s: the same on the arrival catalog)
   growth_10x       time(catalog N) / time(catalog N/10); the spec selects the same set in both
   vs_file_walk     file-walk time / catalog time, same manifest rows, walk_episodes (10,000) on local disk
   deterministic    two runs at the same catalog version give identical manifest bytes
@@ -15,16 +20,21 @@ Reports (last stdout line, JSON):
                    filters, the budget keeps ~83k episodes), each size in a process of its own
                    (bench.curate_full): manifest_s (best of 3), manifest_s_first_run, growth_10x,
                    peak_rss_mb (that process: the curation alone), same_manifest_as_before (content
-                   hash equal to the one main's eager evaluation wrote, pinned in bench.curate_full,
-                   or where none is pinned to the budget's full-sort rule: same_manifest_basis), selected
+                   hash on the arrival catalog equal to the one main's eager evaluation wrote, pinned
+                   in bench.curate_full, or where none is pinned to the budget's full-sort rule:
+                   same_manifest_basis; and the optimized catalog's manifest holds the same rows),
+                   selected, manifest_cpu_s, arrival_manifest_s, arrival_manifest_cpu_s
   quality_only     `quality_score >= 0.9, qc_status == pass` over all tasks and days, no budget
                    (~20 % of the catalog is the manifest): the same keys
+  load_avg         the 1-minute load average before and after the timed runs (2 shared cores)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -38,7 +48,7 @@ import polars as pl
 
 from bench import curate_file_walk
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
-from bench.curate_catalog import ensure_catalog
+from bench.curate_catalog import ensure_catalog, ensure_optimized
 from bench.curate_full import PINNED, SPECS
 from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
@@ -49,6 +59,9 @@ from robodata.curate.spec import spec_from_dict
 KEYS = (
     "manifest_s",
     "manifest_s_first_run",
+    "manifest_cpu_s",
+    "arrival_manifest_s",
+    "load_avg",
     "growth_10x",
     "same_selected_set",
     "vs_file_walk",
@@ -65,6 +78,9 @@ KEYS = (
     "full_table.same_manifest_as_before",
     "full_table.same_manifest_basis",
     "full_table.selected",
+    "full_table.manifest_cpu_s",
+    "full_table.arrival_manifest_s",
+    "full_table.arrival_manifest_cpu_s",
     "quality_only.manifest_s",
     "quality_only.manifest_s_first_run",
     "quality_only.growth_10x",
@@ -72,6 +88,9 @@ KEYS = (
     "quality_only.same_manifest_as_before",
     "quality_only.same_manifest_basis",
     "quality_only.selected",
+    "quality_only.manifest_cpu_s",
+    "quality_only.arrival_manifest_s",
+    "quality_only.arrival_manifest_cpu_s",
 )
 
 
@@ -91,17 +110,23 @@ SIZES = {
 SPEC: dict[str, Any] = SPECS["narrow"]
 
 
-def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, float, str]:
-    """(best, first) seconds of `runs` spec -> manifest runs, and the manifest's path (a local one here)."""
+def time_curate(catalog: Catalog, out: Path, runs: int = 3) -> tuple[float, float, float, str]:
+    """(best, first, CPU of the best) seconds of `runs` spec -> manifest runs, and the manifest's path."""
     spec = spec_from_dict(SPEC)
     times, path = [], ""
     for i in range(runs):
         d = out / f"run{i}"
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu()
         info, _ = curate(spec, catalog, d)
-        times.append(time.perf_counter() - t)
+        times.append((time.perf_counter() - t, _cpu() - c))
         path = info.path
-    return min(times), times[0], path
+    best = min(times)
+    return best[0], times[0][0], best[1], path
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def file_walk_speedup(work: Path, episodes: int) -> tuple[float, float, bool]:
@@ -127,29 +152,34 @@ def file_walk_speedup(work: Path, episodes: int) -> tuple[float, float, bool]:
     return walk_s, best, walk_rows.equals(selection.rows)
 
 
-def full_table(spec: str, big: Catalog, small: Catalog, rows: int, work: Path) -> dict[str, Any]:
-    """Time `spec` over both catalogs, each in a process of its own (its peak RSS is the curation's)."""
+def full_table(spec: str, cats: dict[str, Catalog], rows: int, work: Path) -> dict[str, Any]:
+    """Time `spec` over the optimized catalogs (big, small) and the arrival big one, each in a process of its own."""
 
     def child(catalog: Catalog, out: str, *extra: str) -> dict[str, Any]:
         cmd = [sys.executable, "-m", "bench.curate_full", "--catalog", catalog.uri, "--spec", spec]
         done = subprocess.run([*cmd, "--out", str(work / out), *extra], capture_output=True, text=True, check=True)
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    got, got_small = child(big, f"{spec}-big"), child(small, f"{spec}-small")
+    got, got_small = child(cats["big"], f"{spec}-big"), child(cats["small"], f"{spec}-small")
+    arrival = child(cats["arrival"], f"{spec}-arrival")
     if (rows, spec) in PINNED:
-        basis, same = "pinned main 6d94797", (got["content_hash"], got["episodes"]) == PINNED[(rows, spec)]
+        basis, same = "pinned main 6d94797", (arrival["content_hash"], arrival["episodes"]) == PINNED[(rows, spec)]
     else:
-        ref = child(big, f"{spec}-exact", "--exact", "--runs", "1")
-        basis, same = "full-sort budget rule", ref["content_hash"] == got["content_hash"]
-    print(f"{spec}: {got} small {got_small['best_s']}s same as before ({basis}): {same}")
+        ref = child(cats["arrival"], f"{spec}-exact", "--exact", "--runs", "1")
+        basis, same = "full-sort budget rule", ref["content_hash"] == arrival["content_hash"]
+    same = same and got["rows_hash"] == arrival["rows_hash"]  # the optimized catalog: the same rows
+    print(f"{spec}: {got} small {got_small['best_s']}s arrival {arrival['best_s']}s same ({basis}): {same}")
     return {
         "manifest_s": got["best_s"],
         "manifest_s_first_run": got["first_s"],
+        "manifest_cpu_s": got["best_cpu_s"],
         "growth_10x": round(got["best_s"] / got_small["best_s"], 3),
         "peak_rss_mb": got["peak_rss_mb"],
         "same_manifest_as_before": same,
         "same_manifest_basis": basis,
         "selected": got["episodes"],
+        "arrival_manifest_s": arrival["best_s"],
+        "arrival_manifest_cpu_s": arrival["best_cpu_s"],
     }
 
 
@@ -158,30 +188,37 @@ def main() -> None:
     size = SIZES[size_of(args)]
     n, shape = size.catalog_rows, synthetic.FleetShape(rows_per_day=size.rows_per_day)
     t0 = time.perf_counter()
-    big = ensure_catalog(n, shape)
-    small = ensure_catalog(n // 10, shape)
+    arrival = ensure_catalog(n, shape)
+    big, small = ensure_optimized(n, shape), ensure_optimized(n // 10, shape)
     print(f"catalogs ready in {time.perf_counter() - t0:.1f}s (versions {big.version()}, {small.version()})")
     work = Path(tempfile.mkdtemp(prefix="curate-", dir=BENCH_DIR))
     try:
-        t_big, first_big, path_big = time_curate(big, work / "big")
-        t_small, _, path_small = time_curate(small, work / "small")
+        load = [round(os.getloadavg()[0], 2)]
+        t_big, first_big, cpu_big, path_big = time_curate(big, work / "big")
+        t_small, _, _, path_small = time_curate(small, work / "small")
+        t_arrival, _, _, path_arrival = time_curate(arrival, work / "arrival")
         runs = sorted((work / "big").glob("run*/*.parquet"))
         digests = {hashlib.sha256(p.read_bytes()).hexdigest() for p in runs}
         rows_big = pl.read_parquet(path_big)
-        same_set = rows_big.equals(pl.read_parquet(path_small))
+        same_set = rows_big.equals(pl.read_parquet(path_small)) and rows_big.equals(pl.read_parquet(path_arrival))
         name = path_big.rsplit("/", 1)[-1]
         print(f"manifest {name}: {rows_big.height:,} episodes; big {t_big:.3f}s small {t_small:.3f}s")
         walk_s, cat_s, walk_same = file_walk_speedup(work, size.walk_episodes)
         print(
             f"file walk {size.walk_episodes} episodes: {walk_s:.2f}s vs catalog {cat_s:.4f}s (same rows: {walk_same})"
         )
-        wide = {spec: full_table(spec, big, small, n, work) for spec in ("full", "quality")}
+        cats = {"big": big, "small": small, "arrival": arrival}
+        wide = {spec: full_table(spec, cats, n, work) for spec in ("full", "quality")}
+        load.append(round(os.getloadavg()[0], 2))
         emit(
             {
                 "full_table": wide["full"],
                 "quality_only": wide["quality"],
                 "manifest_s": round(t_big, 3),
                 "manifest_s_first_run": round(first_big, 3),
+                "manifest_cpu_s": round(cpu_big, 3),
+                "arrival_manifest_s": round(t_arrival, 3),
+                "load_avg": load,
                 "growth_10x": round(t_big / t_small, 3),
                 "same_selected_set": same_set,
                 "vs_file_walk": round(walk_s / cat_s, 1),

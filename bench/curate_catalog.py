@@ -3,6 +3,10 @@
 A catalog of N rows is keyed by (N, fleet shape, generator version); generation writes
 batches of BATCH rows (bounded memory whatever N) and marks completion with a file, so
 an interrupted generation is redone rather than half-used.
+
+Two states of each: `ensure_catalog` as ingestion leaves it (one file per day and batch, arrival
+order), and `ensure_optimized`, a copy as the maintenance job (`robodata catalog optimize`,
+robodata.catalog.maintenance) leaves it: compacted, clustered, LZ4 pages, sidecars.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 
 GENERATOR_VERSION = 1
+OPTIMIZE_VERSION = 1  # bump when robodata.catalog.maintenance's layout changes
 BATCH = 500_000
 
 
@@ -45,5 +50,23 @@ def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catal
         if (start // BATCH) % 10 == 9:
             log(f"  catalog {path.name}: {start + BATCH:,}/{n_rows:,} rows, {time.perf_counter() - t0:.0f}s")
     catalog.checkpoint()
+    done.write_text("ok\n")
+    return catalog
+
+
+def ensure_optimized(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catalog:
+    """The catalog of `ensure_catalog` after `Catalog.optimize()` (cached beside it, `-opt` suffix)."""
+    source = ensure_catalog(n_rows, shape, log)
+    path = catalog_path(n_rows, shape).with_name(catalog_path(n_rows, shape).name + f"-opt{OPTIMIZE_VERSION}")
+    done = path / ".complete"
+    if done.exists():
+        return Catalog(str(path.resolve()))
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(Path(source.uri), path)
+    (path / ".complete").unlink()
+    catalog = Catalog(str(path.resolve()))
+    t0 = time.perf_counter()
+    metrics = catalog.optimize()
+    log(f"  optimized {path.name} in {time.perf_counter() - t0:.0f}s: {metrics}")
     done.write_text("ok\n")
     return catalog

@@ -65,8 +65,12 @@ def test_optimize_config_is_checked_and_errors_are_clear(tmp_path):
         OptimizeConfig(cluster_by=["day"])
     with pytest.raises(ConfigError, match="list column"):
         OptimizeConfig(cluster_by=["cameras"])
+    with pytest.raises(ConfigError, match="compression must be one of"):
+        OptimizeConfig(compression="GZIP")
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", str(tmp_path / "none")])
     assert out.exit_code == 2 and "no catalog table" in out.output
+    out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", str(tmp_path / "none"), "--compression", "x"])
+    assert out.exit_code == 2 and "compression must be one of" in out.output
     cat = Catalog(str(tmp_path / "cat"))
     cat.merge(synthetic.rows(SHAPE, 0, 10))
     assert optimize(cat)["version"] == cat.version()

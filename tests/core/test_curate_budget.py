@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robodata.curate import budget
+from robodata.curate import budget, stablehash
 from robodata.curate.stablehash import stable_hash64, stable_hash64_py
 
 
@@ -74,3 +74,13 @@ def test_fixed_width_hash_path_equals_the_reference():
     assert [int(h) for h in stable_hash64(part, "x")] == [stable_hash64_py(v.as_py(), "x") for v in part]
     same = pa.array(["abc", "abc", "abd"])  # every byte but the last shared
     assert [int(h) for h in stable_hash64(same)] == [stable_hash64_py(v) for v in ["abc", "abc", "abd"]]
+
+
+def test_chunked_input_hashes_as_the_reference_in_any_batching(monkeypatch):
+    rng = np.random.default_rng(1)
+    chunks = [pa.array([f"ep-{rng.integers(10**9):010d}" for _ in range(rng.integers(0, 50))]) for _ in range(40)]
+    values = pa.chunked_array([*chunks, pa.array(["x", None, "abcdef"])], pa.string())
+    ref = np.array([stable_hash64_py(v or "", "salt") for v in values.to_pylist()], dtype=np.uint64)
+    for rows in (1, 7, 100, 1 << 20):  # batch boundaries inside, between and beyond the chunks
+        monkeypatch.setattr(stablehash, "_BATCH", rows)
+        assert (stable_hash64(values, "salt") == ref).all(), rows

@@ -26,8 +26,14 @@ def optimize_cmd(
     day: list[str] = typer.Option([], "--day", help="a day (YYYY-MM-DD) to rewrite; repeat for more"),
     recent: int = typer.Option(0, "--recent", help="rewrite the last N UTC days (0: --day, else every day)"),
     row_group_rows: int = typer.Option(8192, "--row-group-rows", help="rows per Parquet row group"),
+    compression: str = typer.Option(
+        "LZ4_RAW", "--compression", help="Parquet codec: LZ4_RAW, ZSTD, SNAPPY, UNCOMPRESSED"
+    ),
+    sidecars: bool = typer.Option(
+        True, "--sidecars/--no-sidecars", help="write curation's row sidecars (local tables)"
+    ),
 ) -> None:
-    """Compact catalog days and cluster them on the columns specs filter on; prints the metrics as JSON."""
+    """Compact catalog days, cluster them on the columns specs filter on, write sidecars; prints metrics as JSON."""
     from robodata.catalog.maintenance import OptimizeConfig, optimize
     from robodata.catalog.table import Catalog, CatalogConfig
     from robodata.storage import StorageLocation
@@ -41,7 +47,7 @@ def optimize_cmd(
         today = datetime.now(UTC).date()
         days += [(today - timedelta(days=k)).isoformat() for k in range(recent)]
     try:
-        config = OptimizeConfig(row_group_rows=row_group_rows)
+        config = OptimizeConfig(row_group_rows=row_group_rows, compression=compression, sidecars=sidecars)
         cat = Catalog(CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options()))
         metrics = optimize(cat, sorted(set(days)) or None, config)
     except RobodataError as exc:

@@ -56,7 +56,7 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
     """
     n = len(ids)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
-    names, codes = (["all"], np.zeros(n, dtype=np.int64)) if group is None else group_codes(group)
+    names, codes = (["all"], np.zeros(n, dtype=np.int32)) if group is None else group_codes(group)
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
     total_w = shares.sum()
     shares = shares / total_w if total_w > 0 else shares
@@ -89,14 +89,14 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
 
 def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
     """(sorted distinct groups, nulls as "", and each row's index into them); Categorical input is cheapest."""
-    cat = group.fill_null("").cast(pl.Categorical)
+    cat = (group.fill_null("") if group.null_count() else group).cast(pl.Categorical)
     present = cat.unique()
     names = present.cast(pl.String).sort().to_list()
     if not names:
-        return names, np.zeros(0, dtype=np.int64)
+        return names, np.zeros(0, dtype=np.int32)
     rank = {name: i for i, name in enumerate(names)}
     phys = present.to_physical().to_numpy().astype(np.int64)
-    lut = np.zeros(int(phys.max()) + 1, dtype=np.int64)
+    lut = np.zeros(int(phys.max()) + 1, dtype=np.int32)  # 4 bytes a candidate
     lut[phys] = [rank[v] for v in present.cast(pl.String).to_list()]
     return names, lut[cat.to_physical().to_numpy()]
 
@@ -134,39 +134,68 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         return keep
     needed = np.zeros(len(caps), dtype=bool)
     needed[need] = True
-    members = np.flatnonzero(needed[codes])
-    hashes = stable_hash64((ids if len(members) == n else ids.gather(members)).to_arrow(), salt)
-    mcodes = codes[members]
-    for g in need:
-        at = np.flatnonzero(mcodes == g)
-        cut = _prefix(hashes[at], dur[members[at]], float(caps[g]), float(totals[g]), bound)
-        if cut is None:
-            return None
-        keep[members[at[~cut]]] = False
+    if len(need) == len(caps):  # every group capped (the usual budget): every candidate is a member
+        members, mcodes, keep = None, codes, np.zeros(n, dtype=bool)
+    else:
+        in_need = needed[codes]
+        members = np.flatnonzero(in_need)
+        mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
+    hashes = _hashes(ids if members is None else ids.gather(members), salt)
+    frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
+    top = np.iinfo(np.uint64).max
+    while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
+        last = np.zeros(len(caps), dtype=np.uint64)  # the largest hash under each group's threshold
+        for g, f in frac.items():
+            last[g] = np.uint64(min(f * _TWO64, _TWO64 - 4096)) - np.uint64(1) if f < 1.0 else top
+        sub = _under(hashes, last, mcodes)
+        grouped = np.argsort(mcodes[sub], kind="stable")
+        by_group = sub[grouped]
+        edges = np.searchsorted(mcodes[by_group], np.arange(len(caps) + 1))
+        for g in list(frac):
+            at = by_group[edges[g] : edges[g + 1]]  # this group's members under its threshold, in member order
+            rows = at if members is None else members[at]
+            cut = _prefix(hashes[at], dur[rows], float(caps[g]), bound, frac[g] < 1.0)
+            if cut is False:
+                return None
+            if cut is None:
+                frac[g] = min(1.0, frac[g] * 2.0)  # the cap was not reached below this threshold: look further
+                continue
+            keep[rows[cut]] = True
+            del frac[g]
     return keep
 
 
-def _prefix(h: np.ndarray, d: np.ndarray, cap: float, total: float, bound: float) -> np.ndarray | None:
-    """Which members of one group the cap keeps (bool per member), or None if undecidable here."""
-    frac = min(1.0, 1.25 * cap / total + 64.0 / len(h)) if total > 0 else 1.0
-    while True:
-        sub = np.arange(len(h)) if frac >= 1.0 else np.flatnonzero(h < np.uint64(min(frac * _TWO64, _TWO64 - 4096)))
-        order = sub[np.argsort(h[sub], kind="stable")]
-        hs = h[order]
-        if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
-            return None  # equal hashes: the old order falls back on episode_id order
-        run = np.cumsum(d[order])
-        err = (np.arange(len(run)) + 2.0) * bound
-        over = np.flatnonzero(run > cap + err)
-        if not len(over) and frac < 1.0:
-            frac = min(1.0, frac * 2.0)  # the cap was not reached below this threshold: look further
-            continue
-        end = int(over[0]) if len(over) else len(run)
-        if not (run[:end] <= cap - err[:end]).all():
-            return None  # a running sum within rounding of the cap
-        kept = np.zeros(len(h), dtype=bool)
-        kept[order[:end]] = True
-        return kept
+def _hashes(ids: pl.Series, salt: str, window: int = 1 << 20) -> np.ndarray:
+    """stable_hash64 of the ids, converted to Arrow a window at a time (`to_arrow` copies the column)."""
+    if len(ids) <= window:
+        return stable_hash64(ids.to_arrow(), salt)
+    return np.concatenate([stable_hash64(ids.slice(a, window).to_arrow(), salt) for a in range(0, len(ids), window)])
+
+
+def _under(hashes: np.ndarray, last: np.ndarray, codes: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """Positions whose hash is <= its group's `last`, in blocks (no temporary the size of the input)."""
+    parts = [
+        np.flatnonzero(hashes[a : a + block] <= last[codes[a : a + block]]) + a for a in range(0, len(hashes), block)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _prefix(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: bool) -> np.ndarray | None | bool:
+    """Positions (into `h`) of the members the cap keeps; None when the cap is not reached and the
+    members are below a threshold (`partial`: look further); False when undecidable here."""
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
+        return False  # equal hashes: the old order falls back on episode_id order
+    run = np.cumsum(d[order])
+    err = (np.arange(len(run)) + 2.0) * bound
+    over = np.flatnonzero(run > cap + err)
+    if not len(over) and partial:
+        return None
+    end = int(over[0]) if len(over) else len(run)
+    if not (run[:end] <= cap - err[:end]).all():
+        return False  # a running sum within rounding of the cap
+    return order[:end]
 
 
 def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
@@ -174,4 +203,4 @@ def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
     if len(positions) == 0:
         return positions
     frame = pl.DataFrame({"id": ids.gather(positions)}).with_row_index("at")
-    return frame.sort("id", maintain_order=True)["at"].to_numpy().astype(np.int64)
+    return frame.sort(["id", "at"])["at"].to_numpy().astype(np.int64)  # ties by position: a stable sort

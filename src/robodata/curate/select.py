@@ -3,16 +3,19 @@
 Cost follows the selection, not the catalog, and memory follows the keys of the rows that pass
 the filters, never all their manifest columns:
 
-1. **Keys**: one streaming Polars scan with the spec's predicate pushed into it (`day` predicates
-   prune partitions from the Delta log; the others use the log's per-file and Parquet's per-row-
-   group statistics, see robodata.catalog.maintenance) yields only episode_id, duration_s and
-   the mix group of the rows that pass.
+1. **Keys**: a streaming Polars scan with the spec's predicate pushed into it (`day` predicates
+   prune partitions; the others use Parquet's per-row-group statistics, see
+   robodata.catalog.maintenance) yields only episode_id, duration_s, the mix group and the row's
+   address of the rows that pass. Over a catalog's data files (robodata.curate.keyscan) files
+   are scanned in groups by what is proven for all their rows (every row has a container, no
+   row has a failed check), with those terms left out of their predicate.
 2. **Budget and weights** on those keys (robodata.curate.budget): linear time, the same decisions
    bit for bit as the eager evaluation that wrote manifests before.
-3. **Fetch**: a second scan with the same predicate plus `episode_id in <kept ids>` reads the
-   manifest's other columns, for the kept rows only (Polars decodes the id column first and
-   materialises the rest only for matching rows). A spec without hour caps keeps every
-   candidate, so it reads the manifest columns in the first scan instead.
+3. **Fetch**: the kept rows' manifest columns, taken by address from the data files' sidecars
+   (robodata.catalog.sidecar, written by `catalog optimize`), the ids checked; for files without
+   one, and for a LazyFrame given to `evaluate`, a second scan with `episode_id in <kept ids>`.
+   A spec without hour caps keeps every candidate, so it reads the manifest columns in the
+   first scan instead.
 
 The split is then taken over the kept rows only.
 """
@@ -22,12 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+from deltalake.exceptions import DeltaError
 
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
+from robodata.curate.keyscan import ROW, CatalogSource, PredicateFor
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
 
@@ -61,9 +67,16 @@ def select(
         CatalogError: the catalog or the version cannot be read, or evaluating over it failed.
     """
     version = catalog_version if catalog_version is not None else spec.catalog_version
-    lf, resolved = catalog.scan(version)
-    rows, groups = evaluate(spec, lf, base_dir=base_dir)
-    return Selection(rows=rows, catalog_version=resolved, spec_hash=spec.spec_hash(base_dir), groups=groups)
+    dt = catalog.table(version)
+    try:
+        source = CatalogSource(dt, catalog.config.storage_options, spec.filters)
+    except DeltaError as exc:
+        raise CatalogError(f"cannot read the data files of catalog {catalog.uri}: {exc}") from exc
+    if source.usable:
+        rows, groups = _evaluate(spec, base_dir, _Addressed(spec, source))
+    else:
+        rows, groups = evaluate(spec, source.plain(), base_dir=base_dir)
+    return Selection(rows=rows, catalog_version=dt.version(), spec_hash=spec.spec_hash(base_dir), groups=groups)
 
 
 def evaluate(
@@ -83,22 +96,23 @@ def evaluate(
         ConfigError: the exclusion file is invalid or unreachable.
         CatalogError: the scan failed (e.g. the catalog lacks a column the spec names).
     """
+    return _evaluate(spec, base_dir, _Plain(spec, lf))
+
+
+def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addressed) -> tuple[pl.DataFrame, dict]:
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-    lf = _with_missing_columns(spec, lf, group_col)
-    source, predicate = lf, _predicate(spec, base_dir)
-    if predicate is not None:
-        lf = lf.filter(predicate)
+    lf = source.keys(lambda loadable, no_failed: _predicate(spec, base_dir, loadable, no_failed))
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
     if capped:  # keys only; the group as Categorical (4 bytes a row)
         group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
-        first = _collect(spec, lf.select("episode_id", "duration_s", *group))
+        first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address))
     else:
         group = [pl.col(group_col).alias("__group")] if group_col else []
-        first = _collect(spec, lf.select(*fields, *group))
+        first = _collect(spec, lf.select(*fields, *group)).rechunk()  # a gather over many chunks is ~10x slower
     planned = budget.plan(spec, first["episode_id"], first["duration_s"], first["__group"] if group_col else None)
     if capped:
-        rows = _fetch(spec, source, lf, first["episode_id"].gather(planned.keep), fields)
+        rows = source.fetch(first, planned.keep, fields, lf.collect_schema())
     else:
         rows = first.select(fields).gather(planned.keep)
     df = rows.with_columns(weight=pl.Series(planned.weight, dtype=pl.Float64)).rechunk()
@@ -106,6 +120,52 @@ def evaluate(
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
     return df.select(MANIFEST_SCHEMA.names), planned.groups
+
+
+class _Plain:
+    """A LazyFrame of catalog rows: keys with the whole predicate, fetch by a second scan on the kept ids."""
+
+    address: tuple[str, ...] = ()
+
+    def __init__(self, spec: CurationSpec, lf: pl.LazyFrame):
+        self.spec, self.source = spec, _with_missing_columns(spec, lf)
+        self.filtered = self.source
+
+    def keys(self, predicate_for: PredicateFor) -> pl.LazyFrame:
+        predicate = predicate_for(False, False)
+        self.filtered = self.source.filter(predicate) if predicate is not None else self.source
+        return self.filtered
+
+    def fetch(self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
+        return _fetch(self.spec, self.source, self.filtered, first["episode_id"].gather(keep), fields)
+
+
+class _Addressed:
+    """A catalog's data files (robodata.curate.keyscan): per-file predicates, fetch by row address."""
+
+    address: tuple[str, ...] = (ROW,)
+
+    def __init__(self, spec: CurationSpec, source: CatalogSource):
+        self.spec, self.source = spec, source
+        self.predicate_for: PredicateFor | None = None
+
+    def keys(self, predicate_for: PredicateFor) -> pl.LazyFrame:
+        self.predicate_for = predicate_for
+        return self.source.keys(predicate_for, lambda lf: _with_missing_columns(self.spec, lf))
+
+    def fetch(self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
+        ids = first["episode_id"].gather(keep)
+        address = first[ROW].gather(keep).cast(pl.Int64).to_numpy()
+        try:
+            rows = self.source.fetch(address, ids, fields, schema)
+        except pl.exceptions.PolarsError as exc:
+            raise CatalogError(f"evaluating curation spec {self.spec.name!r} over the catalog failed: {exc}") from exc
+        if rows["episode_id"].equals(ids, check_names=False):
+            return rows
+        assert self.predicate_for is not None  # keys() ran first
+        plain = _Plain(self.spec, self.source.plain())
+        plain.keys(self.predicate_for)
+        return plain.fetch(first, keep, fields, schema)
 
 
 def _fetch(
@@ -131,8 +191,9 @@ def _collect(spec: CurationSpec, lf: pl.LazyFrame) -> pl.DataFrame:
         raise CatalogError(f"evaluating curation spec {spec.name!r} over the catalog failed: {exc}") from exc
 
 
-def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame, group_col: str | None) -> pl.LazyFrame:
+def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame) -> pl.LazyFrame:
     """An older, not yet migrated catalog: the columns the spec reads that it lacks, as nulls."""
+    group_col = spec.mix.by if spec.mix else None
     needed = set(MANIFEST_SCHEMA.names) - {"split", "weight"}
     needed |= {f.column for f in spec.filters} | {"qc_failed", "uri"}
     needed |= {group_col} if group_col else set()
@@ -148,19 +209,27 @@ def _null_column(name: str) -> pl.Expr:
     return pl.lit(None, dtype=dtype).alias(name)
 
 
-def qc_predicate(allowed: list[str]) -> pl.Expr:
-    """Rows a spec may select: a container, and no failed check outside `allowed` (["*"]: any)."""
-    loadable = pl.col("uri").fill_null("") != ""
-    if "*" in allowed:
-        return loadable
-    if not allowed:  # the default: no failed check at all (a length, not a per-element evaluation)
-        return loadable & (pl.col("qc_failed").list.len().fill_null(0) == 0)
-    outside = pl.col("qc_failed").list.eval(~pl.element().is_in(list(allowed))).list.sum().fill_null(0)
-    return loadable & (outside == 0)
+def qc_predicate(allowed: list[str], loadable: bool = False, no_failed: bool = False) -> pl.Expr | None:
+    """Rows a spec may select: a container, and no failed check outside `allowed` (["*"]: any).
+
+    `loadable` / `no_failed`: known to hold for every row (robodata.curate.keyscan), so that term
+    is left out; None when nothing is left to check.
+    """
+    terms = [] if loadable else [pl.col("uri").fill_null("") != ""]
+    if "*" not in allowed and not no_failed:
+        if not allowed:  # the default: no failed check at all (a length, not a per-element evaluation)
+            terms.append(pl.col("qc_failed").list.len().fill_null(0) == 0)
+        else:
+            outside = pl.col("qc_failed").list.eval(~pl.element().is_in(list(allowed))).list.sum().fill_null(0)
+            terms.append(outside == 0)
+    return terms[0] & terms[1] if len(terms) == 2 else terms[0] if terms else None
 
 
-def _predicate(spec: CurationSpec, base_dir: Path | None) -> pl.Expr | None:
-    exprs = [*(f.expr() for f in spec.filters), qc_predicate(spec.allow_failed_checks)]
+def _predicate(
+    spec: CurationSpec, base_dir: Path | None, loadable: bool = False, no_failed: bool = False
+) -> pl.Expr | None:
+    qc = qc_predicate(spec.allow_failed_checks, loadable, no_failed)
+    exprs = [*(f.expr() for f in spec.filters), *([qc] if qc is not None else [])]
     ex = spec.exclude
     if ids := spec.excluded_ids(base_dir):
         exprs.append(~pl.col("episode_id").is_in(ids))

@@ -10,6 +10,9 @@ Definition (reference implementation: `stable_hash64_py`):
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 
@@ -17,6 +20,8 @@ FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
 _CHUNK = 1 << 16  # rows per block of the fixed-width path (its working set stays in cache)
+_THREADS = min(4, os.cpu_count() or 1)
+_BATCH = 1 << 20  # rows of a chunked input converted (copied) at a time
 
 
 def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
@@ -29,11 +34,26 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndar
     Returns:
         A uint64 array, one hash per value; stable across versions and machines.
     """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
+    if isinstance(values, pa.ChunkedArray):  # in batches of ~_BATCH rows: one batch copied at a time
+        batches: list[pa.Array] = []
+        parts: list[np.ndarray] = []
+        rows = 0
+        for chunk in [*values.chunks, None]:
+            if chunk is None or (rows >= _BATCH and batches):
+                if batches:
+                    parts.append(_hash_array(pa.chunked_array(batches, values.type).combine_chunks(), h0))
+                batches, rows = [], 0
+            if chunk is not None:
+                batches.append(chunk)
+                rows += len(chunk)
+        return np.concatenate(parts) if parts else np.full(0, h0, dtype=np.uint64)
+    return _hash_array(values, h0)
+
+
+def _hash_array(values: pa.Array, h0: int) -> np.ndarray:
     values = values.cast(pa.large_string())
     n = len(values)
-    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
     if n == 0:
         return np.full(0, h0, dtype=np.uint64)
     bufs = values.buffers()
@@ -58,24 +78,35 @@ def _fnv_bytes(h: int, raw: bytes) -> int:
 
 def _fixed_width(mat: np.ndarray, h0: int) -> np.ndarray:
     """Strings of one width (e.g. zero-padded ids): leading bytes shared by all are hashed once,
-    the rest column by column in cache-sized chunks."""
+    the rest column by column in cache-sized chunks, on up to `_THREADS` threads (NumPy's loops
+    release the GIL)."""
     n, width = mat.shape
     lead = 0
     while lead < width and bool((mat[:, lead] == mat[0, lead]).all()):
         lead += 1
     h0 = _fnv_bytes(h0, mat[0, :lead].tobytes())
     out = np.empty(n, dtype=np.uint64)
-    prime = np.uint64(FNV_PRIME)
-    with np.errstate(over="ignore"):
-        for a in range(0, n, _CHUNK):
-            h = out[a : a + _CHUNK]
-            h.fill(h0)
-            block = mat[a : a + _CHUNK]
-            for j in range(lead, width):
-                np.bitwise_xor(h, block[:, j], out=h, casting="unsafe")
-                np.multiply(h, prime, out=h)
-            _splitmix_final_inplace(h)
+    blocks = range(0, n, _CHUNK)
+    threads = min(_THREADS, len(blocks))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda a: _fixed_block(mat, out, a, lead, h0), blocks))
+    else:
+        for a in blocks:
+            _fixed_block(mat, out, a, lead, h0)
     return out
+
+
+def _fixed_block(mat: np.ndarray, out: np.ndarray, a: int, lead: int, h0: int) -> None:
+    prime = np.uint64(FNV_PRIME)
+    h = out[a : a + _CHUNK]
+    h.fill(h0)
+    block = mat[a : a + _CHUNK]
+    with np.errstate(over="ignore"):
+        for j in range(lead, mat.shape[1]):
+            np.bitwise_xor(h, block[:, j], out=h, casting="unsafe")
+            np.multiply(h, prime, out=h)
+    _splitmix_final_inplace(h)
 
 
 def _variable_width(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, h0: int) -> np.ndarray:

@@ -1,0 +1,122 @@
+"""Curation through the optimized catalog's sidecars (robodata.catalog.sidecar, robodata.curate.keyscan)
+selects exactly the rows the plain scan selects: after `optimize`, after merges that leave files
+without sidecars, and when a sidecar is stale or altered (it is then not used)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from robodata.catalog import sidecar, synthetic
+from robodata.catalog.maintenance import OptimizeConfig, optimize, write_sidecars
+from robodata.catalog.table import Catalog
+from robodata.curate.select import evaluate, select
+from robodata.curate.spec import spec_from_dict
+from tests.core.test_curate_golden import SPECS, golden_catalog
+
+NAMES = ["fold_days", "fold_full", "quality_only", "sites_budget", "only_listed"]
+
+
+def _plain(catalog: Catalog, name: str) -> pl.DataFrame:
+    """The reference: the same spec over `pl.scan_delta` of the same version (no addresses, no sidecars)."""
+    rows, _ = evaluate(spec_from_dict(SPECS[name]), pl.scan_delta(catalog.table()))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def optimized(tmp_path_factory) -> Catalog:
+    cat = golden_catalog(tmp_path_factory.mktemp("sidecar") / "catalog")
+    metrics = optimize(cat, None, OptimizeConfig(row_group_rows=1024))
+    assert metrics["sidecarsWritten"] == metrics["numFilesAdded"] > 0
+    return cat
+
+
+@pytest.fixture
+def counted_takes(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = sidecar.take
+
+    def take(car, positions):
+        calls.append(len(positions))
+        return real(car, positions)
+
+    monkeypatch.setattr(sidecar, "take", take)
+    return calls
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sidecars_give_the_rows_of_the_plain_scan(optimized, counted_takes, name):
+    got = select(spec_from_dict(SPECS[name]), optimized).rows
+    assert got.equals(_plain(optimized, name))
+    budgeted = "budget" in SPECS[name]
+    assert (sum(counted_takes) == got.height) if budgeted else not counted_takes
+
+
+def test_files_a_merge_wrote_after_optimize_are_read_from_parquet(tmp_path, counted_takes):
+    cat = golden_catalog(tmp_path / "catalog")
+    optimize(cat)
+    shape = synthetic.FleetShape(rows_per_day=500, batch_size=700)
+    changed = pl.DataFrame(synthetic.rows(shape, 5800, 400)).with_columns(quality_score=pl.lit(0.99, pl.Float32))
+    cat.merge(changed.to_arrow())  # rewrites the last day's file (no sidecar) and adds a new day
+    for name in NAMES:
+        assert select(spec_from_dict(SPECS[name]), cat).rows.equals(_plain(cat, name)), name
+    assert counted_takes  # the days optimize wrote still come from their sidecars
+
+
+def test_an_altered_or_stale_sidecar_is_not_used(tmp_path):
+    cat = golden_catalog(tmp_path / "catalog")
+    optimize(cat)
+    folder = Path(cat.uri) / sidecar.SIDECAR_DIR
+    cars = sorted(folder.glob("*.arrow"))
+    assert len(cars) >= 3
+    shutil.copyfile(cars[1], cars[0])  # another file's rows under this file's name
+    cars[2].rename(cars[2].with_name(cars[2].name.replace("~", "~1", 1)))  # a size that is not the file's
+    for name in NAMES:
+        assert select(spec_from_dict(SPECS[name]), cat).rows.equals(_plain(cat, name)), name
+
+
+def test_sidecar_facts_follow_the_rows(tmp_path):
+    shape = synthetic.FleetShape(rows_per_day=50, batch_size=50)
+    rows = pl.DataFrame(synthetic.rows(shape, 0, 100))
+    i = pl.int_range(pl.len())
+    rows = rows.with_columns(  # day 1: one row without a container; day 2: one failed check
+        uri=pl.when(i == 3).then(pl.lit("")).otherwise(pl.col("uri")),
+        qc_failed=pl.when(i == 60).then(pl.lit(["clock"])).otherwise(pl.col("qc_failed")),
+    )
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.backfill(rows.to_arrow())
+    optimize(cat)
+    facts = {car.path.name.split("%2F")[0]: (car.loadable, car.no_failed_checks) for car in _all(cat)}
+    assert facts == {"day%3D2024-01-01": (False, True), "day%3D2024-01-02": (True, False)}
+    spec = spec_from_dict({"version": 1, "name": "all", "budget": {"total_hours": 1000}})
+    got = select(spec, cat).rows
+    assert got.height == 98 and "ep-0000000003" not in got["episode_id"] and "ep-0000000060" not in got["episode_id"]
+
+
+def _all(cat: Catalog) -> list[sidecar.Sidecar]:
+    actions = cat.table().get_add_actions(flatten=True)
+    files = list(
+        zip(
+            actions.column("path").to_pylist(),
+            actions.column("size_bytes").to_pylist(),
+            actions.column("num_records").to_pylist(),
+            strict=True,
+        )
+    )
+    return list(sidecar.find(cat.uri, files).values())
+
+
+def test_sidecars_of_vacuumed_files_are_removed_and_live_files_keep_theirs(tmp_path):
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.backfill(synthetic.rows(synthetic.FleetShape(rows_per_day=50, batch_size=50), 0, 100))
+    optimize(cat)
+    optimize(cat)  # rewrites both days: the first run's files leave the table, still on disk
+    folder = Path(cat.uri) / sidecar.SIDECAR_DIR
+    assert len(list(folder.glob("*.arrow"))) == 4
+    assert write_sidecars(cat.table()) == (0, 0)  # older versions still read those files: kept
+    cat.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert write_sidecars(cat.table()) == (0, 2)
+    assert len(_all(cat)) == len(list(folder.glob("*.arrow"))) == 2
