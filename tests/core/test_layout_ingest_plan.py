@@ -58,6 +58,8 @@ def test_advise_refuses_no_source_or_two_inputs(land, tmp_path):
     assert res.exit_code == 2 and "nothing" in res.output
     res = CliRunner().invoke(app, ["advise", "vla", "--source", str(land), "-e", str(tmp_path / "x.rdep")])
     assert res.exit_code == 2 and "exactly one" in res.output
+    res = CliRunner().invoke(app, ["advise", "vla", "--source", str(land), "--key-map", str(tmp_path / "km.yaml")])
+    assert res.exit_code == 2 and "km.yaml" in res.output  # importer options are checked as ingest checks them
 
 
 def test_ingest_with_plan_writes_the_plans_layout_once(land, plan_path, tmp_path):

@@ -26,6 +26,9 @@ def advise_cmd(
         help="sample recordings (a landing zone or items in one, any importer's): converted once near-lossless, "
         "so the quality floor is measured against source frames (for new data; -e for data already stored)",
     ),
+    topics: str = typer.Option("", "--topics", help="--source: YAML topic rules for MCAP / bags (as ingest)"),
+    msgs: str = typer.Option("", "--msgs", help="--source: .msg / .idl definitions the bags do not embed"),
+    key_map: str = typer.Option("", "--key-map", help="--source: YAML key maps for HDF5 / Zarr / RLDS"),
     catalog: str | None = typer.Option(None, help="sample episodes from this Delta catalog instead"),
     sample: int = typer.Option(4, help="episodes to sample from the catalog or the --source items"),
     config: Path | None = typer.Option(None, help="AdvisorConfig YAML"),
@@ -58,7 +61,10 @@ def advise_cmd(
             )
         if source:
             console.print(f"[dim]converting --source recordings near-lossless into {scratch.name}[/dim]")
-            uris, reference = convert_sources(source, scratch.name, sample, cfg.seed)
+            from robodata.ingest.settings import IngestSettings
+
+            opts = IngestSettings(topics_file=topics, msgs=msgs, key_map=key_map).import_options
+            uris, reference = convert_sources(source, scratch.name, sample, cfg.seed, options=opts)
         else:
             uris = sample_catalog(catalog, sample, cfg.seed) if catalog else expand_episodes(episodes)
             reference = containers_reference(uris)
