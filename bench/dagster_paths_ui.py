@@ -66,7 +66,7 @@ def _wait_up(base: str, proc: subprocess.Popen, timeout_s: float = 180) -> bool:
 def pages(n_batches: int) -> list[tuple[str, str, list[str], str]]:
     """(name, path, text the page must show, what to do then: "" / "history" / "images")."""
     return [
-        ("asset_graph", "/asset-groups", ["Global asset lineage", "ingest", "curation", "train", "layout"], False),
+        ("asset_graph", "/asset-groups", ["Global asset lineage", "ingest", "curation", "train", "layout"], ""),
         (
             "partitions",
             "/assets/episodes?view=partitions",
