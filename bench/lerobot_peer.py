@@ -1,4 +1,4 @@
-"""LeRobot as a real peer: the real LeRobotDataset (lerobot 0.4.4, in a venv of its own) against
+"""LeRobot as a real peer: the real LeRobotDataset (lerobot 0.6.1, in a venv of its own) against
 PatternDataset on the same episodes, the same samples and the same tensors out.
 
     python -m bench.lerobot_peer --quick     # --smoke: tiny sizes, same keys (needs the peer venv too)
@@ -6,7 +6,10 @@ PatternDataset on the same episodes, the same samples and the same tensors out.
 1. The peer venv (bench/lerobot_peer_venv.py; created once, several minutes, ~8 GB).
 2. LeRobot writes the episodes with its own writer and encoder defaults (AV1, g=2, crf 30):
    a v3.0 dataset and the same episodes as v2.1 (bench/lerobot_peer_side.py write).
-3. Our importer (robodata.ingest.importers.lerobot) turns both into containers.
+3. Our importer (robodata.ingest.importers.lerobot) turns both into containers: the ingestion
+   default, and per pattern the prescribed layout (bench/lerobot_peer_layouts.py: advise --source
+   over LeRobot's episodes, then the import straight into the plan; --relayout: advise -e + relayout
+   of the default, agreement and bytes only).
 4. Interleaved rounds, one process per measurement, LeRobot and robodata taking turns (medians):
    samples/s for VLA and WAM at 0 and 2 workers, batch 8, over the same index list in the same
    (block-shuffled) order; first-batch latency (dataset construction included); peak RSS.
@@ -77,8 +80,8 @@ BLOCK = {"vla": 8, "wam": 8}
 # Frame modes, like for like: LeRobot return_uint8=True (uint8 (T, 3, H, W)) vs our "uint8_chw";
 # LeRobot's default float32 (T, 3, H, W) in [0, 1] vs our "float32".
 MODES = {"uint8": "uint8_chw", "float32": "float32"}
-OURS = ("default", "advised")  # our layouts: the ingest default, advise + relayout for the pattern
-PRESCRIBED = "advised"  # docs/layout.md: the pattern's layout is the one `robodata advise` derives
+OURS = ("default", "advised")  # our layouts: the ingest default, advise --source + ingest --plan
+PRESCRIBED = "advised"  # docs/layout.md: new data of a known pattern is ingested in the advised plan
 
 
 def log(msg: str) -> None:
@@ -210,20 +213,29 @@ def summarize(got: dict) -> dict:
     return out
 
 
-def build_layouts(work: Path, v3: Path, cams, log_) -> tuple[list[Path], dict[str, list[Path]], dict]:
-    """Our default import of LeRobot's v3.0 set, and per pattern its advise + relayout copy."""
+def build_layouts(work: Path, v3: Path, cams, log_, relayout: bool) -> tuple[list[Path], dict, dict, dict]:
+    """Our default import of LeRobot's v3.0 set; per pattern, the prescribed layout (advise --source
+    over LeRobot's episodes, then our importer straight into the plan: one encode); with `relayout`,
+    also advise -e over the default containers + relayout (a second encode), for agreement and bytes."""
     default = import_dataset(v3, work / "ours-default" / "v3.0", DEFAULT_VIDEO)
-    advised, plans = {}, {}
+    advised, plans, relaid_ = {}, {}, {}
     for name, (pat, _) in patterns(cams).items():
-        plan = advise_plan(pat, default, work / f"plan-{name}.json", log_)
-        advised[name] = relaid(plan, default, work / f"ours-advised-{name}")
+        plan = advise_plan(pat, [v3], work / f"plan-{name}-source.json", log_, source=True)
+        advised[name] = import_dataset(v3, work / f"ours-advised-{name}", DEFAULT_VIDEO, plan=plan)
         plans[name] = plan
-        log_(f"advised layout for {name}: {describe(advised[name])}")
-    return default, advised, plans
+        log_(f"advised layout for {name} (ingest --plan): {describe(advised[name])}")
+        if relayout:
+            rplan = advise_plan(pat, default, work / f"plan-{name}-containers.json", log_)
+            relaid_[name] = (rplan, relaid(rplan, default, work / f"ours-relaid-{name}"))
+            log_(f"relaid layout for {name}: {describe(relaid_[name][1])}")
+    return default, advised, plans, relaid_
 
 
 def _options(ap) -> None:
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds (0: the size's default)")
+    ap.add_argument(
+        "--relayout", action="store_true", help="also advise -e over the default + relayout: agreement and bytes"
+    )
 
 
 def main() -> None:
@@ -247,7 +259,7 @@ def main() -> None:
         (lr / "done.json").write_text(json.dumps(run_json(cmd, log)))
     v3, v21 = lr / "v3.0", lr / "v2.1"
     t_imp = time.perf_counter()
-    default, advised, plans = build_layouts(work, v3, cams, log)
+    default, advised, plans, relaid_ = build_layouts(work, v3, cams, log, args.relayout)
     ours21 = import_dataset(v21, work / "ours-default" / "v2.1", DEFAULT_VIDEO)
     import_s = time.perf_counter() - t_imp
     man = manifest_table(default)
@@ -256,6 +268,10 @@ def main() -> None:
     manifests["advised"] = {
         n: write_manifest_file(manifest_table(p), work / f"ours-advised-{n}.manifest.parquet")
         for n, p in advised.items()
+    }
+    manifests["relaid"] = {
+        n: write_manifest_file(manifest_table(p), work / f"ours-relaid-{n}.manifest.parquet")
+        for n, (_, p) in relaid_.items()
     }
     specs = write_specs(work, man, v3, cams, size, n_agree)
     log(f"data ready in {time.perf_counter() - t0:.0f} s; agreement, export, then {rounds} rounds")
@@ -267,7 +283,7 @@ def main() -> None:
             [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
             log,
         )
-        for lay in OURS:
+        for lay in (*OURS, "relaid") if relaid_ else OURS:
             a_us = work / (f"{name}_agree_ours.npz" if lay == "default" else f"{name}_agree_ours_{lay}.npz")
             a_us.exists() or run_json(
                 [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
@@ -294,7 +310,10 @@ def main() -> None:
     for name, paths in advised.items():
         d = describe(paths)
         result["layout"]["advised"][name].update(
-            d, plan=plans[name].chosen, bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3)
+            d,
+            plan=plans[name].chosen,
+            quality_reference=plans[name].quality_reference.get("measured_against", ""),
+            bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3),
         )
     rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("lerobot", *OURS)}
     result.update(
@@ -326,7 +345,17 @@ def main() -> None:
             **exports,
         }
     )
-    # the prescribed layout of each pattern (advise + relayout) against LeRobot's v3.0 files
+    if relaid_:  # advise -e over the default containers + relayout: a second encode from the source
+        result["layout"]["relaid"] = {}
+        for name, (rplan, paths) in relaid_.items():
+            d = describe(paths)
+            result["layout"]["relaid"][name] = dict(
+                d,
+                plan=rplan.chosen,
+                bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3),
+                agreement=agree[(name, "relaid")],
+            )
+    # the prescribed layout of each pattern (advise --source + ingest --plan) against LeRobot's v3.0 files
     result["bytes_vs_lerobot"] = max(result["layout"]["advised"][n]["bytes_vs_lerobot"] for n in ("vla", "wam"))
     emit(result)
 

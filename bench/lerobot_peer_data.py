@@ -25,10 +25,12 @@ from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
 from robodata.ingest.importers.lerobot import dataset_episodes
+from robodata.layout.plan import LayoutPlan
 
 
-def import_dataset(src: Path, out: Path, video: VideoSettings) -> list[Path]:
-    """Every episode of the LeRobot dataset at `src` as `out/<episode>.rdep` (kept when done)."""
+def import_dataset(src: Path, out: Path, video: VideoSettings, plan: LayoutPlan | None = None) -> list[Path]:
+    """Every episode of the LeRobot dataset at `src` as `out/<episode>.rdep` (kept when done); with
+    a plan, in its layout (what `robodata ingest --plan` writes), else the default with `video`."""
     kind = f"lerobot-{json.loads((src / 'meta' / 'info.json').read_text())['codebase_version']}"
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -36,7 +38,7 @@ def import_dataset(src: Path, out: Path, video: VideoSettings) -> list[Path]:
         dst = out / f"ep{ep.index:06d}.rdep"
         if not dst.exists():
             raw = open_raw(f"{src}#{ep.index}", kind)
-            convert(raw, aligned_tracks(raw), dst, video=video)
+            convert(raw, aligned_tracks(raw), dst, video=video, plan=plan)
         paths.append(dst)
     return paths
 

@@ -2,10 +2,14 @@
 
 - default: what `robodata ingest` writes (IngestSettings().video: the ingestion default,
   H.264 GOP 30, CRF 23, no B-frames), here through our LeRobot importer;
-- advised: `robodata advise PATTERN.json -e <the default containers> --quick --out plan.json`
-  for the pattern, then each container re-laid into the plan's layout by the relayout job's own
-  per-episode step (robodata.layout.rewrite.rewrite: written beside the old object, reopened
-  and verified). The relayout CLI itself needs a catalog, which this bench does not build.
+- advised (docs/layout.md, new data of a known read pattern): `robodata advise PATTERN.json
+  --source <LeRobot's dataset> --quick --out plan.json` (the sample converted near-lossless, so the
+  quality floor is measured against source frames), then our LeRobot importer converts the source
+  episodes straight into the plan's layout (robodata.ingest.convert.convert(plan=...), what
+  `robodata ingest --plan plan.json` runs per episode): one encode from the source;
+- relaid (data already stored; `--relayout`, agreement and bytes only): `robodata advise -e <the
+  default containers>`, each container re-laid by the relayout job's per-episode step
+  (robodata.layout.rewrite.rewrite). A second encode: its losses add to the default's.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ def describe(paths: list[Path]) -> dict:
     return {**enc, "chunk_span_s": span, "bytes": sum(p.stat().st_size for p in paths)}
 
 
-def advise_plan(pattern: ReadPattern, episodes: list[Path], out: Path, log: Callable[[str], None]) -> LayoutPlan:
-    """`robodata advise` for `pattern` over `episodes`, as a user runs it (--quick)."""
+def advise_plan(
+    pattern: ReadPattern, episodes: list[Path], out: Path, log: Callable[[str], None], source: bool = False
+) -> LayoutPlan:
+    """`robodata advise` for `pattern` over `episodes` (containers, or with `source` recordings
+    any importer reads: --source), as a user runs it (--quick)."""
     if not out.exists():
         spec = out.with_suffix(".pattern.json")
         spec.write_text(json.dumps(asdict(pattern)))
@@ -48,7 +55,7 @@ def advise_plan(pattern: ReadPattern, episodes: list[Path], out: Path, log: Call
         cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "robodata.cli"]
         cmd += ["advise", str(spec), "--quick", "--out", str(out)]
         for p in episodes:
-            cmd += ["-e", str(p)]
+            cmd += ["--source" if source else "-e", str(p)]
         log(" ".join(cmd[:4]) + " ...")
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode or not out.exists():

@@ -92,6 +92,11 @@ class IngestResource(dg.ConfigurableResource):
     qc: QCConfig = QCConfig()
     align: AlignConfig = AlignConfig()
     visual_frames: int = 6
+    plan: str = Field(
+        default="",
+        description="LayoutPlan JSON (`robodata advise --out`), readable by every worker: episodes "
+        "are written in its layout instead of `video`",
+    )
     bulk: bool = False
 
     def root_uri(self) -> str:

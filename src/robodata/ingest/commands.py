@@ -76,9 +76,13 @@ def ingest_cmd(
     topics: str = typer.Option("", "--topics", help="YAML topic rules for MCAP / bags (docs/ingestion.md)"),
     msgs: str = typer.Option("", "--msgs", help="folder of .msg / .idl definitions the bags do not embed"),
     key_map: str = typer.Option("", "--key-map", help="YAML key maps for HDF5 / Zarr / RLDS layouts"),
+    plan: str = typer.Option(
+        "", "--plan", help="LayoutPlan JSON (`robodata advise --source ... --out`): write episodes in its layout"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
-    """Ingest everything complete in a landing zone as one batch, without Dagster."""
+    """Ingest everything complete in a landing zone as one batch, without Dagster. With --plan the
+    containers are written in the plan's layout (one encode), not the ingestion default."""
     import json
     import time
 
@@ -89,7 +93,7 @@ def ingest_cmd(
     from robodata.ingest.tables import IngestPaths, check_batch
 
     try:
-        settings = IngestSettings(root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map)
+        settings = IngestSettings(root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map, plan=plan)
         name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
     except RobodataError as exc:
         raise typer.BadParameter(str(exc)) from None

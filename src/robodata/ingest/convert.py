@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec
+from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, TopicGroup
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
+
+if TYPE_CHECKING:
+    from robodata.layout.plan import LayoutPlan
 
 
 @dataclass
@@ -66,15 +70,36 @@ def layout_for(raw: RawEpisode, video: VideoSettings | None = None) -> Layout:
     )
 
 
+def planned_layout(plan: LayoutPlan, meta: EpisodeMeta, video: VideoSettings | None = None) -> Layout:
+    """The plan's layout for this episode's streams; `video.threads` (how many encoder threads,
+    not part of the layout's identity) carries over to the plan's camera groups."""
+    layout = plan.layout_for(meta)
+    if video is None:
+        return layout
+    return Layout(
+        groups=tuple(
+            TopicGroup(g.name, g.streams, g.chunk_span_s, replace(g.video, threads=video.threads) if g.video else None)
+            for g in layout.groups
+        )
+    )
+
+
 def convert(
-    raw: RawEpisode, al: AlignedTracks, out_path: str | os.PathLike[str], video: VideoSettings | None = None
+    raw: RawEpisode,
+    al: AlignedTracks,
+    out_path: str | os.PathLike[str],
+    video: VideoSettings | None = None,
+    plan: LayoutPlan | None = None,
 ) -> Converted:
-    """Decode, align and encode into out_path (via `.partial` + rename: never a half container)."""
+    """Decode, align and encode into out_path (via `.partial` + rename: never a half container).
+
+    With a `plan` (robodata.layout.plan.LayoutPlan) the episode is written in the plan's layout
+    (one encode from the source, no relayout later); otherwise in the ingestion default with `video`."""
     if raw.frames is None:
         raise RawEpisodeError(f"{raw.uri}: importer gave no frame source")
     started = time.perf_counter()
     meta = episode_meta(raw, al)
-    layout = layout_for(raw, video)
+    layout = planned_layout(plan, meta, video) if plan is not None else layout_for(raw, video)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
@@ -10,6 +11,17 @@ from robodata.ingest.align import AlignConfig
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule, load_topics
+from robodata.layout.plan import LayoutPlan
+
+
+@lru_cache(maxsize=8)
+def load_plan(path: str) -> LayoutPlan:
+    """A LayoutPlan file (local or s3://, credentials from the AWS_* variables), loaded once per
+    process; ConfigError naming the file when it does not load."""
+    from robodata.storage import StorageLocation, objects
+
+    opts = StorageLocation.from_env(path).fsspec_options() if objects.is_remote(path) else None
+    return LayoutPlan.load(path, opts)
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,7 @@ class IngestSettings:
     qc: QCSelection = field(default_factory=QCSelection)
     align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
+    plan: str = ""  # LayoutPlan JSON (`robodata advise --out`): episodes are written in its layout, not `video`
 
     def __post_init__(self) -> None:
         require(bool(self.root), "root must be set")
@@ -40,6 +53,8 @@ class IngestSettings:
             from robodata.ingest.importers.keymap import load_key_maps
 
             load_key_maps(self.key_map)
+        if self.plan:
+            self.layout_plan  # noqa: B018 - a plan that does not load fails here, naming the file
 
     def for_bulk(self, workers: int) -> IngestSettings:
         """These settings for throughput: `workers` conversion processes (one a core), each reading,
@@ -52,6 +67,11 @@ class IngestSettings:
     def topic_map(self) -> TopicMap:
         from_file = load_topics(self.topics_file) if self.topics_file else ()
         return TopicMap(from_file + tuple(self.topics) + TopicMap.default().rules, self.unknown_topics)
+
+    @property
+    def layout_plan(self) -> LayoutPlan | None:
+        """The plan episodes are written in (None: the ingestion default, `video`)."""
+        return load_plan(self.plan) if self.plan else None
 
     @property
     def import_options(self) -> ImportOptions:

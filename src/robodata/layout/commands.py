@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from pathlib import Path
 
 import typer
@@ -18,15 +19,26 @@ def register(app: typer.Typer) -> None:
 def advise_cmd(
     pattern: str = typer.Argument(..., help="read pattern: preset (wam, vla) or a YAML/JSON ReadPattern file"),
     episodes: list[str] = typer.Option([], "--episodes", "-e", help="sample containers (paths, dirs, globs, URLs)"),
+    source: list[str] = typer.Option(
+        [],
+        "--source",
+        "-s",
+        help="sample recordings (a landing zone or items in one, any importer's): converted once near-lossless, "
+        "so the quality floor is measured against source frames (for new data; -e for data already stored)",
+    ),
+    topics: str = typer.Option("", "--topics", help="--source: YAML topic rules for MCAP / bags (as ingest)"),
+    msgs: str = typer.Option("", "--msgs", help="--source: .msg / .idl definitions the bags do not embed"),
+    key_map: str = typer.Option("", "--key-map", help="--source: YAML key maps for HDF5 / Zarr / RLDS"),
     catalog: str | None = typer.Option(None, help="sample episodes from this Delta catalog instead"),
-    sample: int = typer.Option(4, help="episodes to sample from the catalog"),
+    sample: int = typer.Option(4, help="episodes to sample from the catalog or the --source items"),
     config: Path | None = typer.Option(None, help="AdvisorConfig YAML"),
     out: Path | None = typer.Option(None, help="write the LayoutPlan JSON here"),
     quick: bool = typer.Option(False, help="smaller search and fewer measurements"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Choose GOP, CRF, chunk spans, groups and cache page size for a read pattern; print the choice
-    with the predicted and measured cost of the top alternatives."""
+    with the predicted and measured cost of the top alternatives. Over --source recordings the plan
+    is for `robodata ingest --plan` (one encode); over -e / --catalog containers, for relayout."""
     from rich.console import Console
     from rich.table import Table
 
@@ -35,15 +47,27 @@ def advise_cmd(
     from robodata.layout.advisor import advise
     from robodata.layout.config import AdvisorConfig
     from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
+    from robodata.layout.sources import containers_reference, convert_sources
 
     console = Console()
+    scratch = tempfile.TemporaryDirectory(prefix="robodata-advise-")
     try:
+        if sum(map(bool, (source, episodes, catalog))) != 1:
+            raise ConfigError("advise: give exactly one of --source, --episodes/-e, --catalog")
         cfg = load_yaml(AdvisorConfig, config) if config else AdvisorConfig()
         if quick:
             cfg = dataclasses.replace(
                 cfg, samples=min(cfg.samples, 16), rounds=1, verify_top=min(cfg.verify_top, 2), measure_episodes=1
             )
-        uris = sample_catalog(catalog, sample, cfg.seed) if catalog else expand_episodes(episodes)
+        if source:
+            console.print(f"[dim]converting --source recordings near-lossless into {scratch.name}[/dim]")
+            from robodata.ingest.settings import IngestSettings
+
+            opts = IngestSettings(topics_file=topics, msgs=msgs, key_map=key_map).import_options
+            uris, reference = convert_sources(source, scratch.name, sample, cfg.seed, options=opts)
+        else:
+            uris = sample_catalog(catalog, sample, cfg.seed) if catalog else expand_episodes(episodes)
+            reference = containers_reference(uris)
         first = EpisodeReader.open(uris[0])
         pat = resolve_pattern(pattern, first.meta)
         first.close()
@@ -51,9 +75,12 @@ def advise_cmd(
 
         with progress("advise", None, "steps", quiet=quiet) as step:
             plan = advise(pat, uris, cfg, log=lambda s: console.print(f"[dim]{s}[/dim]"), progress=step)
+        plan.quality_reference = reference
     except (ConfigError, RobodataError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    finally:
+        scratch.cleanup()
     t = Table("", "alternative", "predicted ms", "measured ms", "frames dec.", "bytes/sample", "storage x")
     for a in plan.alternatives:
         t.add_row(
@@ -66,6 +93,7 @@ def advise_cmd(
             f"{a['storage_x']:.2f}",
         )
     console.print(t)
+    console.print(f"quality floor measured against: {reference['measured_against']}")
     console.print(f"chosen: [bold]{plan.chosen}[/bold]  layout_version={plan.version}  page_size={plan.page_size}")
     for g in plan.layout.groups:
         v = g.video

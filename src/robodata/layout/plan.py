@@ -21,6 +21,10 @@ class LayoutPlan:
     alternatives: list[dict[str, Any]] = field(default_factory=list)  # label, predicted, measured, storage
     chosen: str = ""  # label of the chosen alternative
     calibration: dict[str, Any] = field(default_factory=dict)
+    # what the quality floor (AdvisorConfig.min_psnr_db) was measured against: "source" (frames
+    # from the recordings, robodata.layout.sources) or "containers" (frames of stored containers:
+    # already one encode from the source, so losses vs the source add up on re-encoding)
+    quality_reference: dict[str, Any] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
@@ -56,6 +60,7 @@ class LayoutPlan:
             "alternatives": self.alternatives,
             "chosen": self.chosen,
             "calibration": self.calibration,
+            "quality_reference": self.quality_reference,
         }
 
     @classmethod
@@ -68,8 +73,9 @@ class LayoutPlan:
                 alternatives=list(d.get("alternatives", [])),
                 chosen=d.get("chosen", ""),
                 calibration=dict(d.get("calibration", {})),
+                quality_reference=dict(d.get("quality_reference", {})),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"not a layout plan: {exc}") from exc
 
     def save(self, path: str | Path, storage_options: dict[str, Any] | None = None) -> None:
@@ -83,11 +89,17 @@ class LayoutPlan:
         from robodata.storage import objects
 
         try:
-            return cls.from_dict(json.loads(objects.read_bytes(str(path), storage_options)))
+            data = json.loads(objects.read_bytes(str(path), storage_options))
         except FileNotFoundError:
             raise ConfigError(f"layout plan not found: {path}") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: invalid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: not a layout plan: a JSON object is expected, got {type(data).__name__}")
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
 
 
 def _fresh(name: str, taken: set[str]) -> str:
