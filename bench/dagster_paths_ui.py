@@ -122,8 +122,8 @@ def ui_pages(u: Any, web: tuple[subprocess.Popen, str] | None = None, n_batches:
                         page.wait_for_text(["Execution history"], timeout_s=60, absent=("Loading...",))
                         page.call("Runtime.evaluate", expression=HISTORY_TAB, returnByValue=True)
                     page.wait_for_text(needles, timeout_s=60, absent=ERROR_BANNERS)
-                    if then == "images" and not (images := _wait_images(page)):
-                        raise BrowserError(f"no decoded preview image on {path} ({images})")
+                    if then == "images" and not _wait_images(page):
+                        raise BrowserError(f"no decoded preview image on {path}")
                     ok += 1
                 except BrowserError as exc:
                     failed[name] = str(exc)[:600]

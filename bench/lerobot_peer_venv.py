@@ -40,7 +40,7 @@ def _run(cmd: list[str], log: Callable[[str], None]) -> None:
 def _runs(python: str) -> bool:
     try:
         return subprocess.run([python, "-c", "import venv"], capture_output=True, timeout=60).returncode == 0
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return False
 
 

@@ -92,3 +92,25 @@ def test_a_recording_without_a_definition_never_borrows_another_recordings(tmp_p
     stripped = write_ros2(tmp_path / "stripped", WIDE, strip=True)
     with pytest.raises(RawEpisodeError, match=f"message type '{TYPE}' is unknown.*--msgs"):
         _values(stripped)
+
+
+def test_past_the_bound_recordings_get_stores_of_their_own_and_still_decode(tmp_path, monkeypatch):
+    """The shared store stops taking recordings' types at MAX_EMBEDDED: a long-lived process fed
+    recordings that each define new types does not grow it, and they still decode."""
+    from robodata.ingest.importers import typestores
+
+    sh = shared("ros1")
+    monkeypatch.setattr(typestores, "MAX_EMBEDDED", len(sh.embedded))
+    held = set(sh.store.types)
+    other = "acme_probe/msg/Bounded"
+    bag = tmp_path / "bounded.bag"
+    from rosbags.rosbag1 import Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS1_NOETIC)
+    store.register(get_types_from_msg(NARROW, other))
+    with Writer(bag) as w:
+        conn = w.add_connection("/probe", other, typestore=store)
+        w.write(conn, 1_000, store.serialize_ros1(store.types[other](value=4.5), other))
+    assert _values(bag) == [(4.5, None)]
+    assert set(sh.store.types) == held

@@ -67,9 +67,7 @@ class _Cdr:
     def _define(self, name: str, text: str, path: Path, topic: str) -> None:
         from rosbags.typesys import get_types_from_msg
 
-        def parse(name: str = name, text: str = text) -> dict:
-            return get_types_from_msg(text, name)
-
+        parse = partial(get_types_from_msg, text, name)
         verdict = (
             define_private(self.store, name, text, parse) if self.private else self.shared.ensure(name, text, parse)
         )

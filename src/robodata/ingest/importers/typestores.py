@@ -10,7 +10,8 @@ Sharing must never change what a message decodes to:
   private store (the recording's own text for it is not used);
 - a type a recording defines is registered with its definition text; a later recording that
   defines the same name differently (another robot's message version), or whose definition
-  clashes with one registered earlier, gets a private store of its own.
+  clashes with one registered earlier, gets a private store of its own, as does every recording
+  once MAX_EMBEDDED types came from recordings.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any, Literal
 Ros = Literal["ros1", "ros2"]
 Verdict = Literal["ok", "conflict", "unknown"]
 NESTED = "nested:"  # marks a type registered as part of another type's definition text
+# types recordings may add to a shared store: a long-lived process fed recordings that each define
+# new type names (hostile, or a fleet of one-off vendor packages) must not grow without bound
+MAX_EMBEDDED = 2048
 
 
 def new_store(ros: Ros, msgs: str = "") -> Any:
@@ -58,6 +62,8 @@ class SharedStore:
                 return "unknown" if not text else "conflict"
             if not text:
                 return "unknown"
+            if len(self.embedded) >= MAX_EMBEDDED:  # recordings that each bring new types: stores of their own
+                return "conflict"
             before = set(self.store.types)
             try:
                 self.store.register(parse())
