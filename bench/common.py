@@ -16,9 +16,24 @@ BENCH_DIR = Path(".bench")
 
 
 def peak_rss_mb(include_children: bool = True) -> float:
-    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Peak RSS in MB of this process (and of its waited-for children).
+
+    This process's own peak is read from /proc/self/status (VmHWM) where there is one:
+    getrusage's ru_maxrss survives exec on Linux, so a bench child started by a parent
+    that had grown large (e.g. while generating a catalog) would report the parent's peak."""
+    self_kb = _own_peak_kb()
     kids_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if include_children else 0
     return round(max(self_kb, kids_kb) / 1024, 1)
+
+
+def _own_peak_kb() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 @contextmanager
