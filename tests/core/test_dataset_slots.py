@@ -117,8 +117,11 @@ def test_slot_pool_claims_only_free_slots_and_gives_back_a_failed_one():
     leases = Leases(workers=1, slots=2)
     pool = SlotPool(leases.table, worker=0)
     assert pool.claim().slot == -1  # no batch size known yet: fresh memory
-    pool.grow(1024)
+    pool.grow(1024)  # after the first batch: every slot is made at once, not by later batches
+    made = [st.data_ptr() for st in pool.storages if st is not None and st.nbytes() >= 1024]
+    assert len(made) == 2
     a, b = pool.claim(), pool.claim()
+    assert [a.storage.data_ptr(), b.storage.data_ptr()] == made
     assert (a.slot, b.slot) == (0, 1) and leases.table[0].tolist() == [BUSY, BUSY]
     assert a.storage.nbytes() >= 1024
     assert pool.claim().slot == -1  # all busy: fresh memory, no waiting
@@ -195,3 +198,23 @@ def test_float32_frames_are_the_uint8_frames_in_lerobot_layout_and_scale(ds):
         torch.testing.assert_close(chw[cam], ref[cam].permute(0, 1, 4, 2, 3), rtol=0, atol=0)
     with pytest.raises(Exception, match="frames must be one of"):
         DatasetConfig(frames="float16")
+
+
+def test_without_workers_batches_reuse_buffers_and_a_kept_batch_stays_intact(ds):
+    ref = _reference(ds)
+    cfg = LoaderConfig(**dict(SLOTS, num_workers=0))
+    loader = PatternLoader(ds, _sampler(ds), cfg)
+    ptrs = []
+    for b, r in zip(loader, ref, strict=True):
+        _same(b, r)
+        ptrs.append(b["cam_left"].untyped_storage().data_ptr())
+    stats = loader.slot_stats
+    assert stats["fresh_batches"] == 1 and stats["slot_batches"] == len(ref) - 1  # only the first is fresh
+    assert len(set(ptrs[1:])) == cfg.slots == 2  # the batch in hand and the next one
+    loader = PatternLoader(ds, _sampler(ds), cfg)
+    kept = list(loader)  # every batch kept: none may be overwritten by a later one
+    for b, r in zip(kept, ref, strict=True):
+        _same(b, r)
+    assert loader.slot_stats["slot_batches"] <= 2
+    off = PatternLoader(ds, _sampler(ds), LoaderConfig(**dict(SLOTS, num_workers=0, batch_slots=0)))
+    assert sum(1 for _ in off) == len(ref) and off.slot_stats == {"slot_batches": 0, "fresh_batches": 0}

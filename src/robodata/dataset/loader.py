@@ -24,7 +24,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.dataset.dataset import PatternDataset
-from robodata.dataset.ring import LARGE, Arena, Leases, SlotPool, SlotRef, large_bytes
+from robodata.dataset.ring import LARGE, Arena, Leases, LocalSlots, SlotPool, SlotRef, large_bytes
 from robodata.dataset.sampler import PatternSampler
 
 
@@ -38,7 +38,8 @@ class LoaderConfig:
     drop_last: bool = False
     timeout_s: float = 0.0  # seconds to wait for a worker's batch (0: forever); no effect without workers
     # reused shared-memory batch slots per worker; None: prefetch_factor + 1 (+ 1 more with
-    # one worker), enough for a loop that drops each batch when it takes the next; 0: off
+    # one worker), enough for a loop that drops each batch when it takes the next; without
+    # workers, private buffers in this process (None: 2, the batch in hand and the next); 0: off
     batch_slots: int | None = None
     slot_min_bytes: int = LARGE  # smaller batch tensors get their own memory per batch
 
@@ -53,10 +54,10 @@ class LoaderConfig:
 
     @property
     def slots(self) -> int:
-        if self.num_workers == 0:
-            return 0
         if self.batch_slots is not None:
             return self.batch_slots
+        if self.num_workers == 0:
+            return 2
         return self.prefetch_factor + (2 if self.num_workers == 1 else 1)
 
 
@@ -68,6 +69,7 @@ class _Batches(Dataset):
         self.dataset = dataset
         self.min_bytes = min_bytes
         self.table: torch.Tensor | None = None
+        self.local: LocalSlots | None = None  # without workers: this process's slots
         self._pool: SlotPool | None = None
         self._pid = -1
 
@@ -76,7 +78,12 @@ class _Batches(Dataset):
         if self.table is None:
             return self.dataset.batch(keys)
         if info is None:
-            return SlotRef(-1, -1, None), self.dataset.batch(keys)
+            if self.local is None:
+                return SlotRef(-1, -1, None), self.dataset.batch(keys)
+            slot = self.local.claim()
+            batch = self.dataset.batch(keys, arena=self.local.arena(slot, self.min_bytes))
+            self.local.grow(large_bytes(batch.values(), self.min_bytes))
+            return SlotRef(-1, slot, None), batch
         if self._pid != os.getpid():
             self._pool, self._pid = SlotPool(self.table, info.id), os.getpid()
         pool = self._pool
@@ -95,7 +102,7 @@ class _Batches(Dataset):
         return len(self.dataset)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None, "_pid": -1}
+        return {**self.__dict__, "_pool": None, "_pid": -1, "local": None}
 
 
 class _Draws:
@@ -169,6 +176,7 @@ class BatchLoader:
             # new worker processes start with this iteration: they get a new table
             self._leases = Leases(cfg.num_workers, cfg.slots)
             self._batches.table = self._leases.table
+            self._batches.local = LocalSlots(cfg.slots) if cfg.num_workers == 0 else None
         leases = self._leases
         try:
             for ref, batch in self._dl:

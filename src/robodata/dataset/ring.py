@@ -15,7 +15,11 @@ Protocol (a slot is never written while the trainer can still see it):
 * Worker (`SlotPool.claim`): takes a FREE slot, marks it BUSY and sends a `SlotRef`
   (worker, slot, storage) with the batch. No FREE slot: the batch gets fresh shared
   memory, as without slots (it never waits, never overwrites). If building the batch
-  fails, the slot is FREE again.
+  fails, the slot is FREE again. A worker's first batch is built in fresh memory (its
+  size is not known before); right after it, the worker makes all its slots and touches
+  their pages (`SlotPool.grow`), so no later batch pays for first-touch page faults.
+* Without workers (`LocalSlots`): the loader's own process reuses a few private buffers
+  the same way, each taken again only once nothing but the loader refers to it.
 * Main (`Leases.track`, `Leases.release`): keeps each slot's storage mapped and frees a
   slot it has handed out once nothing but the loader refers to that storage: its C++ use
   count (every tensor, view and numpy array over it holds one) and the Python refcount of
@@ -85,7 +89,7 @@ class Arena:
 
 
 class SlotPool:
-    """Worker side: this worker's slots, made on first claim once a batch size is known."""
+    """Worker side: this worker's slots, made (pages touched) once a batch size is known."""
 
     def __init__(self, table: torch.Tensor, worker: int):
         self.state = table[worker].numpy()  # a view of the shared table
@@ -105,11 +109,56 @@ class SlotPool:
         return SlotRef(self.worker, -1, None)
 
     def grow(self, nbytes: int) -> None:
-        self.need = max(self.need, nbytes)
+        """The batch just built needs `nbytes` in a slot: make every FREE slot that is missing
+        or smaller, its pages touched now (one zero fill) rather than by the next batches."""
+        if nbytes <= self.need:
+            return
+        self.need = nbytes
+        for i in range(len(self.state)):
+            st = self.storages[i]
+            if self.state[i] == FREE and (st is None or st.nbytes() < nbytes):
+                self.storages[i] = None  # the old one is unmapped before the new one is made
+                self.storages[i] = _touched(torch.UntypedStorage._new_shared(nbytes))
 
     def release(self, ref: SlotRef) -> None:
         if ref.slot >= 0:
             self.state[ref.slot] = FREE
+
+
+class LocalSlots:
+    """Batch slots of a loader without workers: private buffers in the loader's own process,
+    each reused once nothing but this object refers to it (the `Leases` check)."""
+
+    def __init__(self, slots: int):
+        self.anchors: list[torch.Tensor | None] = [None] * slots
+        self.need = 0
+        self._free = _baseline(shared=False)
+
+    def claim(self) -> int:
+        """A slot no batch refers to any more (-1: none, or no batch size known yet)."""
+        for i, anchor in enumerate(self.anchors):
+            if anchor is not None and anchor.untyped_storage().nbytes() >= self.need and _refs(anchor) == self._free:
+                return i
+        return -1
+
+    def arena(self, slot: int, min_bytes: int = LARGE) -> Arena | None:
+        anchor = self.anchors[slot] if slot >= 0 else None
+        return Arena(anchor.untyped_storage(), min_bytes) if anchor is not None else None
+
+    def grow(self, nbytes: int) -> None:
+        """As `SlotPool.grow`: make the missing or smaller slots that nothing refers to."""
+        if nbytes <= self.need:
+            return
+        self.need = nbytes
+        for i, anchor in enumerate(self.anchors):
+            if anchor is None or (anchor.untyped_storage().nbytes() < nbytes and _refs(anchor) == self._free):
+                self.anchors[i] = None
+                self.anchors[i] = torch.empty(0, dtype=torch.uint8).set_(_touched(torch.UntypedStorage(nbytes)))
+
+
+def _touched(storage: torch.UntypedStorage) -> torch.UntypedStorage:
+    torch.empty(0, dtype=torch.uint8).set_(storage).fill_(0)  # fault every page in now
+    return storage
 
 
 def _refs(anchor: torch.Tensor) -> tuple[int, int]:
@@ -117,9 +166,9 @@ def _refs(anchor: torch.Tensor) -> tuple[int, int]:
     return torch._C._storage_Use_Count(st._cdata), sys.getrefcount(st)
 
 
-def _baseline() -> tuple[int, int]:
+def _baseline(shared: bool = True) -> tuple[int, int]:
     """What `_refs` reads for a slot storage that only the loader refers to."""
-    st = torch.UntypedStorage._new_shared(ALIGN)
+    st = torch.UntypedStorage._new_shared(ALIGN) if shared else torch.UntypedStorage(ALIGN)
     anchor = torch.empty(0, dtype=torch.uint8).set_(st)
     del st
     return _refs(anchor)
@@ -139,6 +188,9 @@ class Leases:
 
     def track(self, ref: SlotRef) -> None:
         """A batch from `ref` is about to be handed to the trainer."""
+        if ref.worker < 0 and ref.slot >= 0:  # a LocalSlots slot (no workers): nothing to map
+            self.slot_batches += 1
+            return
         if ref.slot < 0 or ref.storage is None:
             self.fresh_batches += 1
             return
