@@ -37,13 +37,13 @@ def optimized(tmp_path_factory) -> Catalog:
 @pytest.fixture
 def counted_takes(monkeypatch) -> list[int]:
     calls: list[int] = []
-    real = sidecar.take
+    real = sidecar.take_many
 
-    def take(car, positions):
-        calls.append(len(positions))
-        return real(car, positions)
+    def take_many(picks, order=None):
+        calls.extend(len(positions) for _, positions in picks)
+        return real(picks, order)
 
-    monkeypatch.setattr(sidecar, "take", take)
+    monkeypatch.setattr(sidecar, "take_many", take_many)
     return calls
 
 
@@ -70,7 +70,7 @@ def test_an_altered_or_stale_sidecar_is_not_used(tmp_path):
     cat = golden_catalog(tmp_path / "catalog")
     optimize(cat)
     folder = Path(cat.uri) / sidecar.SIDECAR_DIR
-    cars = sorted(folder.glob("*.arrow"))
+    cars = sorted(folder.glob("*.rows"))
     assert len(cars) >= 3
     shutil.copyfile(cars[1], cars[0])  # another file's rows under this file's name
     cars[2].rename(cars[2].with_name(cars[2].name.replace("~", "~1", 1)))  # a size that is not the file's
@@ -115,8 +115,8 @@ def test_sidecars_of_vacuumed_files_are_removed_and_live_files_keep_theirs(tmp_p
     optimize(cat)
     optimize(cat)  # rewrites both days: the first run's files leave the table, still on disk
     folder = Path(cat.uri) / sidecar.SIDECAR_DIR
-    assert len(list(folder.glob("*.arrow"))) == 4
+    assert len(list(folder.glob("*.rows"))) == 4
     assert write_sidecars(cat.table()) == (0, 0)  # older versions still read those files: kept
     cat.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert write_sidecars(cat.table()) == (0, 2)
-    assert len(_all(cat)) == len(list(folder.glob("*.arrow"))) == 2
+    assert len(_all(cat)) == len(list(folder.glob("*.rows"))) == 2

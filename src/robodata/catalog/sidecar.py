@@ -4,11 +4,23 @@ A budgeted spec keeps a few percent of the rows that pass its filters, spread at
 day (the budget samples by a salted hash of episode_id). From Parquet, fetching their manifest
 columns means decompressing and decoding those columns for every row of every file (about 1 s of
 CPU at 5M rows, whatever the number kept). A sidecar holds the same columns of one data file
-uncompressed in an Arrow IPC file (repeated strings dictionary-encoded), so the kept rows are taken
-by position from a memory map, at a cost that follows the rows kept (about 0.1 s at 5M rows).
+*row-major*, so a kept row costs a few random reads, not one per column:
+
+* **Records**: one fixed-width record per row (the numbers, the codes of the dictionary columns
+  site/task/cameras/stream_rates_json/layout_version, a validity mask), gathered by position from
+  a memory map in one NumPy indexing per file.
+* **Strings**: episode_id and uri in Arrow's layout (offsets, bytes), taken by Arrow for the
+  picked positions only (their offsets checked first).
+* **Header** (JSON): row count, section sizes, and each dictionary column's distinct values (a
+  few per file; `cameras` as lists). Codes are per file; `take_many` maps them to one dictionary.
+
+Layout (robodata.catalog.rowpack): `MAGIC`, the header's length (u64 LE), the header, then the
+sections, each padded to 8 bytes: records, episode_id offsets, its bytes, uri offsets, its bytes.
+Column-major Arrow sidecars (format 1) cost one cache miss per row *and column* and a dozen
+Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was most of the fetch.
 
 * **One sidecar per Delta data file**, named after it: `<table>/_robodata_sidecars/<quoted data
-  file path>~<file size>~<rows>~<facts>.arrow`. Delta data files are immutable, so a sidecar never
+  file path>~<file size>~<rows>~<facts>.rows`. Delta data files are immutable, so a sidecar never
   goes stale; it is used only while its name's size and row count equal the add action's, and the
   ids it returns are checked against the ids the scan read (robodata.curate.keyscan). Delta (and its
   vacuum) ignore folders whose name starts with `_`.
@@ -16,8 +28,9 @@ by position from a memory map, at a cost that follows the rows kept (about 0.1 s
   no row has a failed QC check. Curation drops the matching terms of its predicate for that file
   (they cost a string and a list column decoded per row).
 * Written by catalog maintenance (robodata.catalog.maintenance) for the files it writes and for
-  any live file that has none; a sidecar whose data file is gone (vacuum) is removed there. Only
-  local tables (a path or file:// URI) have sidecars; elsewhere curation reads Parquet alone.
+  any live file that has none; a sidecar whose data file is gone (vacuum), and one of an older
+  format, is removed there. Only local tables (a path or file:// URI) have sidecars; elsewhere
+  curation reads Parquet alone.
 """
 
 from __future__ import annotations
@@ -35,27 +48,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from robodata.catalog import rowpack
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-FORMAT = b"robodata.sidecar.v1"
-_META_KEY = b"robodata.sidecar"
+SUFFIX = ".rows"  # format 2 (robodata.catalog.rowpack); format 1 was column-major Arrow IPC, ".arrow"
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
-_UNIQUE = ("episode_id", "uri")  # kept as plain strings; every other string is a dictionary
-_DICT = pa.dictionary(pa.int32(), pa.string())
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
-SCHEMA = pa.schema(
-    [
-        f.with_type(_DICT if f.name not in _UNIQUE else f.type)
-        if pa.types.is_string(f.type)
-        else f.with_type(pa.list_(_DICT))
-        if pa.types.is_list(f.type)
-        else f
-        for f in PLAIN_SCHEMA
-    ],
-    metadata={_META_KEY: FORMAT},
-)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def local_root(table_uri: str) -> Path | None:
 
 def _name(rel_path: str, size: int, rows: int, loadable: bool, no_failed: bool) -> str:
     facts = ("L" if loadable else "") + ("Q" if no_failed else "") or "-"
-    return f"{_quote(rel_path)}~{int(size)}~{int(rows)}~{facts}.arrow"
+    return f"{_quote(rel_path)}~{int(size)}~{int(rows)}~{facts}{SUFFIX}"
 
 
 def _quote(path: str) -> str:
@@ -100,8 +100,8 @@ def find(table_uri: str, files: list[tuple[str, int, int]]) -> dict[str, Sidecar
     out: dict[str, Sidecar] = {}
     with os.scandir(folder) as entries:
         for entry in entries:
-            parts = entry.name.removesuffix(".arrow").rsplit("~", 3)
-            if len(parts) != 4 or not entry.name.endswith(".arrow") or parts[0] not in wanted:
+            parts = entry.name.removesuffix(SUFFIX).rsplit("~", 3)
+            if len(parts) != 4 or not entry.name.endswith(SUFFIX) or parts[0] not in wanted:
                 continue
             path, size, rows = wanted[parts[0]]
             if parts[1] == str(size) and parts[2] == str(rows):
@@ -123,13 +123,12 @@ def write(table_uri: str, rel_path: str, size: int) -> Sidecar | None:
     loadable = pc.all(pc.fill_null(pc.not_equal(uri, ""), False)).as_py() in (True, None)
     lengths = pc.list_value_length(table.column("qc_failed"))
     no_failed = int(pc.max(pc.fill_null(lengths, 0)).as_py() or 0) == 0
-    body = table.select(COLUMNS).cast(SCHEMA).combine_chunks()
+    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA))
     folder = root / SIDECAR_DIR
     folder.mkdir(exist_ok=True)
     target = folder / _name(rel_path, size, table.num_rows, loadable, no_failed)
     tmp = folder / f".tmp-{uuid.uuid4().hex}"
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, body.schema) as writer:
-        writer.write_table(body, max_chunksize=max(1, body.num_rows))
+    tmp.write_bytes(image)
     os.replace(tmp, target)  # readers see a whole file or none
     return Sidecar(target, table.num_rows, loadable, no_failed)
 
@@ -146,27 +145,37 @@ def _read(path: Path) -> pa.Table:
     return table.select(wanted).cast(pa.schema([CATALOG_SCHEMA.field(c) for c in wanted]))
 
 
-def take(sidecar: Sidecar, positions: np.ndarray) -> pa.RecordBatch:
-    """Rows at `positions` (row numbers within the data file), in PLAIN_SCHEMA (manifest types). The
-    batch holds copies: nothing refers to the memory map once it returns (it is unmapped).
+def take(sidecar: Sidecar, positions: np.ndarray) -> pa.Table:
+    """Rows at `positions` (row numbers within the data file) of one sidecar, in PLAIN_SCHEMA."""
+    return take_many([(sidecar, positions)])
+
+
+def take_many(picks: list[tuple[Sidecar, np.ndarray]], order: np.ndarray | None = None) -> pa.Table:
+    """The rows at each sidecar's positions, sidecars in turn, in PLAIN_SCHEMA (manifest types);
+    `order`: output row j is the j-th of them in that order. The table holds copies: nothing
+    refers to the memory maps once it returns (they are closed).
 
     Raises:
-        ValueError: the file is not a sidecar of this format, or holds another number of rows.
-        OSError, pyarrow.ArrowException: it cannot be read.
+        ValueError: a file is not a sidecar of this format, holds another number of rows, or
+            a position is out of range.
+        OSError: a file cannot be read.
     """
-    with pa.memory_map(str(sidecar.path)) as source:
-        reader = pa.ipc.open_file(source)
-        if not reader.schema.equals(SCHEMA, check_metadata=True) or reader.num_record_batches != 1:
-            raise ValueError(f"{sidecar.path}: not a {FORMAT.decode()} file")
-        batch = reader.get_batch(0)
-        if batch.num_rows != sidecar.rows:
-            raise ValueError(f"{sidecar.path}: holds other rows than its name says")
-        return batch.take(pa.array(positions, type=pa.int64())).cast(PLAIN_SCHEMA)
+    files: list[rowpack.RowFile] = []
+    try:
+        for car, positions in picks:
+            files.append(rowpack.RowFile(car.path, car.rows))
+            if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= car.rows):
+                raise ValueError(f"{car.path}: a position outside its {car.rows} rows")
+        return rowpack.gather([(f, p) for f, (_, p) in zip(files, picks, strict=True)], PLAIN_SCHEMA, order)
+    finally:
+        for f in files:
+            f.close()
 
 
 def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
     """Remove sidecars whose data file is neither in `live` (add-action paths) nor on disk (a vacuum
-    removed it), and temporary files older than `tmp_age_s`; returns how many."""
+    removed it), those of an older format, and temporary files older than `tmp_age_s`; returns
+    how many."""
     root = local_root(table_uri)
     if root is None or not (root / SIDECAR_DIR).is_dir():
         return 0
@@ -177,6 +186,8 @@ def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
         for entry in entries:
             if entry.name.startswith(".tmp-"):
                 gone = now - entry.stat().st_mtime > tmp_age_s
+            elif not entry.name.endswith(SUFFIX):
+                gone = True  # an older format's sidecar: this one is written in its place
             else:
                 path = unquote(entry.name.rsplit("~", 3)[0])
                 gone = path not in live and not (root / unquote(path)).exists()

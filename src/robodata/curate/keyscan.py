@@ -9,8 +9,9 @@
   Each row carries its address `__row`: its file's first row number plus its row in the file
   (the files are numbered in one sequence over all groups).
 * **Fetch**: the kept rows' manifest columns, taken by position from each file's sidecar
-  (robodata.catalog.sidecar) when it has one and returns exactly the expected ids; the other
-  files are scanned for their kept ids (Parquet, cost of their size).
+  (robodata.catalog.sidecar, row-major: a few random reads a row) when it has one and all
+  of them return exactly the expected ids; the other files are scanned for their kept ids
+  (Parquet, cost of their size).
 
 Where the table cannot be addressed that way (deletion vectors, column mapping, add actions
 without row counts, paths that do not pair with the reader's), `usable` is False and curation
@@ -19,9 +20,7 @@ reads `pl.scan_delta` as before.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -36,7 +35,6 @@ from robodata.catalog.sidecar import Sidecar
 from robodata.curate.filters import Filter
 
 ROW = "__row"
-_THREADS = min(4, os.cpu_count() or 1)
 # (every row has a container, no row has a failed check) -> the predicate for such files
 PredicateFor = Callable[[bool, bool], "pl.Expr | None"]
 
@@ -99,25 +97,24 @@ class CatalogSource:
         rows = rows[order]
         starts = np.array([f.offset for f in self.files], dtype=np.int64)
         at = np.searchsorted(starts, rows, side="right") - 1
-        batches, covered, scan_files = [], [], []
-        runs = _runs(at)
-        files = [self.files[int(at[lo])] for lo, _ in runs]
-        with ThreadPoolExecutor(_THREADS) as pool:  # Arrow's take and cast release the GIL
-            spans = [rows[lo:hi] - f.offset for f, (lo, hi) in zip(files, runs, strict=True)]
-            taken = list(pool.map(_take, files, spans))
-        for f, (lo, hi), batch in zip(files, runs, taken, strict=True):
-            if batch is None:
+        picks, covered, scan_files = [], [], []
+        for lo, hi in _runs(at):
+            f = self.files[int(at[lo])]
+            if f.sidecar is None:
                 scan_files.append(f)
             else:
-                batches.append(batch)
+                picks.append((f.sidecar, rows[lo:hi] - f.offset))
                 covered.append(order[lo:hi])
         parts: list[pl.DataFrame] = []
-        if batches:
-            table = pa.Table.from_batches(batches, sidecar.PLAIN_SCHEMA).combine_chunks()
+        if picks:
             at_ids = np.concatenate(covered)
-            if pl.Series(table.column("episode_id")).equals(ids.gather(at_ids), check_names=False):
-                if not scan_files:  # the common case: back to the order of `ids`, no sort
-                    table = table.take(pa.array(np.argsort(at_ids, kind="stable")))
+            back = None if scan_files else np.argsort(at_ids, kind="stable")  # the order of `ids`: no sort
+            try:
+                table = sidecar.take_many(picks, back)
+            except (OSError, ValueError, pa.ArrowException):
+                table = None
+            want = ids.gather(at_ids if back is None else at_ids[back])
+            if table is not None and pl.Series(table.column("episode_id")).equals(want, check_names=False):
                 parts.append(_from_arrow(table).select([pl.col(c).cast(schema[c]) for c in fields]))
                 if not scan_files:
                     return parts[0]
@@ -204,16 +201,6 @@ def _runs(at: np.ndarray) -> list[tuple[int, int]]:
     cuts = np.flatnonzero(np.diff(at)) + 1
     edges = [0, *cuts.tolist(), len(at)]
     return list(zip(edges[:-1], edges[1:], strict=True))
-
-
-def _take(f: DataFile, positions: np.ndarray) -> pa.RecordBatch | None:
-    """The rows from the file's sidecar, or None (no sidecar, or unreadable)."""
-    if f.sidecar is None or not len(positions) or positions[-1] >= f.rows:
-        return None
-    try:
-        return sidecar.take(f.sidecar, positions)
-    except (OSError, ValueError, pa.ArrowException):
-        return None
 
 
 def _from_arrow(table: pa.Table) -> pl.DataFrame:

@@ -1,0 +1,183 @@
+"""The row-major encoding of a sidecar (robodata.catalog.sidecar): records, strings, dictionaries.
+
+`encode` turns the manifest columns of one data file into a file image; `RowFile` reads one
+(memory-mapped, validated) and `gather` assembles rows picked from several files into one Arrow
+table of the manifest types, in a requested order. Values round-trip exactly, nulls included
+(numbers and the two strings by a validity mask, dictionary columns by code -1).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAGIC = b"RDSIDE02"
+NUMBERS = ("duration_s", "size_bytes", "footer_offset", "footer_length", "num_frames", "num_state_steps")
+CODED = ("site", "task", "cameras", "stream_rates_json", "layout_version")
+STRINGS = ("episode_id", "uri")
+_VALID = {c: 1 << i for i, c in enumerate((*STRINGS, *NUMBERS))}
+RECORD = np.dtype(
+    [
+        ("duration_s", "<f8"),
+        ("size_bytes", "<i8"),
+        ("footer_offset", "<i8"),
+        ("footer_length", "<i8"),
+        ("num_frames", "<i4"),
+        ("num_state_steps", "<i4"),
+        *[(c, "<i4") for c in CODED],
+        ("valid", "<u2"),
+        ("_pad", "<u2"),
+    ]
+)
+_HEAD = struct.Struct("<8sQ")
+
+
+def encode(table: pa.Table) -> bytes:
+    """The sidecar image of `table` (the manifest columns of one data file, manifest types)."""
+    n = table.num_rows
+    rec = np.zeros(n, dtype=RECORD)
+    valid = np.zeros(n, dtype=np.uint16)
+    for c in NUMBERS:
+        col = table.column(c).combine_chunks()
+        rec[c] = col.fill_null(0).to_numpy(zero_copy_only=False)
+        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
+    dicts: dict[str, list[Any]] = {}
+    for c in CODED:
+        codes, dicts[c] = _codes(table.column(c))
+        rec[c] = codes
+    sections = [b""]  # the records, once every validity bit is in
+    for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
+        col = table.column(c).combine_chunks().cast(pa.large_string())
+        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
+        offsets = np.frombuffer(col.buffers()[1], np.int64, n + 1, col.offset * 8) if n else np.zeros(1, np.int64)
+        data = col.buffers()[2]
+        raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.zeros(0, np.uint8)
+        sections += [(offsets - offsets[0]).tobytes(), raw.tobytes()]
+    rec["valid"] = valid
+    sections[0] = rec.tobytes()
+    sizes = [len(b) + (-len(b) % 8) for b in sections]
+    head = json.dumps({"rows": n, "dicts": dicts, "sections": sizes}, separators=(",", ":")).encode()
+    head += b" " * (-(_HEAD.size + len(head)) % 8)
+    body = b"".join(b + b"\0" * (-len(b) % 8) for b in sections)
+    return _HEAD.pack(MAGIC, len(head)) + head + body
+
+
+def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Per-row codes into the column's distinct values (-1: null)."""
+    arr = col.combine_chunks()
+    if pa.types.is_list(arr.type):
+        seen: dict[tuple | None, int] = {}
+        values: list[Any] = []
+        codes = np.empty(len(arr), np.int32)
+        for i, v in enumerate(arr.to_pylist()):
+            key = tuple(v) if v is not None else None
+            if key is None:
+                codes[i] = -1
+                continue
+            if key not in seen:
+                seen[key] = len(values)
+                values.append(v)
+            codes[i] = seen[key]
+        return codes, values
+    enc = pc.dictionary_encode(arr)
+    return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), enc.dictionary.to_pylist()
+
+
+class RowFile:
+    """One sidecar, memory-mapped and checked (raises ValueError if it is not one of `rows` rows)."""
+
+    def __init__(self, path: Path, rows: int):
+        self.path = path
+        self.records = np.zeros(0, RECORD)
+        self.strings: dict[str, tuple[np.ndarray, int, int]] = {}
+        with open(path, "rb") as fh:
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            magic, head_len = _HEAD.unpack_from(self._map, 0) if len(self._map) >= _HEAD.size else (b"", 0)
+            if magic != MAGIC:
+                raise ValueError("not a row sidecar")
+            head = json.loads(self._map[_HEAD.size : _HEAD.size + head_len])
+            sizes = [int(x) for x in head["sections"]]
+            if head.get("rows") != rows or len(sizes) != 5 or min(sizes) < 0:
+                raise ValueError("holds other rows than its name says")
+            at = np.cumsum([_HEAD.size + head_len, *sizes])
+            if at[-1] > len(self._map) or sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8:
+                raise ValueError("cut short")
+            self.dicts: dict[str, list[Any]] = head["dicts"]
+            self.records = np.frombuffer(self._map, RECORD, rows, int(at[0]))
+            for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
+                offsets = np.frombuffer(self._map, np.int64, rows + 1, int(at[1 + 2 * k]))
+                self.strings[c] = (offsets, int(at[2 + 2 * k]), sizes[2 + 2 * k])
+        except (ValueError, KeyError, TypeError, struct.error) as exc:
+            self.close()
+            raise ValueError(f"{path}: not a readable row sidecar: {exc}") from exc
+
+    def pick(self, positions: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
+        """(records, {episode_id, uri: large_string}) of the rows at `positions`, copied out of the map."""
+        out = {}
+        for c, (offsets, at, size) in self.strings.items():
+            lo, hi = offsets[positions], offsets[positions + 1]
+            if len(positions) and (int(lo.min()) < 0 or int(hi.max()) > size or bool((hi < lo).any())):
+                raise ValueError(f"{self.path}: {c} offsets point outside its bytes")
+            whole = pa.LargeStringArray.from_buffers(  # Arrow's take reads only the picked offsets
+                len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(memoryview(self._map)[at : at + size])
+            )
+            out[c] = whole.take(pa.array(positions, pa.int64()))
+            del whole
+        return self.records[positions], out
+
+    def close(self) -> None:
+        self.records = np.zeros(0, RECORD)  # the views go before the map
+        self.strings = {}
+        try:
+            self._map.close()
+        except BufferError:  # a view is still alive (an exception's traceback): unmapped when it goes
+            pass
+
+
+def gather(picked: list[tuple[RowFile, np.ndarray]], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
+    """The rows at each file's positions, files in turn, as `schema` (the manifest columns);
+    `order`: output row j is gathered row order[j]."""
+    recs: list[np.ndarray] = []
+    strings: dict[str, list[pa.Array]] = {c: [] for c in STRINGS}
+    values: dict[str, list[Any]] = {c: [] for c in CODED}
+    keys: dict[str, dict[str, int]] = {c: {} for c in CODED}
+    for f, positions in picked:
+        rec, picked_strings = f.pick(positions)
+        for c in CODED:  # this file's codes -> codes into one dictionary for all files
+            lut = np.empty(len(f.dicts[c]) + 1, np.int32)
+            lut[-1] = -1
+            for k, v in enumerate(f.dicts[c]):
+                lut[k] = keys[c].setdefault(json.dumps(v), len(values[c]))
+                if lut[k] == len(values[c]):
+                    values[c].append(v)
+            local = rec[c]
+            if len(local) and (int(local.max()) >= len(f.dicts[c]) or int(local.min()) < -1):
+                raise ValueError(f"{f.path}: a record's {c} code is not in its dictionary")
+            rec[c] = lut[local]
+        recs.append(rec)
+        for c in STRINGS:
+            strings[c].append(picked_strings[c])
+    rec = np.concatenate(recs) if recs else np.zeros(0, RECORD)
+    at = pa.array(order, pa.int64()) if order is not None else None
+    rec = rec[order] if order is not None else rec
+    valid = rec["valid"]
+    cols: dict[str, pa.Array] = {}
+    for c in STRINGS:
+        arr = pa.chunked_array(strings[c], pa.large_string()).combine_chunks()
+        arr = arr.take(at) if at is not None else arr
+        arr.validate(full=True)  # UTF-8 of bytes read from a file
+        cols[c] = pc.if_else(pa.array((valid & _VALID[c]) != 0), arr, None).cast(schema.field(c).type)
+    for c in NUMBERS:
+        cols[c] = pa.array(rec[c], mask=(valid & _VALID[c]) == 0).cast(schema.field(c).type)
+    for c in CODED:
+        codes = rec[c]
+        cols[c] = pc.take(pa.array(values[c], schema.field(c).type), pa.array(codes, mask=codes < 0))
+    return pa.table([cols[c] for c in schema.names], schema=schema)
