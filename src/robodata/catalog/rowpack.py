@@ -8,6 +8,7 @@ table of the manifest types, in a requested order. Values round-trip exactly, nu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import struct
@@ -136,10 +137,8 @@ class RowFile:
     def close(self) -> None:
         self.records = np.zeros(0, RECORD)  # the views go before the map
         self.strings = {}
-        try:
-            self._map.close()
-        except BufferError:  # a view is still alive (an exception's traceback): unmapped when it goes
-            pass
+        with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
+            self._map.close()  # unmapped when it goes
 
 
 def gather(picked: list[tuple[RowFile, np.ndarray]], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
@@ -148,24 +147,35 @@ def gather(picked: list[tuple[RowFile, np.ndarray]], schema: pa.Schema, order: n
     recs: list[np.ndarray] = []
     strings: dict[str, list[pa.Array]] = {c: [] for c in STRINGS}
     values: dict[str, list[Any]] = {c: [] for c in CODED}
-    keys: dict[str, dict[str, int]] = {c: {} for c in CODED}
+    luts: dict[str, list[np.ndarray]] = {c: [] for c in CODED}  # per file: its codes -> global codes
+    known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
     for f, positions in picked:
         rec, picked_strings = f.pick(positions)
-        for c in CODED:  # this file's codes -> codes into one dictionary for all files
-            lut = np.empty(len(f.dicts[c]) + 1, np.int32)
-            lut[-1] = -1
-            for k, v in enumerate(f.dicts[c]):
-                lut[k] = keys[c].setdefault(json.dumps(v), len(values[c]))
-                if lut[k] == len(values[c]):
-                    values[c].append(v)
-            local = rec[c]
-            if len(local) and (int(local.max()) >= len(f.dicts[c]) or int(local.min()) < -1):
-                raise ValueError(f"{f.path}: a record's {c} code is not in its dictionary")
-            rec[c] = lut[local]
         recs.append(rec)
         for c in STRINGS:
             strings[c].append(picked_strings[c])
+        for c in CODED:
+            key = (c, *(tuple(v) if isinstance(v, list) else v for v in f.dicts[c]))
+            lut = known.get(key)
+            if lut is None:
+                index = {(tuple(v) if isinstance(v, list) else v): i for i, v in enumerate(values[c])}
+                lut = np.empty(len(f.dicts[c]), np.int32)
+                for k, v in enumerate(f.dicts[c]):
+                    lut[k] = index.setdefault(tuple(v) if isinstance(v, list) else v, len(values[c]))
+                    if lut[k] == len(values[c]):
+                        values[c].append(v)
+                known[key] = lut
+            luts[c].append(lut)
     rec = np.concatenate(recs) if recs else np.zeros(0, RECORD)
+    of_file = np.repeat(np.arange(len(recs)), [len(r) for r in recs])
+    for c in CODED:  # each row's code -> one dictionary for all files; -1 stays null
+        sizes = np.array([len(lut) for lut in luts[c]], np.int64)
+        flat = np.concatenate([*luts[c], np.array([-1], np.int32)])
+        local = rec[c].astype(np.int64)
+        if len(local) and bool(((local < -1) | (local >= sizes[of_file])).any()):
+            raise ValueError(f"a record's {c} code is not in its file's dictionary")
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        rec[c] = flat[np.where(local < 0, len(flat) - 1, starts[of_file] + local)]
     at = pa.array(order, pa.int64()) if order is not None else None
     rec = rec[order] if order is not None else rec
     valid = rec["valid"]
@@ -174,7 +184,9 @@ def gather(picked: list[tuple[RowFile, np.ndarray]], schema: pa.Schema, order: n
         arr = pa.chunked_array(strings[c], pa.large_string()).combine_chunks()
         arr = arr.take(at) if at is not None else arr
         arr.validate(full=True)  # UTF-8 of bytes read from a file
-        cols[c] = pc.if_else(pa.array((valid & _VALID[c]) != 0), arr, None).cast(schema.field(c).type)
+        present = (valid & _VALID[c]) != 0
+        arr = arr if present.all() else pc.if_else(pa.array(present), arr, None)
+        cols[c] = arr.cast(schema.field(c).type)
     for c in NUMBERS:
         cols[c] = pa.array(rec[c], mask=(valid & _VALID[c]) == 0).cast(schema.field(c).type)
     for c in CODED:
