@@ -83,10 +83,21 @@ def test_slots_are_reused_once_the_trainer_drops_batches(ds):
     assert len(set(ptrs)) <= SLOTS["num_workers"] * LoaderConfig(**SLOTS).slots + stats["fresh_batches"] < len(ref)
 
 
+def test_slots_are_sized_before_the_first_batch_so_none_is_fresh(ds):
+    from robodata.dataset.loader import slot_bytes
+    from robodata.dataset.ring import large_bytes
+
+    keys = list(_sampler(ds))[:2]
+    assert slot_bytes(ds, keys, 1) == large_bytes(ds.batch(keys, shared=False).values(), 1)
+    loader = PatternLoader(ds, _sampler(ds), LoaderConfig(**dict(SLOTS, batch_slots=4)))
+    n = sum(1 for _ in loader)
+    assert loader.slot_stats == {"slot_batches": n, "fresh_batches": 0}
+
+
 def test_a_view_or_numpy_array_kept_from_a_batch_keeps_it_intact(ds):
     loader = PatternLoader(ds, _sampler(ds), LoaderConfig(**SLOTS, batch_slots=1))
     it = iter(loader)
-    for _ in range(4):  # each worker's first batch is in fresh memory
+    for _ in range(4):
         kept = next(it)
     assert loader.slot_stats["slot_batches"] >= 1
     view, arr = kept["wrist"][1], kept["joint_pos"].numpy()
@@ -209,8 +220,8 @@ def test_without_workers_batches_reuse_buffers_and_a_kept_batch_stays_intact(ds)
         _same(b, r)
         ptrs.append(b["cam_left"].untyped_storage().data_ptr())
     stats = loader.slot_stats
-    assert stats["fresh_batches"] == 1 and stats["slot_batches"] == len(ref) - 1  # only the first is fresh
-    assert len(set(ptrs[1:])) == cfg.slots == 2  # the batch in hand and the next one
+    assert stats == {"slot_batches": len(ref), "fresh_batches": 0}  # sized before the first batch
+    assert len(set(ptrs)) == cfg.slots == 2  # the batch in hand and the next one
     loader = PatternLoader(ds, _sampler(ds), cfg)
     kept = list(loader)  # every batch kept: none may be overwritten by a later one
     for b, r in zip(kept, ref, strict=True):

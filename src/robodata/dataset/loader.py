@@ -19,13 +19,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.dataset.dataset import PatternDataset
-from robodata.dataset.ring import LARGE, Arena, Leases, LocalSlots, SlotPool, SlotRef, large_bytes
+from robodata.dataset.index import Anchor
+from robodata.dataset.ring import LARGE, Arena, Leases, LocalSlots, SlotPool, SlotRef, large_bytes, slot_size
 from robodata.dataset.sampler import PatternSampler
+from robodata.errors import ContainerError
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class _Batches(Dataset):
         if info is None:
             if self.local is None:
                 return SlotRef(-1, -1, None), self.dataset.batch(keys)
+            if not self.local.need:
+                self.local.grow(slot_bytes(self.dataset, keys, self.min_bytes))
             slot = self.local.claim()
             batch = self.dataset.batch(keys, arena=self.local.arena(slot, self.min_bytes))
             self.local.grow(large_bytes(batch.values(), self.min_bytes))
@@ -88,6 +93,8 @@ class _Batches(Dataset):
             self._pool, self._pid = SlotPool(self.table, info.id), os.getpid()
         pool = self._pool
         assert pool is not None
+        if not pool.need:  # the first batch: size the slots from its episode's streams
+            pool.grow(slot_bytes(self.dataset, keys, self.min_bytes))
         ref = pool.claim()
         try:
             arena = Arena(ref.storage, self.min_bytes) if ref.storage is not None else None
@@ -103,6 +110,37 @@ class _Batches(Dataset):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_pool": None, "_pid": -1, "local": None}
+
+
+def slot_bytes(dataset: PatternDataset, keys: list, min_bytes: int = LARGE) -> int:
+    """What a batch slot needs for a batch of `keys`: its window tensors of at least `min_bytes`,
+    sized from the first key's episode (0 when it cannot be opened: the batch then sizes them).
+    The slots are made with it before the first batch, so no batch writes into fresh memory
+    (and the first is not a fresh batch held beside every slot)."""
+    if not keys:
+        return 0
+    key = keys[0]
+    row = key.row if isinstance(key, Anchor) else dataset.index.locate(int(key), dataset.config.seed).row
+    try:
+        streams = dataset.reader(row).meta.streams
+    except (ContainerError, OSError, IndexError):
+        return 0
+    item = 4 if dataset.config.frames == "float32" else 1
+    sizes = []
+    for w in dataset.pattern.windows:
+        for s in w.streams:
+            spec = streams.get(s)
+            if spec is None or (w.kind == "video") != (spec.kind == "video"):
+                continue
+            n = len(keys) * w.length
+            if w.kind == "video":
+                h, wd = w.resize or spec.shape[:2]
+                sizes.append(n * h * wd * 3 * item)
+            else:
+                sizes.append(n * int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize)
+            sizes.append(n)  # <stream>_is_pad
+    sizes += [8 * len(keys), 8 * len(keys)]  # episode_index, t: as `large_bytes` counts a batch
+    return slot_size(sizes, min_bytes)
 
 
 class _Draws:

@@ -15,9 +15,11 @@ Protocol (a slot is never written while the trainer can still see it):
 * Worker (`SlotPool.claim`): takes a FREE slot, marks it BUSY and sends a `SlotRef`
   (worker, slot, storage) with the batch. No FREE slot: the batch gets fresh shared
   memory, as without slots (it never waits, never overwrites). If building the batch
-  fails, the slot is FREE again. A worker's first batch is built in fresh memory (its
-  size is not known before); right after it, the worker makes all its slots and touches
-  their pages (`SlotPool.grow`), so no later batch pays for first-touch page faults.
+  fails, the slot is FREE again. Before its first batch a worker makes all its slots,
+  sized from the pattern and the first episode's streams (robodata.dataset.loader.slot_bytes),
+  and touches their pages (`SlotPool.grow`): no batch pays for first-touch page faults, and the
+  first is not a fresh batch held beside every slot. A batch that needs more makes the slots
+  grow (its own tensors that do not fit get fresh memory).
 * Without workers (`LocalSlots`): the loader's own process reuses a few private buffers
   the same way, each taken again only once nothing but the loader refers to it.
 * Main (`Leases.track`, `Leases.release`): keeps each slot's storage mapped and frees a
@@ -57,7 +59,12 @@ def _aligned(n: int) -> int:
 
 def large_bytes(tensors, min_bytes: int = LARGE) -> int:
     """Bytes a slot needs for these batch tensors (those of at least `min_bytes`)."""
-    return sum(_aligned(t.nbytes) for t in tensors if t.nbytes >= min_bytes)
+    return slot_size([t.nbytes for t in tensors], min_bytes)
+
+
+def slot_size(sizes: list[int], min_bytes: int = LARGE) -> int:
+    """Bytes a slot needs for tensors of these sizes (those of at least `min_bytes`)."""
+    return sum(_aligned(n) for n in sizes if n >= min_bytes)
 
 
 @dataclass
