@@ -12,6 +12,7 @@ import contextlib
 import json
 import mmap
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,16 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), enc.dictionary.to_pylist()
 
 
+@dataclass(frozen=True)
+class Picked:
+    """Rows picked from one sidecar: its dictionaries, their records and their strings."""
+
+    path: Path
+    dicts: dict[str, list[Any]]
+    records: np.ndarray
+    strings: dict[str, pa.Array]  # episode_id, uri: large_string
+
+
 class RowFile:
     """One sidecar, memory-mapped and checked (raises ValueError if it is not one of `rows` rows)."""
 
@@ -120,8 +131,8 @@ class RowFile:
             self.close()
             raise ValueError(f"{path}: not a readable row sidecar: {exc}") from exc
 
-    def pick(self, positions: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        """(records, {episode_id, uri: large_string}) of the rows at `positions`, copied out of the map."""
+    def pick(self, positions: np.ndarray) -> Picked:
+        """The rows at `positions`, copied out of the map."""
         out = {}
         for c, (offsets, at, size) in self.strings.items():
             lo, hi = offsets[positions], offsets[positions + 1]
@@ -132,7 +143,7 @@ class RowFile:
             )
             out[c] = whole.take(pa.array(positions, pa.int64()))
             del whole
-        return self.records[positions], out
+        return Picked(self.path, self.dicts, self.records[positions], out)
 
     def close(self) -> None:
         self.records = np.zeros(0, RECORD)  # the views go before the map
@@ -141,19 +152,18 @@ class RowFile:
             self._map.close()  # unmapped when it goes
 
 
-def gather(picked: list[tuple[RowFile, np.ndarray]], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
-    """The rows at each file's positions, files in turn, as `schema` (the manifest columns);
-    `order`: output row j is gathered row order[j]."""
+def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
+    """The picked rows, files in turn, as `schema` (the manifest columns); `order`: output row j
+    is picked row order[j]."""
     recs: list[np.ndarray] = []
     strings: dict[str, list[pa.Array]] = {c: [] for c in STRINGS}
     values: dict[str, list[Any]] = {c: [] for c in CODED}
     luts: dict[str, list[np.ndarray]] = {c: [] for c in CODED}  # per file: its codes -> global codes
     known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
-    for f, positions in picked:
-        rec, picked_strings = f.pick(positions)
-        recs.append(rec)
+    for f in picked:
+        recs.append(f.records)
         for c in STRINGS:
-            strings[c].append(picked_strings[c])
+            strings[c].append(f.strings[c])
         for c in CODED:
             key = (c, *(tuple(v) if isinstance(v, list) else v for v in f.dicts[c]))
             lut = known.get(key)

@@ -160,16 +160,16 @@ def take_many(picks: list[tuple[Sidecar, np.ndarray]], order: np.ndarray | None 
             a position is out of range.
         OSError: a file cannot be read.
     """
-    files: list[rowpack.RowFile] = []
-    try:
-        for car, positions in picks:
-            files.append(rowpack.RowFile(car.path, car.rows))
-            if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= car.rows):
-                raise ValueError(f"{car.path}: a position outside its {car.rows} rows")
-        return rowpack.gather([(f, p) for f, (_, p) in zip(files, picks, strict=True)], PLAIN_SCHEMA, order)
-    finally:
-        for f in files:
+    picked = []
+    for car, positions in picks:  # one file mapped at a time: its pages leave with it
+        if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= car.rows):
+            raise ValueError(f"{car.path}: a position outside its {car.rows} rows")
+        f = rowpack.RowFile(car.path, car.rows)
+        try:
+            picked.append(f.pick(positions))
+        finally:
             f.close()
+    return rowpack.gather(picked, PLAIN_SCHEMA, order)
 
 
 def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
