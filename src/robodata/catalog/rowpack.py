@@ -39,6 +39,7 @@ RECORD = np.dtype(
     ]
 )
 _HEAD = struct.Struct("<8sQ")
+assert RECORD.itemsize % 8 == 0  # records are read as rows of uint64
 
 
 def encode(table: pa.Table) -> bytes:
@@ -108,6 +109,7 @@ class RowFile:
     def __init__(self, path: Path, rows: int):
         self.path = path
         self.records = np.zeros(0, RECORD)
+        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)
         self.strings: dict[str, tuple[np.ndarray, int, int]] = {}
         with open(path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -124,6 +126,7 @@ class RowFile:
                 raise ValueError("cut short")
             self.dicts: dict[str, list[Any]] = head["dicts"]
             self.records = np.frombuffer(self._map, RECORD, rows, int(at[0]))
+            self._rows = self.records.view(np.uint64).reshape(rows, RECORD.itemsize // 8)
             for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
                 offsets = np.frombuffer(self._map, np.int64, rows + 1, int(at[1 + 2 * k]))
                 self.strings[c] = (offsets, int(at[2 + 2 * k]), sizes[2 + 2 * k])
@@ -134,6 +137,7 @@ class RowFile:
     def pick(self, positions: np.ndarray) -> Picked:
         """The rows at `positions`, copied out of the map."""
         out = {}
+        taken = pa.array(positions, pa.int64())
         for c, (offsets, at, size) in self.strings.items():
             lo, hi = offsets[positions], offsets[positions + 1]
             if len(positions) and (int(lo.min()) < 0 or int(hi.max()) > size or bool((hi < lo).any())):
@@ -141,12 +145,15 @@ class RowFile:
             whole = pa.LargeStringArray.from_buffers(  # Arrow's take reads only the picked offsets
                 len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(memoryview(self._map)[at : at + size])
             )
-            out[c] = whole.take(pa.array(positions, pa.int64()))
+            out[c] = whole.take(taken)
             del whole
-        return Picked(self.path, self.dicts, self.records[positions], out)
+        # whole rows by np.take on a 2-D view: ~10x faster than indexing the structured array
+        records = np.take(self._rows, positions, axis=0).view(RECORD).reshape(-1)
+        return Picked(self.path, self.dicts, records, out)
 
     def close(self) -> None:
         self.records = np.zeros(0, RECORD)  # the views go before the map
+        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes
