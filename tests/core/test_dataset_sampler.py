@@ -14,6 +14,13 @@ def test_presets_and_config_validation():
     cams = wam.video[0]
     assert cams.streams == ("cam_left", "cam_right", "wrist") and cams.every == 3 and cams.length == 40
     assert vla.video[0].length == 2 and [w.length for w in vla.windows if w.name == "action"] == [50]
+    assert [(w.length, w.every) for w in wam.windows] == [(40, 3), (40, 10), (40, 10)]
+    # odd rates: every window still covers the same 4 s (a camera at 14.96 Hz was 4 s, its state 6 s)
+    for fps, state_hz, action_hz in ((14.96, 100.0, None), (15.0, 14.96, 50.0), (29.97, 29.97, None)):
+        odd = preset("wam", fps=fps, state_hz=state_hz, action_hz=action_hz)
+        rates = (fps, state_hz, action_hz or state_hz)
+        spans = [w.length * w.every / hz for w, hz in zip(odd.windows, rates, strict=True)]
+        assert all(abs(x - 4.0) <= w.every / hz for x, w, hz in zip(spans, odd.windows, rates, strict=True)), spans
     with pytest.raises(ConfigError, match="length"):
         StreamWindow("x", ("a",), length=0)
     with pytest.raises(ConfigError, match="resize only applies"):

@@ -125,16 +125,18 @@ def preset(
         ConfigError: unknown name.
     """
     if name == "wam":
-        sub = max(1, round(fps / 10.0))
-        n = int(round(4.0 * fps / sub))
-        sub_state = max(1, round(state_hz / 10.0))
-        sub_action = max(1, round((action_hz or state_hz) / 10.0))
+        def span(hz: float) -> tuple[int, int]:  # (length, every): 4 s at the step nearest 10 Hz
+            every = max(1, round(hz / 10.0))
+            return max(1, int(round(4.0 * hz / every))), every
+
+        (n, sub), (n_state, sub_state) = span(fps), span(state_hz)
+        n_action, sub_action = span(action_hz or state_hz)
         return ReadPattern(
             "wam",
             (
                 StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
-                StreamWindow("state", ("joint_pos",), "array", length=n, every=sub_state),
-                StreamWindow("action", ("cmd",), "array", length=n, every=sub_action),
+                StreamWindow("state", ("joint_pos",), "array", length=n_state, every=sub_state),
+                StreamWindow("action", ("cmd",), "array", length=n_action, every=sub_action),
             ),
             anchor_stride_s=1.0,
             anchor_jitter=False,
