@@ -10,7 +10,8 @@ one decode thread per camera, block shuffle of 8):
 - frames uint8_chw / uint8: no float conversion (CHW strided copy / HWC plain copy out of the decoder);
 - shuffle=global: every sample at a random position instead of blocks of 8 neighbours, so a
   batch's samples rarely share a GOP and the batch-level decode (one GOP decode for every
-  sample of the batch that needs it, decoders reused GOP after GOP) has little to share.
+  sample of the batch that needs it, decoders reused GOP after GOP) has little to share;
+- batch_slots=0: every batch in fresh memory (no reused batch buffers, robodata.dataset.ring).
 Also reported: distinct episodes and distinct GOP-sized spans per batch under each shuffle
 (the randomness block shuffle gives up). Prints one JSON line.
 """
@@ -37,6 +38,7 @@ VARIANTS = {
     "frames_uint8_chw": ["--frames", "uint8_chw"],
     "frames_uint8_hwc": ["--frames", "uint8"],
     "shuffle_global": [],
+    "batch_slots_0": ["--batch-slots", "0"],
 }
 
 

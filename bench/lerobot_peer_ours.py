@@ -46,7 +46,13 @@ def cmd_bench(a: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     ds = _dataset(a.manifest, spec, a.frames, a.decode_threads)
     keys = [Anchor(int(r), float(t)) for r, t in spec["anchors"]]
-    cfg = LoaderConfig(batch_size=spec["batch"], num_workers=a.workers, prefetch_factor=a.prefetch, timeout_s=900)
+    cfg = LoaderConfig(
+        batch_size=spec["batch"],
+        num_workers=a.workers,
+        prefetch_factor=a.prefetch,
+        timeout_s=900,
+        batch_slots=a.batch_slots,
+    )
     dl = BatchLoader(ds, BatchSampler(keys, spec["batch"], False), cfg)  # type: ignore[arg-type]  # any items
     out = timed_batches(dl, "t", a.workers, t0)
     out.update({"frames": a.frames, "peak_rss_mb": peak_rss_mb()})
@@ -90,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--out", default="")
         p.add_argument("--frames", default="float32", choices=("float32", "uint8_chw", "uint8"))
         p.add_argument("--decode-threads", type=int, default=0, help="per worker (0: one per camera)")
+        p.add_argument("--batch-slots", type=int, default=None, help="LoaderConfig.batch_slots (0: fresh memory)")
         p.add_argument(
             "--prefetch", type=int, default=1, help="batches prefetched per worker (a WAM batch as float32 is 3.5 GB)"
         )

@@ -125,6 +125,7 @@ def preset(
         ConfigError: unknown name.
     """
     if name == "wam":
+
         def span(hz: float) -> tuple[int, int]:  # (length, every): 4 s at the step nearest 10 Hz
             every = max(1, round(hz / 10.0))
             return max(1, int(round(4.0 * hz / every))), every
