@@ -95,7 +95,8 @@ def main() -> None:
                 got.setdefault((name, v), []).append(res["samples_per_s"])
                 log(f"round {r} {name} {v}: {res['samples_per_s']:.2f} samples/s")
     for name, (_, _, _, b_spec, g_spec) in specs.items():
-        plan = json.loads((work / f"plan-{name}.json").read_text())
+        plan_file = work / f"plan-{name}-source.json"  # advise --source (bench/lerobot_peer_layouts.py)
+        plan = json.loads((plan_file if plan_file.exists() else work / f"plan-{name}.json").read_text())
         gop = next((g["video"]["gop"] for g in plan["layout"]["groups"] if g.get("video")), 30)
         med = {v: statistics.median(got[(name, v)]) for v in VARIANTS}
         out[name] = {
