@@ -55,16 +55,16 @@ def encode(table: pa.Table) -> bytes:
     for c in CODED:
         codes, dicts[c] = _codes(table.column(c))
         rec[c] = codes
-    sections = [b""]  # the records, once every validity bit is in
+    strings = []
     for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
         col = table.column(c).combine_chunks().cast(pa.large_string())
         valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
         offsets = np.frombuffer(col.buffers()[1], np.int64, n + 1, col.offset * 8) if n else np.zeros(1, np.int64)
         data = col.buffers()[2]
         raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.zeros(0, np.uint8)
-        sections += [(offsets - offsets[0]).tobytes(), raw.tobytes()]
+        strings += [(offsets - offsets[0]).tobytes(), raw.tobytes()]
     rec["valid"] = valid
-    sections[0] = rec.tobytes()
+    sections = [rec.tobytes(), *strings]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
     head = json.dumps({"rows": n, "dicts": dicts, "sections": sizes}, separators=(",", ":")).encode()
     head += b" " * (-(_HEAD.size + len(head)) % 8)
@@ -76,21 +76,24 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     """Per-row codes into the column's distinct values (-1: null)."""
     arr = col.combine_chunks()
     if pa.types.is_list(arr.type):
-        seen: dict[tuple | None, int] = {}
+        seen: dict[Any, int] = {}
         values: list[Any] = []
         codes = np.empty(len(arr), np.int32)
         for i, v in enumerate(arr.to_pylist()):
-            key = tuple(v) if v is not None else None
-            if key is None:
+            if v is None:
                 codes[i] = -1
                 continue
-            if key not in seen:
-                seen[key] = len(values)
+            codes[i] = seen.setdefault(_key(v), len(values))
+            if codes[i] == len(values):
                 values.append(v)
-            codes[i] = seen[key]
         return codes, values
     enc = pc.dictionary_encode(arr)
     return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), enc.dictionary.to_pylist()
+
+
+def _key(value: Any) -> Any:
+    """A dictionary value as a dict key (`cameras` values are lists)."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,7 @@ class RowFile:
 
     def __init__(self, path: Path, rows: int):
         self.path = path
-        self.records = np.zeros(0, RECORD)
-        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)
+        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # records, as rows of uint64
         self.strings: dict[str, tuple[np.ndarray, int, int]] = {}
         with open(path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -125,8 +127,8 @@ class RowFile:
             if at[-1] > len(self._map) or sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8:
                 raise ValueError("cut short")
             self.dicts: dict[str, list[Any]] = head["dicts"]
-            self.records = np.frombuffer(self._map, RECORD, rows, int(at[0]))
-            self._rows = self.records.view(np.uint64).reshape(rows, RECORD.itemsize // 8)
+            width = RECORD.itemsize // 8
+            self._rows = np.frombuffer(self._map, np.uint64, rows * width, int(at[0])).reshape(rows, width)
             for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
                 offsets = np.frombuffer(self._map, np.int64, rows + 1, int(at[1 + 2 * k]))
                 self.strings[c] = (offsets, int(at[2 + 2 * k]), sizes[2 + 2 * k])
@@ -152,8 +154,7 @@ class RowFile:
         return Picked(self.path, self.dicts, records, out)
 
     def close(self) -> None:
-        self.records = np.zeros(0, RECORD)  # the views go before the map
-        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)
+        self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # the views go before the map
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes
@@ -164,7 +165,8 @@ def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = N
     is picked row order[j]."""
     recs: list[np.ndarray] = []
     strings: dict[str, list[pa.Array]] = {c: [] for c in STRINGS}
-    values: dict[str, list[Any]] = {c: [] for c in CODED}
+    values: dict[str, list[Any]] = {c: [] for c in CODED}  # one dictionary per column for all files
+    index: dict[str, dict[Any, int]] = {c: {} for c in CODED}  # its values' positions
     luts: dict[str, list[np.ndarray]] = {c: [] for c in CODED}  # per file: its codes -> global codes
     known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
     for f in picked:
@@ -172,16 +174,14 @@ def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = N
         for c in STRINGS:
             strings[c].append(f.strings[c])
         for c in CODED:
-            key = (c, *(tuple(v) if isinstance(v, list) else v for v in f.dicts[c]))
+            key = (c, *map(_key, f.dicts[c]))
             lut = known.get(key)
             if lut is None:
-                index = {(tuple(v) if isinstance(v, list) else v): i for i, v in enumerate(values[c])}
-                lut = np.empty(len(f.dicts[c]), np.int32)
+                lut = known[key] = np.empty(len(f.dicts[c]), np.int32)
                 for k, v in enumerate(f.dicts[c]):
-                    lut[k] = index.setdefault(tuple(v) if isinstance(v, list) else v, len(values[c]))
+                    lut[k] = index[c].setdefault(_key(v), len(values[c]))
                     if lut[k] == len(values[c]):
                         values[c].append(v)
-                known[key] = lut
             luts[c].append(lut)
     rec = np.concatenate(recs) if recs else np.zeros(0, RECORD)
     of_file = np.repeat(np.arange(len(recs)), [len(r) for r in recs])
@@ -189,8 +189,9 @@ def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = N
         sizes = np.array([len(lut) for lut in luts[c]], np.int64)
         flat = np.concatenate([*luts[c], np.array([-1], np.int32)])
         local = rec[c].astype(np.int64)
-        if len(local) and bool(((local < -1) | (local >= sizes[of_file])).any()):
-            raise ValueError(f"a record's {c} code is not in its file's dictionary")
+        bad = (local < -1) | (local >= sizes[of_file])
+        if bad.any():
+            raise ValueError(f"{picked[of_file[bad.argmax()]].path}: a record's {c} code is not in its dictionary")
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         rec[c] = flat[np.where(local < 0, len(flat) - 1, starts[of_file] + local)]
     at = pa.array(order, pa.int64()) if order is not None else None
