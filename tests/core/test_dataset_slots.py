@@ -4,6 +4,7 @@ batch the trainer still refers to is never overwritten."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -229,3 +230,28 @@ def test_without_workers_batches_reuse_buffers_and_a_kept_batch_stays_intact(ds)
     assert loader.slot_stats["slot_batches"] <= 2
     off = PatternLoader(ds, _sampler(ds), LoaderConfig(**dict(SLOTS, num_workers=0, batch_slots=0)))
     assert sum(1 for _ in off) == len(ref) and off.slot_stats == {"slot_batches": 0, "fresh_batches": 0}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("first", ["gone", "cut"])
+def test_a_first_episode_that_cannot_open_leaves_the_slots_to_the_batch(ds, tmp_path, workers, first):
+    from robodata.dataset import Anchor, BatchLoader
+    from robodata.dataset.loader import slot_bytes
+
+    bad = tmp_path / "ep-bad.rdep"
+    if first == "cut":  # a container cut short: no footer
+        good = ds.manifest.column("uri")[0].as_py()
+        bad.write_bytes(Path(good).read_bytes()[:300])
+    paths = [str(bad), *ds.manifest.column("uri").to_pylist()]
+    table = manifest(paths, [2.0, 2.0, 2.0])
+    broken = PatternDataset(table, PATTERN)
+    keys = [[Anchor(0, 0.6), Anchor(1, 0.6)], [Anchor(2, 0.8), Anchor(0, 0.8)], [Anchor(0, 1.0), Anchor(1, 1.0)]]
+    assert slot_bytes(broken, keys[0], 1) == 0  # sized by the batch instead, as before
+    with pytest.warns(UserWarning, match="cannot serve"):
+        want = [broken.batch(k, shared=False) for k in keys]
+    cfg = LoaderConfig(**dict(SLOTS, num_workers=workers))
+    got = list(BatchLoader(broken, keys, cfg))
+    assert len(got) == len(want)
+    for b, r in zip(got, want, strict=True):
+        assert 0 not in b["episode_index"].tolist()
+        _same(b, r)
