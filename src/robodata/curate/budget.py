@@ -106,7 +106,7 @@ def exact_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Ser
     n = len(codes)
     by_id = _id_order(ids, np.arange(n))
     scodes, sdur = codes[by_id], dur[by_id]
-    order_hash = stable_hash64(ids.gather(by_id).to_arrow(), salt)
+    order_hash = stable_hash64(ids.gather(by_id), salt)
     order = np.lexsort((order_hash, scodes))  # by group, then stable pseudo-random
     sorted_codes, sorted_dur = scodes[order], sdur[order]
     cum = np.cumsum(sorted_dur)
@@ -140,7 +140,7 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         in_need = needed[codes]
         members = np.flatnonzero(in_need)
         mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
-    hashes = _hashes(ids if members is None else ids.gather(members), salt)
+    hashes = stable_hash64(ids if members is None else ids.gather(members), salt)
     frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
     top = np.iinfo(np.uint64).max
     while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
@@ -163,13 +163,6 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
             keep[rows[cut]] = True
             del frac[g]
     return keep
-
-
-def _hashes(ids: pl.Series, salt: str, window: int = 1 << 20) -> np.ndarray:
-    """stable_hash64 of the ids, converted to Arrow a window at a time (`to_arrow` copies the column)."""
-    if len(ids) <= window:
-        return stable_hash64(ids.to_arrow(), salt)
-    return np.concatenate([stable_hash64(ids.slice(a, window).to_arrow(), salt) for a in range(0, len(ids), window)])
 
 
 def _under(hashes: np.ndarray, last: np.ndarray, codes: np.ndarray, block: int = 1 << 20) -> np.ndarray:

@@ -116,7 +116,7 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
     else:
         rows = first.select(fields).gather(planned.keep)
     df = rows.with_columns(weight=pl.Series(planned.weight, dtype=pl.Float64)).rechunk()
-    split = unit_interval(stable_hash64(df["episode_id"].to_arrow(), spec.split.salt + "/split"))
+    split = unit_interval(stable_hash64(df["episode_id"], spec.split.salt + "/split"))
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
     return df.select(MANIFEST_SCHEMA.names), planned.groups

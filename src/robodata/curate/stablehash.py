@@ -1,4 +1,4 @@
-"""A stable 64-bit string hash, vectorised over Arrow string arrays.
+"""A stable 64-bit string hash, over Arrow string arrays and Polars string columns.
 
 Train/val splits and budget sampling order must never change between library
 versions or machines, so this does not use Python's or Polars' hash (both may change).
@@ -6,123 +6,105 @@ Definition (reference implementation: `stable_hash64_py`):
 
     h = FNV-1a-64 over the UTF-8 bytes of salt, then of the string
     result = splitmix64 finaliser of h   (spreads FNV's weak low bits)
+
+The strings are read where they lie (robodata.curate.fnv_kernels, compiled with Numba): Arrow's
+offsets layouts and the string views Polars holds its columns in, on up to `_THREADS` threads.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
-_CHUNK = 1 << 16  # rows per block of the fixed-width path (its working set stays in cache)
 _THREADS = min(4, os.cpu_count() or 1)
-_BATCH = 1 << 20  # rows of a chunked input converted (copied) at a time
+_SPLIT = 1 << 18  # rows per thread below which a chunk is hashed on one thread
 
 
-def stable_hash64(values: pa.Array | pa.ChunkedArray, salt: str = "") -> np.ndarray:
+def stable_hash64(values: pa.Array | pa.ChunkedArray | pl.Series, salt: str = "") -> np.ndarray:
     """uint64 hash of each string in `values` (nulls hash as the empty string).
 
     Args:
-        values: strings (any Arrow string type, chunked or not).
+        values: strings: any Arrow string type (chunked or not) or a Polars String column.
         salt: prepended to every string (e.g. the spec's split salt).
 
     Returns:
         A uint64 array, one hash per value; stable across versions and machines.
+
+    Raises:
+        ValueError: an array whose offsets or views point outside its buffers.
     """
-    h0 = _fnv_bytes(FNV_OFFSET, salt.encode())
-    if isinstance(values, pa.ChunkedArray):  # in batches of ~_BATCH rows: one batch copied at a time
-        batches: list[pa.Array] = []
-        parts: list[np.ndarray] = []
-        rows = 0
-        for chunk in [*values.chunks, None]:
-            if chunk is None or (rows >= _BATCH and batches):
-                if batches:
-                    parts.append(_hash_array(pa.chunked_array(batches, values.type).combine_chunks(), h0))
-                batches, rows = [], 0
-            if chunk is not None:
-                batches.append(chunk)
-                rows += len(chunk)
-        return np.concatenate(parts) if parts else np.full(0, h0, dtype=np.uint64)
-    return _hash_array(values, h0)
+    if isinstance(values, pl.Series):  # string views, shared with Polars (no copy)
+        values = values.to_arrow(compat_level=pl.CompatLevel.newest())
+    h0 = np.uint64(_fnv_bytes(FNV_OFFSET, salt.encode()))
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    out = np.empty(len(values), dtype=np.uint64)
+    at = 0
+    for chunk in chunks:
+        _hash_chunk(chunk, h0, out[at : at + len(chunk)])
+        at += len(chunk)
+    return out
 
 
-def _hash_array(values: pa.Array, h0: int) -> np.ndarray:
-    values = values.cast(pa.large_string())
-    n = len(values)
+def _hash_chunk(arr: pa.Array, h0: np.uint64, out: np.ndarray) -> None:
+    from robodata.curate import fnv_kernels as k  # compiled on first use (importing Numba: ~0.4 s)
+
+    n = len(arr)
     if n == 0:
-        return np.full(0, h0, dtype=np.uint64)
-    bufs = values.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=values.offset * 8)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    if values.null_count:
-        lengths = np.where(np.asarray(values.is_valid()), lengths, 0)
-    width = int(lengths[0])
-    if not values.null_count and width > 0 and int(offsets[-1] - offsets[0]) == n * width and (lengths == width).all():
-        mat = data[int(offsets[0]) : int(offsets[0]) + n * width].reshape(n, width)
-        return _fixed_width(mat, h0)
-    return _variable_width(data, starts, lengths, h0)
+        return
+    if not (pa.types.is_string_view(arr.type) or pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())
+    valid = np.asarray(arr.is_valid(), dtype=np.uint8) if arr.null_count else np.zeros(0, np.uint8)
+    bufs = arr.buffers()
+    if pa.types.is_string_view(arr.type):
+        raw = np.frombuffer(bufs[1], np.uint8, n * 16, arr.offset * 16)
+        words, inline = raw.view(np.int32).reshape(n, 4), raw.reshape(n, 16)
+        data = [b for b in bufs[2:] if b is not None]
+        addresses = np.array([b.address for b in data], dtype=np.uint64)
+        sizes = np.array([b.size for b in data], dtype=np.int64)
+
+        def run(a: int, b: int) -> int:
+            mask = valid[a:b] if len(valid) else valid
+            return int(k.views(words[a:b], inline[a:b], addresses, sizes, mask, h0, out[a:b]))
+
+    else:
+        width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+        offs = np.frombuffer(bufs[1], width, n + 1, arr.offset * np.dtype(width).itemsize)
+        chars = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+
+        def run(a: int, b: int) -> int:
+            mask = valid[a:b] if len(valid) else valid
+            return int(k.offsets(offs[a : b + 1], chars, mask, h0, out[a:b]))
+
+    bad = _in_parts(run, n)
+    if bad >= 0:
+        raise ValueError(f"string row {bad} points outside its Arrow buffers")
+
+
+def _in_parts(run: Any, n: int) -> int:
+    """`run(a, b)` over [0, n) in up to `_THREADS` parts (the kernels release the GIL); the first
+    bad row or -1."""
+    parts = max(1, min(_THREADS, n // _SPLIT))
+    edges = [n * p // parts for p in range(parts + 1)]
+    if parts == 1:
+        return int(run(0, n))
+    with ThreadPoolExecutor(parts) as pool:
+        found = list(pool.map(run, edges[:-1], edges[1:]))
+    bad = [e + r for e, r in zip(edges[:-1], found, strict=True) if r >= 0]
+    return min(bad) if bad else -1
 
 
 def _fnv_bytes(h: int, raw: bytes) -> int:
     for byte in raw:
         h = ((h ^ byte) * FNV_PRIME) & _M64
     return h
-
-
-def _fixed_width(mat: np.ndarray, h0: int) -> np.ndarray:
-    """Strings of one width (e.g. zero-padded ids): leading bytes shared by all are hashed once,
-    the rest column by column in cache-sized chunks, on up to `_THREADS` threads (NumPy's loops
-    release the GIL)."""
-    n, width = mat.shape
-    lead = 0
-    while lead < width and bool((mat[:, lead] == mat[0, lead]).all()):
-        lead += 1
-    h0 = _fnv_bytes(h0, mat[0, :lead].tobytes())
-    out = np.empty(n, dtype=np.uint64)
-    blocks = range(0, n, _CHUNK)
-    threads = min(_THREADS, len(blocks))
-    if threads > 1:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda a: _fixed_block(mat, out, a, lead, h0), blocks))
-    else:
-        for a in blocks:
-            _fixed_block(mat, out, a, lead, h0)
-    return out
-
-
-def _fixed_block(mat: np.ndarray, out: np.ndarray, a: int, lead: int, h0: int) -> None:
-    prime = np.uint64(FNV_PRIME)
-    h = out[a : a + _CHUNK]
-    h.fill(h0)
-    block = mat[a : a + _CHUNK]
-    with np.errstate(over="ignore"):
-        for j in range(lead, mat.shape[1]):
-            np.bitwise_xor(h, block[:, j], out=h, casting="unsafe")
-            np.multiply(h, prime, out=h)
-    _splitmix_final_inplace(h)
-
-
-def _variable_width(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, h0: int) -> np.ndarray:
-    n = len(starts)
-    h = np.full(n, h0, dtype=np.uint64)
-    prime = np.uint64(FNV_PRIME)
-    max_len = int(lengths.max())
-    full = int(lengths.min())
-    with np.errstate(over="ignore"):
-        for j in range(max_len):
-            if j < full:  # every string is at least this long: no mask needed
-                h = (h ^ data[starts + j].astype(np.uint64)) * prime
-            else:
-                sel = np.nonzero(lengths > j)[0]
-                h[sel] = (h[sel] ^ data[starts[sel] + j].astype(np.uint64)) * prime
-        return _splitmix_final(h)
 
 
 def unit_interval(hashes: np.ndarray) -> np.ndarray:
@@ -135,22 +117,6 @@ def unit_interval(hashes: np.ndarray) -> np.ndarray:
         float64 values in [0, 1).
     """
     return (hashes >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
-
-
-def _splitmix_final(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def _splitmix_final_inplace(z: np.ndarray) -> None:
-    t = np.empty_like(z)
-    for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
-        np.right_shift(z, np.uint64(shift), out=t)
-        np.bitwise_xor(z, t, out=z)
-        np.multiply(z, np.uint64(mult), out=z)
-    np.right_shift(z, np.uint64(31), out=t)
-    np.bitwise_xor(z, t, out=z)
 
 
 def stable_hash64_py(value: str, salt: str = "") -> int:
