@@ -22,7 +22,7 @@ from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 
 GENERATOR_VERSION = 1
-OPTIMIZE_VERSION = 2  # bump when robodata.catalog.maintenance's layout changes
+OPTIMIZE_VERSION = 3  # bump when robodata.catalog.maintenance's layout changes
 BATCH = 500_000
 
 

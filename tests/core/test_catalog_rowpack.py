@@ -110,9 +110,49 @@ def test_prune_removes_sidecars_of_an_older_format(tmp_path):
     folder.mkdir()
     (tmp_path / "day=1").mkdir()
     (tmp_path / "day=1" / "f.parquet").write_bytes(b"x")
-    old = folder / "day%3D1%2Ff.parquet~1~20~LQ.arrow"
-    new = folder / "day%3D1%2Ff.parquet~1~20~LQ.rows"
-    old.write_bytes(b"x")
-    new.write_bytes(b"x")
-    assert sidecar.prune(str(tmp_path), {"day=1/f.parquet"}) == 1
-    assert not old.exists() and new.exists()
+    old = [folder / f"day%3D1%2Ff.parquet~1~20~LQ.{suffix}" for suffix in ("arrow", "rows")]  # formats 1, 2
+    new = folder / f"day%3D1%2Ff.parquet~1~20~LQ{sidecar.SUFFIX}"
+    for path in (*old, new):
+        path.write_bytes(b"x")
+    assert sidecar.prune(str(tmp_path), {"day=1/f.parquet"}) == 2
+    assert not any(path.exists() for path in old) and new.exists()
+
+
+def test_ids_are_hashed_only_for_their_data_file_and_as_written(tmp_path):
+    from robodata.curate.stablehash import stable_hash64_py
+
+    rows = [{"episode_id": f"ep-{i:04d}", "uri": f"s3://b/{i}"} for i in range(30)]
+    path = tmp_path / "a.rows"
+    path.write_bytes(rowpack.encode(pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA), footer_crc=1234))
+    f = rowpack.RowFile(path, 30)
+    try:
+        at = np.array([29, 0, 7, 7])
+        want = [stable_hash64_py(f"ep-{i:04d}", "s/budget") for i in at]
+        assert f.hash_ids(at, "s/budget", 1234).tolist() == want
+        with pytest.raises(ValueError, match="another data file"):
+            f.hash_ids(at, "s/budget", 1235)
+        with pytest.raises(ValueError, match="outside its rows"):
+            f.hash_ids(np.array([30]), "s/budget", 1234)
+    finally:
+        f.close()
+    good = path.read_bytes()
+    path.write_bytes(good.replace(b"ep-0007", b"ep-9007"))  # an id altered, its offsets unchanged
+    f = rowpack.RowFile(path, 30)
+    try:
+        with pytest.raises(ValueError, match="not as written"):
+            f.hash_ids(at, "s/budget", 1234)
+    finally:
+        f.close()
+
+
+def test_footer_checksum_names_one_parquet_file(tmp_path):
+    import pyarrow.parquet as pq
+
+    table = pa.table({"a": [1, 2, 3]})
+    pq.write_table(table, tmp_path / "a.parquet")
+    pq.write_table(table.slice(1), tmp_path / "b.parquet")
+    a, b = rowpack.footer_crc32c(tmp_path / "a.parquet"), rowpack.footer_crc32c(tmp_path / "b.parquet")
+    assert a != b and a == rowpack.footer_crc32c(tmp_path / "a.parquet")
+    (tmp_path / "c.parquet").write_bytes((tmp_path / "a.parquet").read_bytes()[:-3])
+    with pytest.raises(ValueError, match="not a Parquet file"):
+        rowpack.footer_crc32c(tmp_path / "c.parquet")

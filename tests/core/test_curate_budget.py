@@ -43,8 +43,9 @@ def candidates(draw):
 @given(candidates())
 def test_fast_budget_equals_the_full_sort_rule_or_declines(case):
     ids, codes, dur, caps, kind = case
-    exact = budget.exact_keep(codes, dur, caps, ids, "s/budget")
-    fast = budget.fast_keep(codes, dur, caps, ids, "s/budget")
+    hashes = budget.id_hashes(ids, "s/budget")
+    exact = budget.exact_keep(codes, dur, caps, hashes, ids)
+    fast = budget.fast_keep(codes, dur, caps, hashes)
     if kind == "uniform" and (caps > 0).all():  # no running sum lands within rounding of a cap
         assert fast is not None
     if kind == "hostile":  # negative or NaN durations: not monotone, always the full sort
@@ -60,9 +61,10 @@ def test_fast_budget_decides_large_groups_without_falling_back():
     codes = rng.integers(0, 4, n).astype(np.int64)
     dur = rng.uniform(20, 180, n)
     caps = np.array([3.6e5, 1e5, np.inf, 5e9])  # two binding caps, one none, one above the group's hours
-    fast = budget.fast_keep(codes, dur, caps, ids, "bench/budget")
+    hashes = budget.id_hashes(ids, "bench/budget")
+    fast = budget.fast_keep(codes, dur, caps, hashes)
     assert fast is not None
-    assert np.array_equal(fast, budget.exact_keep(codes, dur, caps, ids, "bench/budget"))
+    assert np.array_equal(fast, budget.exact_keep(codes, dur, caps, hashes, ids))
     assert fast[codes == 2].all() and fast[codes == 3].all() and 0 < fast[codes == 1].sum() < (codes == 1).sum()
 
 
@@ -98,10 +100,23 @@ def test_hash_refuses_views_pointing_outside_their_buffers():
     bad = pa.Array.from_buffers(pa.string_view(), 2, [None, pa.py_buffer(views.tobytes()), *good.buffers()[2:]])
     with pytest.raises(ValueError, match="row 1 points outside"):
         stable_hash64(bad)
-    from robodata.curate import fnv_kernels  # Arrow refuses to build such offsets: the kernel itself
+    from robodata.curate import kernels  # Arrow refuses to build such offsets: the kernel itself
 
     out = np.zeros(2, np.uint64)
     data, valid = np.frombuffer(b"x" * 40, np.uint8), np.zeros(0, np.uint8)
-    assert fnv_kernels.offsets(np.array([0, 20, 40_000]), data, valid, np.uint64(1), out) == 1
-    assert fnv_kernels.offsets(np.array([0, 20, 10]), data, valid, np.uint64(1), out) == 1
-    assert fnv_kernels.offsets(np.array([0, 20, 40]), data, valid, np.uint64(1), out) == -1
+    assert kernels.offsets(np.array([0, 20, 40_000]), data, valid, np.uint64(1), out) == 1
+    assert kernels.offsets(np.array([0, 20, 10]), data, valid, np.uint64(1), out) == 1
+    assert kernels.offsets(np.array([0, 20, 40]), data, valid, np.uint64(1), out) == -1
+
+
+def test_equal_hashes_need_the_ids_and_follow_the_old_rule_with_them():
+    ids = pl.Series(["ep-c", "ep-a", "ep-b", "ep-d"])
+    codes = np.zeros(4, dtype=np.int64)
+    dur = np.array([10.0, 20.0, 30.0, 40.0])
+    caps = np.array([35.0])
+    same = lambda at: np.zeros(4 if at is None else len(at), dtype=np.uint64)  # noqa: E731
+    with pytest.raises(budget.NeedsIds):
+        budget.exact_keep(codes, dur, caps, same, None)
+    assert budget.fast_keep(codes, dur, caps, same) is None  # declines: equal hashes
+    # equal hashes: episode_id order (ep-a 20 s, ep-b 30 s: over the cap)
+    assert budget.exact_keep(codes, dur, caps, same, ids).tolist() == [False, True, False, False]

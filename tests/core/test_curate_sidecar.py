@@ -39,19 +39,36 @@ def counted_takes(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = sidecar.take_many
 
-    def take_many(picks, order=None):
+    def take_many(picks, order=None, footers=None):
         calls.extend(len(positions) for _, positions in picks)
-        return real(picks, order)
+        return real(picks, order, footers)
 
     monkeypatch.setattr(sidecar, "take_many", take_many)
     return calls
 
 
+@pytest.fixture
+def passes(monkeypatch) -> list[bool]:
+    """`ids_aside` of each budgeted evaluation pass (a second pass, False: the first one failed)."""
+    from robodata.curate import select as select_module
+
+    calls: list[bool] = []
+    real = select_module._capped
+
+    def capped(spec, source, predicate_for, fields, ids_aside):
+        calls.append(ids_aside)
+        return real(spec, source, predicate_for, fields, ids_aside)
+
+    monkeypatch.setattr(select_module, "_capped", capped)
+    return calls
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_sidecars_give_the_rows_of_the_plain_scan(optimized, counted_takes, name):
+def test_sidecars_give_the_rows_of_the_plain_scan(optimized, counted_takes, passes, name):
     got = select(spec_from_dict(SPECS[name]), optimized).rows
-    assert got.equals(_plain(optimized, name))
     budgeted = "budget" in SPECS[name]
+    assert passes == ([True] if budgeted else [])  # ids from the sidecars, checked, in one pass
+    assert got.equals(_plain(optimized, name))
     assert (sum(counted_takes) == got.height) if budgeted else not counted_takes
 
 
@@ -70,7 +87,7 @@ def test_an_altered_or_stale_sidecar_is_not_used(tmp_path):
     cat = golden_catalog(tmp_path / "catalog")
     optimize(cat)
     folder = Path(cat.uri) / sidecar.SIDECAR_DIR
-    cars = sorted(folder.glob("*.rows"))
+    cars = sorted(folder.glob("*" + sidecar.SUFFIX))
     assert len(cars) >= 3
     shutil.copyfile(cars[1], cars[0])  # another file's rows under this file's name
     cars[2].rename(cars[2].with_name(cars[2].name.replace("~", "~1", 1)))  # a size that is not the file's
@@ -115,8 +132,39 @@ def test_sidecars_of_vacuumed_files_are_removed_and_live_files_keep_theirs(tmp_p
     optimize(cat)
     optimize(cat)  # rewrites both days: the first run's files leave the table, still on disk
     folder = Path(cat.uri) / sidecar.SIDECAR_DIR
-    assert len(list(folder.glob("*.rows"))) == 4
+    assert len(list(folder.glob("*" + sidecar.SUFFIX))) == 4
     assert write_sidecars(cat.table()) == (0, 0)  # older versions still read those files: kept
     cat.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert write_sidecars(cat.table()) == (0, 2)
-    assert len(_all(cat)) == len(list(folder.glob("*.rows"))) == 2
+    assert len(_all(cat)) == len(list(folder.glob("*" + sidecar.SUFFIX))) == 2
+
+
+def test_ids_set_aside_come_only_from_a_sidecar_that_checks(tmp_path, passes):
+    """The key scan leaves the ids of files with a sidecar to it; a sidecar whose ids were altered
+    (checksum), or any failure reading them, makes curation read every id from Parquet instead."""
+    cat = golden_catalog(tmp_path / "catalog")
+    optimize(cat)
+    cars = sorted((Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX))
+    for car in cars:  # every id of every file altered: without the check, the manifest would name them
+        car.write_bytes(car.read_bytes().replace(b"ep-", b"xp-"))
+    for name in NAMES:
+        passes.clear()
+        got = select(spec_from_dict(SPECS[name]), cat).rows
+        assert passes == ([True, False] if "budget" in SPECS[name] else []), name  # checked, refused, redone
+        assert got.equals(_plain(cat, name)), name
+        assert not got["episode_id"].str.starts_with("xp-").any()
+
+
+def test_a_failure_hashing_set_aside_ids_reads_them_from_parquet(optimized, monkeypatch):
+    from robodata.curate import keyscan
+
+    calls: list[int] = []
+
+    def failing(self, rows, ids, salt):
+        calls.append(len(rows))
+        raise OSError("gone")
+
+    monkeypatch.setattr(keyscan.CatalogSource, "hashes", failing)
+    for name in NAMES:
+        assert select(spec_from_dict(SPECS[name]), optimized).rows.equals(_plain(optimized, name)), name
+    assert calls  # the budgeted specs tried the sidecars first

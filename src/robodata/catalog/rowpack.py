@@ -4,6 +4,11 @@
 (memory-mapped, validated) and `gather` assembles rows picked from several files into one Arrow
 table of the manifest types, in a requested order. Values round-trip exactly, nulls included
 (numbers and the two strings by a validity mask, dictionary columns by code -1).
+
+The header holds the CRC-32C of the episode_id sections (offsets, bytes) and of the data file's
+Parquet footer: curation reads the ids of its candidates from here instead of decoding them from
+Parquet (robodata.curate.keyscan), and only after `RowFile.check_ids` found them as written, for
+the file whose footer it read.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-MAGIC = b"RDSIDE02"
+MAGIC = b"RDSIDE03"  # 02: the same without the ids' checksum
 NUMBERS = ("duration_s", "size_bytes", "footer_offset", "footer_length", "num_frames", "num_state_steps")
 CODED = ("site", "task", "cameras", "stream_rates_json", "layout_version")
 STRINGS = ("episode_id", "uri")
@@ -42,8 +48,9 @@ _HEAD = struct.Struct("<8sQ")
 assert RECORD.itemsize % 8 == 0  # records are read as rows of uint64
 
 
-def encode(table: pa.Table) -> bytes:
-    """The sidecar image of `table` (the manifest columns of one data file, manifest types)."""
+def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
+    """The sidecar image of `table` (the manifest columns of one data file, manifest types);
+    `footer_crc`: the CRC-32C of that data file's Parquet footer (`footer_crc32c`)."""
     n = table.num_rows
     rec = np.zeros(n, dtype=RECORD)
     valid = np.zeros(n, dtype=np.uint16)
@@ -55,7 +62,7 @@ def encode(table: pa.Table) -> bytes:
     for c in CODED:
         codes, dicts[c] = _codes(table.column(c))
         rec[c] = codes
-    strings = []
+    strings: list[bytes] = []
     for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
         col = table.column(c).combine_chunks().cast(pa.large_string())
         valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
@@ -66,7 +73,12 @@ def encode(table: pa.Table) -> bytes:
     rec["valid"] = valid
     sections = [rec.tobytes(), *strings]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
-    head = json.dumps({"rows": n, "dicts": dicts, "sections": sizes}, separators=(",", ":")).encode()
+    id_bytes = strings[1] + b"\0" * (-len(strings[1]) % 8)  # as written: padded to 8 bytes
+    ids_crc = google_crc32c.extend(google_crc32c.value(strings[0]), id_bytes)
+    head = json.dumps(
+        {"rows": n, "dicts": dicts, "sections": sizes, "ids_crc32c": ids_crc, "footer_crc32c": int(footer_crc)},
+        separators=(",", ":"),
+    ).encode()
     head += b" " * (-(_HEAD.size + len(head)) % 8)
     body = b"".join(b + b"\0" * (-len(b) % 8) for b in sections)
     return _HEAD.pack(MAGIC, len(head)) + head + body
@@ -127,6 +139,8 @@ class RowFile:
             if at[-1] > len(self._map) or sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8:
                 raise ValueError("cut short")
             self.dicts: dict[str, list[Any]] = head["dicts"]
+            self._ids_crc, self._footer_crc = int(head["ids_crc32c"]), int(head["footer_crc32c"])
+            self._ids_checked = False
             width = RECORD.itemsize // 8
             self._rows = np.frombuffer(self._map, np.uint64, rows * width, int(at[0])).reshape(rows, width)
             for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
@@ -135,6 +149,27 @@ class RowFile:
         except (ValueError, KeyError, TypeError, struct.error) as exc:
             self.close()
             raise ValueError(f"{path}: not a readable row sidecar: {exc}") from exc
+
+    def check_ids(self, footer_crc: int) -> None:
+        """Raise ValueError unless this is the sidecar of the data file whose footer has CRC-32C
+        `footer_crc` and its episode_id sections hold what was written (their CRC-32C)."""
+        if footer_crc != self._footer_crc:
+            raise ValueError(f"{self.path}: written for another data file (its footer checksum differs)")
+        if self._ids_checked:
+            return
+        offsets, at, size = self.strings["episode_id"]
+        raw = np.frombuffer(self._map, np.uint8, size, at)
+        if google_crc32c.extend(google_crc32c.value(offsets), raw) != self._ids_crc:
+            raise ValueError(f"{self.path}: its episode ids are not as written (checksum)")
+        self._ids_checked = True
+
+    def hash_ids(self, positions: np.ndarray, salt: str, footer_crc: int) -> np.ndarray:
+        """stable_hash64(episode_id, salt) of the rows at `positions` (`check_ids` first)."""
+        from robodata.curate.stablehash import hash_offsets  # Numba, loaded on first use
+
+        self.check_ids(footer_crc)
+        offsets, at, size = self.strings["episode_id"]
+        return hash_offsets(offsets, np.frombuffer(self._map, np.uint8, size, at), positions, salt, str(self.path))
 
     def pick(self, positions: np.ndarray) -> Picked:
         """The rows at `positions`, copied out of the map."""
@@ -158,6 +193,21 @@ class RowFile:
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes
+
+
+def footer_crc32c(path: Path) -> int:
+    """CRC-32C of a Parquet file's footer (its metadata: schema, row groups, statistics, offsets)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        if size < 12:
+            raise ValueError(f"{path}: not a Parquet file (cut short)")
+        fh.seek(size - 8)
+        length, magic = struct.unpack("<I4s", fh.read(8))
+        if magic != b"PAR1" or length > size - 12:
+            raise ValueError(f"{path}: not a Parquet file (its footer)")
+        fh.seek(size - 8 - length)
+        return int(google_crc32c.value(fh.read(length)))
 
 
 def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:

@@ -53,7 +53,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-SUFFIX = ".rows"  # format 2 (robodata.catalog.rowpack); format 1 was column-major Arrow IPC, ".arrow"
+SUFFIX = ".rows3"  # format 3 (robodata.catalog.rowpack); 2: ".rows" (no checksums); 1: column-major Arrow IPC, ".arrow"
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
 
@@ -118,12 +118,13 @@ def write(table_uri: str, rel_path: str, size: int) -> Sidecar | None:
     root = local_root(table_uri)
     if root is None:
         return None
-    table = _read(root / unquote(rel_path))
+    data_file = root / unquote(rel_path)
+    table = _read(data_file)
     uri = table.column("uri")
     loadable = pc.all(pc.fill_null(pc.not_equal(uri, ""), False)).as_py() in (True, None)
     lengths = pc.list_value_length(table.column("qc_failed"))
     no_failed = int(pc.max(pc.fill_null(lengths, 0)).as_py() or 0) == 0
-    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA))
+    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA), rowpack.footer_crc32c(data_file))
     folder = root / SIDECAR_DIR
     folder.mkdir(exist_ok=True)
     target = folder / _name(rel_path, size, table.num_rows, loadable, no_failed)
@@ -150,10 +151,14 @@ def take(sidecar: Sidecar, positions: np.ndarray) -> pa.Table:
     return take_many([(sidecar, positions)])
 
 
-def take_many(picks: list[tuple[Sidecar, np.ndarray]], order: np.ndarray | None = None) -> pa.Table:
+def take_many(
+    picks: list[tuple[Sidecar, np.ndarray]], order: np.ndarray | None = None, footers: dict[Path, int] | None = None
+) -> pa.Table:
     """The rows at each sidecar's positions, sidecars in turn, in PLAIN_SCHEMA (manifest types);
     `order`: output row j is the j-th of them in that order. The table holds copies: nothing
-    refers to the memory maps once it returns (they are closed).
+    refers to the memory maps once it returns (they are closed). `footers`: sidecars whose ids
+    are taken as they are (no scan read them), with their data file's footer CRC-32C: their ids
+    are checked first (`RowFile.check_ids`).
 
     Raises:
         ValueError: a file is not a sidecar of this format, holds another number of rows, or
@@ -166,6 +171,8 @@ def take_many(picks: list[tuple[Sidecar, np.ndarray]], order: np.ndarray | None 
             raise ValueError(f"{car.path}: a position outside its {car.rows} rows")
         f = rowpack.RowFile(car.path, car.rows)
         try:
+            if footers is not None and car.path in footers:
+                f.check_ids(footers[car.path])
             picked.append(f.pick(positions))
         finally:
             f.close()

@@ -21,6 +21,7 @@ within the bound of the cap, equal hashes, negative or non-finite durations) fal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,13 @@ _U = 2.0**-53  # unit roundoff of float64
 _TWO64 = float(2**64)
 
 
+Hashes = Callable[[np.ndarray | None], np.ndarray]  # candidate positions (None: all) -> their stable_hash64
+
+
+class NeedsIds(Exception):
+    """Equal hashes among a group's candidates: the rule orders them by episode_id, not given."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the budget keeps of the candidate rows and their sampling weights."""
@@ -40,6 +48,22 @@ class Plan:
     keep: np.ndarray  # int64 positions of kept candidate rows, in episode_id order
     weight: np.ndarray  # float64 sampling weight of each kept row (same order)
     groups: dict[str, dict[str, float]]  # group -> {episodes, hours, share}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The kept candidates (`keep`, ascending positions) and what `weigh` needs of them."""
+
+    keep: np.ndarray
+    names: list[str]  # the groups
+    codes: np.ndarray  # each candidate's group
+    dur: np.ndarray  # each candidate's duration (nulls as 0)
+    shares: np.ndarray  # each group's share of the mix
+
+
+def id_hashes(ids: pl.Series, salt: str) -> Hashes:
+    """`Hashes` computed from the candidates' episode ids."""
+    return lambda at: stable_hash64(ids if at is None else ids.gather(at), salt)
 
 
 def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Series | None) -> Plan:
@@ -54,7 +78,21 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
     Returns:
         The Plan: kept positions in episode_id order, their weights, per-group stats.
     """
-    n = len(ids)
+    decided = decide(spec, durations, group, id_hashes(ids, salt(spec)), ids)
+    return weigh(decided, decided.keep[id_order(ids, decided.keep)])
+
+
+def salt(spec: CurationSpec) -> str:
+    """The salt of the budget's hash order."""
+    return spec.split.salt + "/budget"
+
+
+def decide(
+    spec: CurationSpec, durations: pl.Series, group: pl.Series | None, hashes: Hashes, ids: pl.Series | None
+) -> Decision:
+    """Which candidates the budget keeps, given their durations, groups and hashes (`ids`: their
+    episode ids, which only equal hashes need; raises NeedsIds when None and they do)."""
+    n = len(durations)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
     names, codes = (["all"], np.zeros(n, dtype=np.int32)) if group is None else group_codes(group)
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
@@ -66,15 +104,18 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
     for i, g in enumerate(names):
         if g in spec.budget.per_group_hours:
             caps[i] = min(caps[i], spec.budget.per_group_hours[g] * 3600.0)
-    salt = spec.split.salt + "/budget"
     if not np.isfinite(caps).any():
         mask = np.ones(n, dtype=bool)
     else:
-        fast = fast_keep(codes, dur, caps, ids, salt)
-        mask = fast if fast is not None else exact_keep(codes, dur, caps, ids, salt)
-    kept = np.flatnonzero(mask)
-    kept = kept[_id_order(ids, kept)]
-    kcodes, kdur = codes[kept], dur[kept]
+        fast = fast_keep(codes, dur, caps, hashes)
+        mask = fast if fast is not None else exact_keep(codes, dur, caps, hashes, ids)
+    return Decision(np.flatnonzero(mask).astype(np.int64), names, codes, dur, shares)
+
+
+def weigh(decided: Decision, kept: np.ndarray) -> Plan:
+    """The Plan of the kept candidates `kept` (`decided.keep` in episode_id order)."""
+    names, shares = decided.names, decided.shares
+    kcodes, kdur = decided.codes[kept], decided.dur[kept]
     group_s = np.bincount(kcodes, weights=kdur, minlength=len(names))  # in episode_id order, as before
     counts = np.bincount(kcodes, minlength=len(names))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -89,46 +130,66 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
 
 def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
     """(sorted distinct groups, nulls as "", and each row's index into them); Categorical input is cheapest."""
+    from robodata.curate import kernels  # Numba, loaded on first use
+
     cat = (group.fill_null("") if group.null_count() else group).cast(pl.Categorical)
-    present = cat.unique()
-    names = present.cast(pl.String).sort().to_list()
-    if not names:
-        return names, np.zeros(0, dtype=np.int32)
+    phys = cat.to_physical().to_numpy()
+    if not len(phys):
+        return [], np.zeros(0, dtype=np.int32)
+    top = int(phys.max())
+    if top < 1 << 24:  # one pass: a row of each category (ids are the process's, usually few)
+        first = np.full(top + 1, -1, dtype=np.int64)
+        kernels.first_rows(phys, first)
+        present = np.flatnonzero(first >= 0)
+        values = cat.gather(first[present]).cast(pl.String).to_list()
+    else:
+        uniq = cat.unique()
+        present, values = uniq.to_physical().to_numpy().astype(np.int64), uniq.cast(pl.String).to_list()
+    names = sorted(values)
     rank = {name: i for i, name in enumerate(names)}
-    phys = present.to_physical().to_numpy().astype(np.int64)
-    lut = np.zeros(int(phys.max()) + 1, dtype=np.int32)  # 4 bytes a candidate
-    lut[phys] = [rank[v] for v in present.cast(pl.String).to_list()]
-    return names, lut[cat.to_physical().to_numpy()]
+    lut = np.zeros(int(present.max()) + 1, dtype=np.int32)
+    lut[present] = [rank[v] for v in values]
+    return names, lut[phys]  # 4 bytes a candidate
 
 
-def exact_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray:
-    """The budget as manifests before issue 28 computed it (full sort; defines the result)."""
+def exact_keep(
+    codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, hashes: Hashes, ids: pl.Series | None = None
+) -> np.ndarray:
+    """The budget as manifests before issue 28 computed it (full sort; defines the result): candidates
+    in episode_id order, sorted by (group, hash) stably. Only equal (group, hash) pairs depend on
+    the episode_id order; without `ids`, they raise NeedsIds."""
     n = len(codes)
-    by_id = _id_order(ids, np.arange(n))
-    scodes, sdur = codes[by_id], dur[by_id]
-    order_hash = stable_hash64(ids.gather(by_id), salt)
-    order = np.lexsort((order_hash, scodes))  # by group, then stable pseudo-random
-    sorted_codes, sorted_dur = scodes[order], sdur[order]
+    h = hashes(None)
+    order = np.lexsort((h, codes))
+    sc, sh = codes[order], h[order]
+    ties = n > 1 and bool(((sc[1:] == sc[:-1]) & (sh[1:] == sh[:-1])).any())
+    if ties:
+        if ids is None:
+            raise NeedsIds("equal hashes among the candidates")
+        by_id = id_order(ids, np.arange(n))
+        order = by_id[np.lexsort((h[by_id], codes[by_id]))]  # by group, then hash, then episode_id
+    sorted_codes, sorted_dur = codes[order], dur[order]
     cum = np.cumsum(sorted_dur)
     starts = np.searchsorted(sorted_codes, np.arange(len(caps)))
     base = np.concatenate([[0.0], cum])[starts]
     within = cum - base[sorted_codes]
     keep = np.ones(n, dtype=bool)
-    keep[by_id[order]] = within <= caps[sorted_codes]
+    keep[order] = within <= caps[sorted_codes]
     return keep
 
 
-def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray | None:
+def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, hashes: Hashes) -> np.ndarray | None:
     """`exact_keep`'s result in linear time, or None when it cannot be proven (see the module docstring)."""
     n = len(codes)
     keep = np.ones(n, dtype=bool)
     if n == 0:
         return keep
-    if not (np.isfinite(dur).all() and dur.min() >= 0):
+    from robodata.curate import kernels  # Numba, loaded on first use
+
+    totals, sizes = np.zeros(len(caps)), np.zeros(len(caps), dtype=np.int64)
+    if not kernels.group_sums(codes, dur, len(caps), totals, sizes):  # one pass; False: a duration < 0 or NaN/inf
         return None
-    bound = float(dur.sum()) * (1.0 + 4.0 * (n + 2) * _U) * 4.0 * _U  # per-position error slope
-    totals = np.bincount(codes, weights=dur, minlength=len(caps))
-    sizes = np.bincount(codes, minlength=len(caps))
+    bound = float(totals.sum()) * (1.0 + 4.0 * (n + 2) * _U) * 4.0 * _U  # per-position error slope
     need = [g for g in range(len(caps)) if np.isfinite(caps[g]) and totals[g] + (sizes[g] + 2) * bound > caps[g]]
     if not need:
         return keep
@@ -140,21 +201,21 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, ids: pl.Seri
         in_need = needed[codes]
         members = np.flatnonzero(in_need)
         mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
-    hashes = stable_hash64(ids if members is None else ids.gather(members), salt)
+    hashed = hashes(members)
     frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
     top = np.iinfo(np.uint64).max
     while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
         last = np.zeros(len(caps), dtype=np.uint64)  # the largest hash under each group's threshold
         for g, f in frac.items():
             last[g] = np.uint64(min(f * _TWO64, _TWO64 - 4096)) - np.uint64(1) if f < 1.0 else top
-        sub = _under(hashes, last, mcodes)
+        sub = _under(hashed, last, mcodes)
         grouped = np.argsort(mcodes[sub], kind="stable")
         by_group = sub[grouped]
         edges = np.searchsorted(mcodes[by_group], np.arange(len(caps) + 1))
         for g in list(frac):
             at = by_group[edges[g] : edges[g + 1]]  # this group's members under its threshold, in member order
             rows = at if members is None else members[at]
-            cut = _prefix(hashes[at], dur[rows], float(caps[g]), bound, frac[g] < 1.0)
+            cut = _prefix(hashed[at], dur[rows], float(caps[g]), bound, frac[g] < 1.0)
             if cut is False:
                 return None
             if cut is None:
@@ -191,7 +252,7 @@ def _prefix(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: boo
     return order[:end]
 
 
-def _id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
+def id_order(ids: pl.Series, positions: np.ndarray) -> np.ndarray:
     """Indices into `positions` ordering them by episode_id (ties keep their order)."""
     if len(positions) == 0:
         return positions

@@ -102,24 +102,55 @@ def evaluate(
 def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addressed) -> tuple[pl.DataFrame, dict]:
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-    lf = source.keys(lambda loadable, no_failed: _predicate(spec, base_dir, loadable, no_failed))
+
+    def predicate_for(loadable: bool, no_failed: bool) -> pl.Expr | None:
+        return _predicate(spec, base_dir, loadable, no_failed)
+
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
-    if capped:  # keys only; the group as Categorical (4 bytes a row)
-        group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
-        first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address))
-    else:
-        group = [pl.col(group_col).alias("__group")] if group_col else []
-        first = _collect(spec, lf.select(*fields, *group)).rechunk()  # a gather over many chunks is ~10x slower
-    planned = budget.plan(spec, first["episode_id"], first["duration_s"], first["__group"] if group_col else None)
     if capped:
-        rows = source.fetch(first, planned.keep, fields, lf.collect_schema())
-    else:
-        rows = first.select(fields).gather(planned.keep)
+        try:
+            rows, planned = _capped(spec, source, predicate_for, fields, ids_aside=True)
+        except _Retry:  # a sidecar failed a check, or equal hashes need the ids: read them from Parquet
+            rows, planned = _capped(spec, source, predicate_for, fields, ids_aside=False)
+    else:  # every candidate is kept: the one scan reads the manifest columns
+        group = [pl.col(group_col).alias("__group")] if group_col else []
+        first = _collect(spec, source.keys(predicate_for, False).select(*fields, *group)).rechunk()
+        planned = budget.plan(spec, first["episode_id"], first["duration_s"], first["__group"] if group_col else None)
+        rows = first.select(fields).gather(planned.keep)  # a gather over many chunks is ~10x slower: rechunked
     df = rows.with_columns(weight=pl.Series(planned.weight, dtype=pl.Float64)).rechunk()
     split = unit_interval(stable_hash64(df["episode_id"], spec.split.salt + "/split"))
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
     return df.select(MANIFEST_SCHEMA.names), planned.groups
+
+
+class _Retry(Exception):
+    """The evaluation with ids set aside cannot go on; it is redone with the ids read from Parquet."""
+
+
+def _capped(
+    spec: CurationSpec, source: _Plain | _Addressed, predicate_for: PredicateFor, fields: list[str], ids_aside: bool
+) -> tuple[pl.DataFrame, budget.Plan]:
+    """Keys only (the group as Categorical: 4 bytes a row), the budget on them, then the kept rows."""
+    group_col = spec.mix.by if spec.mix else None
+    lf = source.keys(predicate_for, ids_aside)
+    group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
+    first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address))
+    ids = first["episode_id"]
+    try:
+        decided = budget.decide(
+            spec,
+            first["duration_s"],
+            first["__group"] if group_col else None,
+            source.hashes(first, budget.salt(spec)),
+            ids if not ids.has_nulls() else None,
+        )
+    except (budget.NeedsIds, ValueError, OSError) as exc:
+        if not ids.has_nulls():
+            raise CatalogError(f"curation spec {spec.name!r}: cannot read the catalog's data files: {exc}") from exc
+        raise _Retry() from exc
+    rows, kept = source.fetch(first, decided.keep, fields, lf.collect_schema())
+    return rows, budget.weigh(decided, kept)
 
 
 class _Plain:
@@ -131,17 +162,25 @@ class _Plain:
         self.spec, self.source = spec, _with_missing_columns(spec, lf)
         self.filtered = self.source
 
-    def keys(self, predicate_for: PredicateFor) -> pl.LazyFrame:
+    def keys(self, predicate_for: PredicateFor, ids_aside: bool) -> pl.LazyFrame:
         predicate = predicate_for(False, False)
         self.filtered = self.source.filter(predicate) if predicate is not None else self.source
         return self.filtered
 
-    def fetch(self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
-        return _fetch(self.spec, self.source, self.filtered, first["episode_id"].gather(keep), fields)
+    def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
+        return budget.id_hashes(first["episode_id"], salt)
+
+    def fetch(
+        self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema
+    ) -> tuple[pl.DataFrame, np.ndarray]:
+        """The kept rows sorted by episode_id, and `keep` in that order."""
+        kept = keep[budget.id_order(first["episode_id"], keep)]
+        return _fetch(self.spec, self.source, self.filtered, first["episode_id"].gather(kept), fields), kept
 
 
 class _Addressed:
-    """A catalog's data files (robodata.curate.keyscan): per-file predicates, fetch by row address."""
+    """A catalog's data files (robodata.curate.keyscan): per-file predicates, ids set aside where a
+    sidecar holds them, fetch by row address."""
 
     address: tuple[str, ...] = (ROW,)
 
@@ -149,23 +188,49 @@ class _Addressed:
         self.spec, self.source = spec, source
         self.predicate_for: PredicateFor | None = None
 
-    def keys(self, predicate_for: PredicateFor) -> pl.LazyFrame:
+    def keys(self, predicate_for: PredicateFor, ids_aside: bool) -> pl.LazyFrame:
         self.predicate_for = predicate_for
-        return self.source.keys(predicate_for, lambda lf: _with_missing_columns(self.spec, lf))
+        return self.source.keys(predicate_for, lambda lf: _with_missing_columns(self.spec, lf), ids_aside)
 
-    def fetch(self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
+    def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
+        ids, address = first["episode_id"], first[ROW].cast(pl.Int64).to_numpy()
+        if not ids.has_nulls():
+            return budget.id_hashes(ids, salt)
+        return lambda at: self.source.hashes(
+            address if at is None else address[at], ids if at is None else ids.gather(at), salt
+        )
+
+    def fetch(
+        self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema
+    ) -> tuple[pl.DataFrame, np.ndarray]:
+        """The kept rows sorted by episode_id, and `keep` in that order. Checked against the key scan:
+        the ids it read and every row's duration (a sidecar's rows must be its data file's)."""
         ids = first["episode_id"].gather(keep)
         address = first[ROW].gather(keep).cast(pl.Int64).to_numpy()
         try:
             rows = self.source.fetch(address, ids, fields, schema)
         except pl.exceptions.PolarsError as exc:
             raise CatalogError(f"evaluating curation spec {self.spec.name!r} over the catalog failed: {exc}") from exc
-        if rows["episode_id"].equals(ids, check_names=False):
-            return rows
+        order = rows["episode_id"].arg_sort().to_numpy()
+        rows, kept = rows.gather(order), keep[order]
+        got = rows["episode_id"]
+        unique = got.null_count() == 0 and (len(got) < 2 or bool((got.slice(1) > got.slice(0, len(got) - 1)).all()))
+        same = unique and _same_numbers(rows["duration_s"], first["duration_s"].gather(kept))
+        if same and rows["episode_id"].equals(first["episode_id"].gather(kept).fill_null(got), check_names=False):
+            return rows, kept
+        if ids.has_nulls():
+            raise _Retry()
         assert self.predicate_for is not None  # keys() ran first
         plain = _Plain(self.spec, self.source.plain())
-        plain.keys(self.predicate_for)
+        plain.keys(self.predicate_for, False)
         return plain.fetch(first, keep, fields, schema)
+
+
+def _same_numbers(a: pl.Series, b: pl.Series) -> bool:
+    """Equal values, nulls and NaNs included (bit for bit but the sign of zero)."""
+    return bool(a.equals(b, check_names=False, check_dtypes=False, null_equal=True)) or bool(
+        (a.is_null() == b.is_null()).all() and ((a == b) | (a.is_nan() & b.is_nan())).fill_null(True).all()
+    )
 
 
 def _fetch(

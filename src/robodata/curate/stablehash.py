@@ -7,7 +7,7 @@ Definition (reference implementation: `stable_hash64_py`):
     h = FNV-1a-64 over the UTF-8 bytes of salt, then of the string
     result = splitmix64 finaliser of h   (spreads FNV's weak low bits)
 
-The strings are read where they lie (robodata.curate.fnv_kernels, compiled with Numba): Arrow's
+The strings are read where they lie (robodata.curate.kernels, compiled with Numba): Arrow's
 offsets layouts and the string views Polars holds its columns in, on up to `_THREADS` threads.
 """
 
@@ -54,7 +54,7 @@ def stable_hash64(values: pa.Array | pa.ChunkedArray | pl.Series, salt: str = ""
 
 
 def _hash_chunk(arr: pa.Array, h0: np.uint64, out: np.ndarray) -> None:
-    from robodata.curate import fnv_kernels as k  # compiled on first use (importing Numba: ~0.4 s)
+    from robodata.curate import kernels as k  # compiled on first use (importing Numba: ~0.4 s)
 
     n = len(arr)
     if n == 0:
@@ -86,6 +86,24 @@ def _hash_chunk(arr: pa.Array, h0: np.uint64, out: np.ndarray) -> None:
     bad = _in_parts(run, n)
     if bad >= 0:
         raise ValueError(f"string row {bad} points outside its Arrow buffers")
+
+
+def hash_offsets(offsets: np.ndarray, data: np.ndarray, positions: np.ndarray, salt: str, where: str) -> np.ndarray:
+    """stable_hash64 of the rows at `positions` of strings in Arrow's offsets layout (`offsets`: n + 1
+    int64, `data`: their bytes); `where` names them in the error.
+
+    Raises:
+        ValueError: a position outside the rows, or offsets outside the bytes.
+    """
+    from robodata.curate import kernels as k
+
+    out = np.empty(len(positions), dtype=np.uint64)
+    h0 = np.uint64(_fnv_bytes(FNV_OFFSET, salt.encode()))
+    at = np.ascontiguousarray(positions, dtype=np.int64)
+    bad = _in_parts(lambda a, b: k.at_positions(offsets, data, at[a:b], h0, out[a:b]), len(at))
+    if bad >= 0:
+        raise ValueError(f"{where}: string row {int(at[bad])} is outside its rows or its offsets outside its bytes")
+    return out
 
 
 def _in_parts(run: Any, n: int) -> int:

@@ -1,4 +1,5 @@
-"""Compiled kernels of robodata.curate.stablehash: FNV-1a-64 + splitmix64 over Arrow string layouts.
+"""Compiled per-row kernels of curation (Numba): the stable hash over Arrow string layouts
+(robodata.curate.stablehash: FNV-1a-64 + splitmix64) and the budget's pass over its candidates.
 
 Loaded on the first hash (importing Numba takes ~0.4 s); compiled once per machine and cached
 (Numba's cache: next to this file, else the user's cache folder, else compiled per process).
@@ -100,3 +101,48 @@ def views(words: Any, inline: Any, addresses: Any, sizes: Any, valid: Any, h0: A
                 h = (h ^ np.uint64(data[j])) * prime
         out[i] = _final(h)
     return -1
+
+
+@_jit
+def at_positions(offs: Any, data: Any, positions: Any, h0: Any, out: Any) -> int:
+    """out[k] = hash of row positions[k] of (offs, data); the first k it could not read, else -1."""
+    prime = np.uint64(0x100000001B3)
+    rows = offs.shape[0] - 1
+    size = data.shape[0]
+    for k in range(positions.shape[0]):
+        i = positions[k]
+        if i < 0 or i >= rows:
+            return k
+        lo, hi = offs[i], offs[i + 1]
+        if lo < 0 or hi < lo or hi > size:
+            return k
+        h = h0
+        for j in range(lo, hi):
+            h = (h ^ np.uint64(data[j])) * prime
+        out[k] = _final(h)
+    return -1
+
+
+@_jit
+def group_sums(codes: Any, dur: Any, groups: int, totals: Any, sizes: Any) -> bool:
+    """Per-group duration sums and counts into `totals` / `sizes` (zeroed here); False (and the
+    sums unfinished) at the first duration that is negative or not finite."""
+    totals[:] = 0.0
+    sizes[:] = 0
+    for i in range(codes.shape[0]):
+        d = dur[i]
+        if not (d >= 0.0 and d < np.inf):
+            return False
+        g = codes[i]
+        totals[g] += d
+        sizes[g] += 1
+    return True
+
+
+@_jit
+def first_rows(values: Any, first: Any) -> None:
+    """first[v] = the first row whose value is v (for v < len(first); others untouched)."""
+    for i in range(values.shape[0] - 1, -1, -1):
+        v = values[i]
+        if v < first.shape[0]:
+            first[v] = i
