@@ -123,8 +123,8 @@ class CatalogSource:
         if len(addresses) > 1 and not bool((addresses[1:] > addresses[:-1]).all()):  # the scan's order: sorted
             by = np.argsort(addresses, kind="stable")
             at, addresses = (by if at is None else at[by]), addresses[by]
-        starts = np.array([f.offset for f in self.files] + [np.iinfo(np.int64).max], dtype=np.int64)
-        cuts = np.searchsorted(addresses, starts)  # file i's rows: addresses[cuts[i]:cuts[i + 1]]
+        starts = np.array([f.offset for f in self.files], dtype=addresses.dtype)  # no copy of 20M addresses
+        cuts = np.append(np.searchsorted(addresses, starts), len(addresses))  # file i: addresses[cuts[i]:cuts[i + 1]]
         jobs = [(i, int(cuts[i]), int(cuts[i + 1])) for i in range(len(self.files)) if cuts[i + 1] > cuts[i]]
 
         def one(job: tuple[int, int, int]) -> Path:
@@ -134,7 +134,7 @@ class CatalogSource:
                 raise ValueError(f"{f.uri}: no sidecar, but its ids were set aside")
             rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
             try:
-                h = rf.hash_ids(addresses[lo:hi] - f.offset, salt, self._footer(f))
+                h = rf.hash_ids(addresses[lo:hi].astype(np.int64) - f.offset, salt, self._footer(f))
             finally:
                 rf.close()
             if at is None:

@@ -193,7 +193,7 @@ class _Addressed:
         return self.source.keys(predicate_for, lambda lf: _with_missing_columns(self.spec, lf), ids_aside)
 
     def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
-        ids, address = first["episode_id"], first[ROW].cast(pl.Int64).to_numpy()
+        ids, address = first["episode_id"], first[ROW].to_numpy()  # UInt32 or UInt64: no cast (20M rows)
         if not ids.has_nulls():
             return budget.id_hashes(ids, salt)
         return lambda at: self.source.hashes(
