@@ -168,3 +168,33 @@ def test_a_failure_hashing_set_aside_ids_reads_them_from_parquet(optimized, monk
     for name in NAMES:
         assert select(spec_from_dict(SPECS[name]), optimized).rows.equals(_plain(optimized, name)), name
     assert calls  # the budgeted specs tried the sidecars first
+
+
+def test_exclusions_proven_by_file_statistics_leave_that_file_scan(tmp_path, monkeypatch):
+    """A file whose min/max put no excluded value in range (and has no null) is scanned without
+    that term; one holding the value, or a null, keeps it. Rows as the plain scan's."""
+    from robodata.curate import select as select_module
+
+    shape = synthetic.FleetShape(rows_per_day=40, batch_size=40)
+    rows = pl.DataFrame(synthetic.rows(shape, 0, 120))  # three days, one file each
+    i = pl.int_range(pl.len())
+    rows = rows.with_columns(  # day 1 holds the excluded batch; day 2 a null batch; day 3 neither
+        ingest_batch=pl.when(i < 40).then(pl.lit("b-x")).when(i == 50).then(None).otherwise(pl.lit("b-y"))
+    )
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.backfill(rows.to_arrow())
+    seen: list[frozenset[int]] = []
+    real = select_module._predicate
+
+    def spy(spec, base_dir, loadable=False, no_failed=False, proven=frozenset()):
+        seen.append(proven)
+        return real(spec, base_dir, loadable, no_failed, proven)
+
+    monkeypatch.setattr(select_module, "_predicate", spy)
+    spec = spec_from_dict({"version": 1, "name": "x", "exclude": {"batches": ["b-x"]}})  # keeps every candidate
+    got = select(spec, cat).rows
+    assert sorted(seen, key=sorted) == [frozenset(), frozenset({0})]  # days 1 and 2 together, day 3 alone
+    monkeypatch.setattr(select_module, "_predicate", real)
+    want, _ = evaluate(spec, pl.scan_delta(cat.table()))
+    assert got.equals(want) and got.height > 0
+    assert not got["episode_id"].is_in(rows.filter(i.lt(40) | i.eq(50))["episode_id"].implode()).any()

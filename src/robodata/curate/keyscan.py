@@ -44,8 +44,11 @@ from robodata.curate.stablehash import stable_hash64
 
 ROW = "__row"
 _THREADS = 2  # sidecars hashed side by side
-# (every row has a container, no row has a failed check) -> the predicate for such files
-PredicateFor = Callable[[bool, bool], "pl.Expr | None"]
+# (every row has a container, no row has a failed check, the `Excluded` terms proven true for
+# every row) -> the predicate for such files
+PredicateFor = Callable[[bool, bool, frozenset[int]], "pl.Expr | None"]
+Excluded = list[tuple[str, list[str]]]  # "column not in values" terms of the predicate, by index
+_STATS_CHARS = 32  # delta-rs cuts longer string statistics: they bound nothing then
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class DataFile:
     no_failed: bool  # proven: no row has a failed check
     sidecar: Sidecar | None
     offset: int = 0  # row number of its first row in the key scan's sequence
+    at: int = 0  # its add action's row in the log's table (its statistics)
 
 
 class CatalogSource:
@@ -71,6 +75,7 @@ class CatalogSource:
         self.storage_options = storage_options or None
         self.prepare: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda lf: lf
         self.checked: set[Path] = set()  # sidecars whose ids `hashes` checked
+        self._actions = pa.table({})  # the log's add actions, flattened (their statistics)
         files = self._files(filters or []) if _addressable(dt) else None
         self.usable = files is not None
         self.files: list[DataFile] = files or []
@@ -80,18 +85,27 @@ class CatalogSource:
         return pl.scan_delta(self.dt)
 
     def keys(
-        self, predicate_for: PredicateFor, prepare: Callable[[pl.LazyFrame], pl.LazyFrame], ids_aside: bool = False
+        self,
+        predicate_for: PredicateFor,
+        prepare: Callable[[pl.LazyFrame], pl.LazyFrame],
+        ids_aside: bool = False,
+        excluded: Excluded | None = None,
     ) -> pl.LazyFrame:
         """Rows passing the predicate (with `__row`), over every file; `prepare` adds missing columns.
-        `ids_aside`: episode_id is null for the rows of files with a sidecar (see `hashes`)."""
+        `ids_aside`: episode_id is null for the rows of files with a sidecar (see `hashes`).
+        `excluded`: the predicate's "column not in values" terms; a file whose statistics put no
+        value of one between its column's min and max (and no null) is scanned without it."""
         self.prepare = prepare
-        groups: dict[tuple[bool, bool, bool], list[DataFile]] = {}
+        groups: dict[tuple[bool, bool, frozenset[int], bool], list[DataFile]] = {}
+        proofs = self._proofs(excluded or [])
         for f in self.files:
-            groups.setdefault((f.loadable, f.no_failed, ids_aside and f.sidecar is not None), []).append(f)
+            proven = proofs[f.at] if proofs else frozenset()
+            key = (f.loadable, f.no_failed, proven, ids_aside and f.sidecar is not None)
+            groups.setdefault(key, []).append(f)
         scans, offset, numbered = [], 0, []
-        for (loadable, no_failed, aside), files in sorted(groups.items()):
+        for (loadable, no_failed, proven, aside), files in sorted(groups.items(), key=lambda g: _order(g[0])):
             lf = prepare(self._scan(files, offset))
-            pred = predicate_for(loadable, no_failed)
+            pred = predicate_for(loadable, no_failed, proven)
             lf = lf.filter(pred) if pred is not None else lf
             scans.append(lf.with_columns(pl.lit(None, pl.String).alias("episode_id")) if aside else lf)
             for f in files:
@@ -236,8 +250,27 @@ class CatalogSource:
             glob=False,
         )
 
+    def _proofs(self, excluded: Excluded) -> list[frozenset[int]]:
+        """For each add action: the `excluded` terms its statistics prove true for all its rows."""
+        if not excluded:
+            return []
+        n = self._actions.num_rows
+        proven: list[set[int]] = [set() for _ in range(n)]
+        names = set(self._actions.column_names)
+        for k, (column, values) in enumerate(excluded):
+            if not {f"min.{column}", f"max.{column}", f"null_count.{column}"} <= names:
+                continue
+            lows = self._actions.column(f"min.{column}").to_pylist()
+            highs = self._actions.column(f"max.{column}").to_pylist()
+            nulls = self._actions.column(f"null_count.{column}").to_pylist()
+            for i, (lo, hi, nc) in enumerate(zip(lows, highs, nulls, strict=True)):
+                bounded = isinstance(lo, str) and isinstance(hi, str) and len(hi) < _STATS_CHARS and nc == 0
+                if bounded and not any(lo <= v <= hi for v in values):
+                    proven[i].add(k)
+        return [frozenset(p) for p in proven]
+
     def _files(self, filters: list[Filter]) -> list[DataFile] | None:
-        actions = pa.table(self.dt.get_add_actions(flatten=True))
+        actions = self._actions = pa.table(self.dt.get_add_actions(flatten=True))
         names = set(actions.column_names)
         if "num_records" not in names or actions.column("num_records").null_count:
             return None
@@ -246,6 +279,7 @@ class CatalogSource:
         if len(uris) != len(paths) or not all(u.endswith("/" + unquote(p)) for u, p in zip(uris, paths, strict=True)):
             return None
         wanted = _in_partitions(self.dt, actions, filters)
+        index = list(range(len(paths))) if wanted is None else wanted
         if wanted is not None:
             at = pa.array(wanted, type=pa.int64())
             actions, uris, paths = actions.take(at), [uris[i] for i in wanted], [paths[i] for i in wanted]
@@ -255,11 +289,11 @@ class CatalogSource:
         mins = actions.column("min.uri").to_pylist() if "min.uri" in names else [None] * len(paths)
         cars = sidecar.find(self.dt.table_uri, list(zip(paths, sizes, counts, strict=True)))
         out = []
-        for p, u, n, nc, lo in zip(paths, uris, counts, nulls, mins, strict=True):
+        for p, u, n, nc, lo, i in zip(paths, uris, counts, nulls, mins, index, strict=True):
             car = cars.get(p)
             by_stats = nc == 0 and lo is not None and lo != ""
             loadable = by_stats or (car is not None and car.loadable)
-            out.append(DataFile(p, u, n, loadable, car is not None and car.no_failed_checks, car))
+            out.append(DataFile(p, u, n, loadable, car is not None and car.no_failed_checks, car, at=i))
         return out
 
 
@@ -285,7 +319,13 @@ def _addressable(dt: DeltaTable) -> bool:
 
 
 def _with_offset(f: DataFile, offset: int) -> DataFile:
-    return DataFile(f.path, f.uri, f.rows, f.loadable, f.no_failed, f.sidecar, offset)
+    return DataFile(f.path, f.uri, f.rows, f.loadable, f.no_failed, f.sidecar, offset, f.at)
+
+
+def _order(key: tuple[bool, bool, frozenset[int], bool]) -> tuple:
+    """A fixed order of file groups (their files' row numbers follow it)."""
+    loadable, no_failed, proven, aside = key
+    return (loadable, no_failed, sorted(proven), aside)
 
 
 def _runs(at: np.ndarray) -> list[tuple[int, int]]:

@@ -33,7 +33,8 @@ from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
-from robodata.curate.keyscan import ROW, CatalogSource, PredicateFor
+from robodata.curate.filters import column_kind
+from robodata.curate.keyscan import ROW, CatalogSource, Excluded, PredicateFor
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
 
@@ -103,8 +104,8 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
 
-    def predicate_for(loadable: bool, no_failed: bool) -> pl.Expr | None:
-        return _predicate(spec, base_dir, loadable, no_failed)
+    def predicate_for(loadable: bool, no_failed: bool, proven: frozenset[int] = frozenset()) -> pl.Expr | None:
+        return _predicate(spec, base_dir, loadable, no_failed, proven)
 
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
     if capped:
@@ -163,7 +164,7 @@ class _Plain:
         self.filtered = self.source
 
     def keys(self, predicate_for: PredicateFor, ids_aside: bool) -> pl.LazyFrame:
-        predicate = predicate_for(False, False)
+        predicate = predicate_for(False, False, frozenset())
         self.filtered = self.source.filter(predicate) if predicate is not None else self.source
         return self.filtered
 
@@ -190,7 +191,8 @@ class _Addressed:
 
     def keys(self, predicate_for: PredicateFor, ids_aside: bool) -> pl.LazyFrame:
         self.predicate_for = predicate_for
-        return self.source.keys(predicate_for, lambda lf: _with_missing_columns(self.spec, lf), ids_aside)
+        prepare = lambda lf: _with_missing_columns(self.spec, lf)  # noqa: E731
+        return self.source.keys(predicate_for, prepare, ids_aside, excluded_terms(self.spec))
 
     def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
         ids, address = first["episode_id"], first[ROW].to_numpy()  # UInt32 or UInt64: no cast (20M rows)
@@ -290,18 +292,50 @@ def qc_predicate(allowed: list[str], loadable: bool = False, no_failed: bool = F
     return terms[0] & terms[1] if len(terms) == 2 else terms[0] if terms else None
 
 
+def excluded_terms(spec: CurationSpec) -> Excluded:
+    """The predicate's "string column not in values" terms, in `_predicate`'s order (exclusions
+    are rare values: a data file's statistics often prove such a term for all its rows)."""
+    terms: Excluded = []
+    if spec.exclude.robots:
+        terms.append(("robot", list(spec.exclude.robots)))
+    if spec.exclude.batches:
+        terms.append(("ingest_batch", list(spec.exclude.batches)))
+    for f in spec.filters:
+        if f.op in ("not_in", "!=") and column_kind(f.column) == "string" and f.column != "day":
+            values = f.value if isinstance(f.value, list) else [f.value]
+            if all(isinstance(v, str) for v in values):
+                terms.append((f.column, [str(v) for v in values]))
+    return terms
+
+
 def _predicate(
-    spec: CurationSpec, base_dir: Path | None, loadable: bool = False, no_failed: bool = False
+    spec: CurationSpec,
+    base_dir: Path | None,
+    loadable: bool = False,
+    no_failed: bool = False,
+    proven: frozenset[int] = frozenset(),
 ) -> pl.Expr | None:
+    """The spec's predicate; `loadable` / `no_failed`: see `qc_predicate`; `proven`: indices into
+    `excluded_terms` known to hold for every row (left out)."""
     qc = qc_predicate(spec.allow_failed_checks, loadable, no_failed)
-    exprs = [*(f.expr() for f in spec.filters), *([qc] if qc is not None else [])]
+    k = 0  # the next excluded term's index, counted as `excluded_terms` does
+    exprs: list[pl.Expr] = []
     ex = spec.exclude
+    for values, column in ((ex.robots, "robot"), (ex.batches, "ingest_batch")):
+        if values:
+            if k not in proven:
+                exprs.append(~pl.col(column).is_in(list(values)))
+            k += 1
+    for f in spec.filters:
+        excluded = f.op in ("not_in", "!=") and column_kind(f.column) == "string" and f.column != "day"
+        excluded = excluded and all(isinstance(v, str) for v in (f.value if isinstance(f.value, list) else [f.value]))
+        if not (excluded and k in proven):
+            exprs.append(f.expr())
+        k += excluded
+    if qc is not None:
+        exprs.append(qc)
     if ids := spec.excluded_ids(base_dir):
         exprs.append(~pl.col("episode_id").is_in(ids))
-    if ex.robots:
-        exprs.append(~pl.col("robot").is_in(list(ex.robots)))
-    if ex.batches:
-        exprs.append(~pl.col("ingest_batch").is_in(list(ex.batches)))
     if spec.mix is not None:
         dropped = [g for g, w in spec.mix.weights.items() if w == 0]
         if spec.mix.default_weight == 0:
