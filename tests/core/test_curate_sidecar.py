@@ -160,7 +160,7 @@ def test_a_failure_hashing_set_aside_ids_reads_them_from_parquet(optimized, monk
 
     calls: list[int] = []
 
-    def failing(self, rows, ids, salt):
+    def failing(self, rows, ids, salt, stop=None):
         calls.append(len(rows))
         raise OSError("gone")
 

@@ -25,6 +25,7 @@ reads `pl.scan_delta` as before.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -116,9 +117,11 @@ class CatalogSource:
             return prepare(self.plain()).with_row_index(ROW).head(0)
         return pl.concat(scans, how="vertical") if len(scans) > 1 else scans[0]
 
-    def hashes(self, rows: np.ndarray, ids: pl.Series, salt: str) -> np.ndarray:
+    def hashes(self, rows: np.ndarray, ids: pl.Series, salt: str, stop: threading.Event | None = None) -> np.ndarray:
         """stable_hash64(episode_id, salt) of the rows at addresses `rows`: of `ids` where the scan read
         them, from their file's sidecar where it set them aside (null).
+
+        `stop`: once set, the sidecars not read yet are not (the result is then incomplete).
 
         Raises:
             ValueError: a sidecar not written for its data file, or whose ids are not as written.
@@ -144,6 +147,8 @@ class CatalogSource:
         def one(job: tuple[int, int, int]) -> Path:
             i, lo, hi = job
             f = self.files[i]
+            if stop is not None and stop.is_set():
+                return Path()
             if f.sidecar is None:
                 raise ValueError(f"{f.uri}: no sidecar, but its ids were set aside")
             rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
@@ -159,6 +164,7 @@ class CatalogSource:
 
         with ThreadPoolExecutor(_THREADS) as pool:  # files side by side: hashing runs without the GIL
             self.checked.update(pool.map(one, jobs))
+        self.checked.discard(Path())
         return out
 
     def fetch(self, rows: np.ndarray, ids: pl.Series, fields: list[str], schema: pl.Schema) -> pl.DataFrame:

@@ -22,6 +22,8 @@ The split is then taken over the kept rows only.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,18 +140,28 @@ def _capped(
     group = [pl.col(group_col).fill_null("").cast(pl.Categorical).alias("__group")] if group_col else []
     first = _collect(spec, lf.select("episode_id", "duration_s", *group, *source.address))
     ids = first["episode_id"]
+    stop = threading.Event()
+    hasher = source.hashes(first, budget.salt(spec), stop)
+    # Every candidate's hash, started now: the usual budget caps every group, so decide needs them
+    # all, and it computes the group codes and sums meanwhile (a subset is then taken from them).
+    # A budget that needs none stops it (between two sidecars).
+    pool = ThreadPoolExecutor(1)
+    every = pool.submit(hasher, None)
     try:
         decided = budget.decide(
             spec,
             first["duration_s"],
             first["__group"] if group_col else None,
-            source.hashes(first, budget.salt(spec)),
+            lambda at: every.result() if at is None else every.result()[at],
             ids if not ids.has_nulls() else None,
         )
     except (budget.NeedsIds, ValueError, OSError) as exc:
         if not ids.has_nulls():
             raise CatalogError(f"curation spec {spec.name!r}: cannot read the catalog's data files: {exc}") from exc
         raise _Retry() from exc
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
     rows, kept = source.fetch(first, decided.keep, fields, lf.collect_schema())
     return rows, budget.weigh(decided, kept)
 
@@ -168,7 +180,7 @@ class _Plain:
         self.filtered = self.source.filter(predicate) if predicate is not None else self.source
         return self.filtered
 
-    def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
+    def hashes(self, first: pl.DataFrame, salt: str, stop: threading.Event) -> budget.Hashes:
         return budget.id_hashes(first["episode_id"], salt)
 
     def fetch(
@@ -194,12 +206,12 @@ class _Addressed:
         prepare = lambda lf: _with_missing_columns(self.spec, lf)  # noqa: E731
         return self.source.keys(predicate_for, prepare, ids_aside, excluded_terms(self.spec))
 
-    def hashes(self, first: pl.DataFrame, salt: str) -> budget.Hashes:
+    def hashes(self, first: pl.DataFrame, salt: str, stop: threading.Event) -> budget.Hashes:
         ids, address = first["episode_id"], first[ROW].to_numpy()  # UInt32 or UInt64: no cast (20M rows)
         if not ids.has_nulls():
             return budget.id_hashes(ids, salt)
         return lambda at: self.source.hashes(
-            address if at is None else address[at], ids if at is None else ids.gather(at), salt
+            address if at is None else address[at], ids if at is None else ids.gather(at), salt, stop
         )
 
     def fetch(
