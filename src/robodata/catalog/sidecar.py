@@ -20,10 +20,12 @@ Column-major Arrow sidecars (format 1) cost one cache miss per row *and column* 
 Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was most of the fetch.
 
 * **One sidecar per Delta data file**, named after it: `<table>/_robodata_sidecars/<quoted data
-  file path>~<file size>~<rows>~<facts>.rows`. Delta data files are immutable, so a sidecar never
-  goes stale; it is used only while its name's size and row count equal the add action's, and the
-  ids it returns are checked against the ids the scan read (robodata.curate.keyscan). Delta (and its
-  vacuum) ignore folders whose name starts with `_`.
+  file path>~<file size>~<rows>~<facts>.rows3`. Delta data files are immutable, so a sidecar never
+  goes stale; it is used only while its name's size and row count equal the add action's. The ids
+  it returns are checked against the ids the scan read, and where the scan left them to it (the
+  candidates' ids, robodata.curate.keyscan), the header's CRC-32C of the data file's Parquet
+  footer and of the id sections are checked first. Delta (and its vacuum) ignore folders whose
+  name starts with `_`.
 * **Facts** about the whole file, in the name: `L` every row has a container (non-empty uri), `Q`
   no row has a failed QC check. Curation drops the matching terms of its predicate for that file
   (they cost a string and a list column decoded per row).

@@ -35,7 +35,7 @@ from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
-from robodata.curate.filters import column_kind
+from robodata.curate.filters import Filter, column_kind
 from robodata.curate.keyscan import ROW, CatalogSource, Excluded, PredicateFor
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
@@ -313,11 +313,15 @@ def excluded_terms(spec: CurationSpec) -> Excluded:
     if spec.exclude.batches:
         terms.append(("ingest_batch", list(spec.exclude.batches)))
     for f in spec.filters:
-        if f.op in ("not_in", "!=") and column_kind(f.column) == "string" and f.column != "day":
-            values = f.value if isinstance(f.value, list) else [f.value]
-            if all(isinstance(v, str) for v in values):
-                terms.append((f.column, [str(v) for v in values]))
+        if _excludes(f):
+            terms.append((f.column, [str(v) for v in (f.value if isinstance(f.value, list) else [f.value])]))
     return terms
+
+
+def _excludes(f: Filter) -> bool:
+    """A `string column not in values` filter (one of `excluded_terms`)."""
+    values = f.value if isinstance(f.value, list) else [f.value]
+    return f.op in ("not_in", "!=") and column_kind(f.column) == "string" and all(isinstance(v, str) for v in values)
 
 
 def _predicate(
@@ -339,8 +343,7 @@ def _predicate(
                 exprs.append(~pl.col(column).is_in(list(values)))
             k += 1
     for f in spec.filters:
-        excluded = f.op in ("not_in", "!=") and column_kind(f.column) == "string" and f.column != "day"
-        excluded = excluded and all(isinstance(v, str) for v in (f.value if isinstance(f.value, list) else [f.value]))
+        excluded = _excludes(f)
         if not (excluded and k in proven):
             exprs.append(f.expr())
         k += excluded
