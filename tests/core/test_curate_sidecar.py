@@ -7,8 +7,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from robodata.catalog import sidecar, synthetic
 from robodata.catalog.maintenance import OptimizeConfig, optimize, write_sidecars
@@ -198,3 +201,66 @@ def test_exclusions_proven_by_file_statistics_leave_that_file_scan(tmp_path, mon
     want, _ = evaluate(spec, pl.scan_delta(cat.table()))
     assert got.equals(want) and got.height > 0
     assert not got["episode_id"].is_in(rows.filter(i.lt(40) | i.eq(50))["episode_id"].implode()).any()
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    which=st.integers(0, 10**6),
+    at=st.floats(0, 1, exclude_max=True),
+    flip=st.integers(1, 255),
+    target=st.sampled_from(["anywhere", "a kept row's record", "a kept row's uri"]),
+)
+def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized, which, at, flip, target):
+    """Fuzz (fixed seed): one byte of one sidecar changed (header, records, offsets, strings or
+    padding; or, aimed, in a row the spec keeps); every budgeted spec still selects exactly the
+    plain scan's rows."""
+    cars = sorted((Path(optimized.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX))
+    if target == "anywhere":
+        car = cars[which % len(cars)]
+        pos = int(at * car.stat().st_size)
+    else:
+        car, pos = _kept_row_byte(cars, which, at, target.endswith("uri"))
+    good = car.read_bytes()
+    car.write_bytes(good[:pos] + bytes([good[pos] ^ flip]) + good[pos + 1 :])
+    try:
+        for name in ("fold_full", "sites_budget"):
+            got = select(spec_from_dict(SPECS[name]), optimized).rows
+            assert got.equals(_PLAIN_ROWS[name]), (name, car.name, pos)
+    finally:
+        car.write_bytes(good)
+
+
+def _kept_row_byte(cars: list[Path], which: int, at: float, in_uri: bool) -> tuple[Path, int]:
+    """A byte of the record (or uri) of a row fold_full keeps: (its sidecar, its position)."""
+    import json
+    import struct
+
+    from robodata.catalog import rowpack
+
+    kept = set(_PLAIN_ROWS["fold_full"]["episode_id"].to_list())
+    rows = []
+    for car in cars:
+        body = car.read_bytes()
+        (_, head_len) = struct.unpack_from("<8sQ", body)
+        sections = json.loads(body[16 : 16 + head_len])["sections"]
+        starts = [16 + head_len + sum(sections[:k]) for k in range(5)]
+        n = json.loads(body[16 : 16 + head_len])["rows"]
+        offs = [np.frombuffer(body, np.int64, n + 1, starts[k]) for k in (1, 3)]
+        for i in range(n):
+            if body[starts[2] + offs[0][i] : starts[2] + offs[0][i + 1]].decode() in kept:
+                uri = (starts[4] + int(offs[1][i]), int(offs[1][i + 1] - offs[1][i]))
+                rows.append((car, starts[0] + i * rowpack.RECORD.itemsize, uri))
+    car, record_at, (uri_at, uri_len) = rows[which % len(rows)]
+    if in_uri and uri_len:
+        return car, uri_at + int(at * uri_len)
+    return car, record_at + int(at * rowpack.RECORD.itemsize)
+
+
+_PLAIN_ROWS: dict[str, pl.DataFrame] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _plain_rows(optimized):
+    """The plain scan's rows of the fuzzed specs, once (the catalog's data files never change)."""
+    for name in ("fold_full", "sites_budget"):
+        _PLAIN_ROWS[name] = _plain(optimized, name)

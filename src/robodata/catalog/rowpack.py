@@ -8,7 +8,10 @@ table of the manifest types, in a requested order. Values round-trip exactly, nu
 The header holds the CRC-32C of the episode_id sections (offsets, bytes) and of the data file's
 Parquet footer: curation reads the ids of its candidates from here instead of decoding them from
 Parquet (robodata.curate.keyscan), and only after `RowFile.check_ids` found them as written, for
-the file whose footer it read.
+the file whose footer it read. Every record ends with a checksum of the row (its other record
+bytes, its episode_id and uri bytes), checked for each row picked, and the header holds the
+CRC-32C of the dictionaries, checked on opening: a byte altered anywhere a row is read from is
+refused, never returned.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ RECORD = np.dtype(
         *[(c, "<i4") for c in CODED],
         ("valid", "<u2"),
         ("_pad", "<u2"),
+        ("check", "<u8"),  # the row's checksum (kernels.row_checks); last
     ]
 )
 _HEAD = struct.Struct("<8sQ")
@@ -71,12 +75,20 @@ def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
         raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.zeros(0, np.uint8)
         strings += [(offsets - offsets[0]).tobytes(), raw.tobytes()]
     rec["valid"] = valid
+    rec["check"] = _checks(rec, strings, "a new sidecar")
     sections = [rec.tobytes(), *strings]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
     id_bytes = strings[1] + b"\0" * (-len(strings[1]) % 8)  # as written: padded to 8 bytes
     ids_crc = google_crc32c.extend(google_crc32c.value(strings[0]), id_bytes)
     head = json.dumps(
-        {"rows": n, "dicts": dicts, "sections": sizes, "ids_crc32c": ids_crc, "footer_crc32c": int(footer_crc)},
+        {
+            "rows": n,
+            "dicts": dicts,
+            "dicts_crc32c": _dicts_crc(dicts),
+            "sections": sizes,
+            "ids_crc32c": ids_crc,
+            "footer_crc32c": int(footer_crc),
+        },
         separators=(",", ":"),
     ).encode()
     head += b" " * (-(_HEAD.size + len(head)) % 8)
@@ -139,6 +151,8 @@ class RowFile:
             if at[-1] > len(self._map) or sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8:
                 raise ValueError("cut short")
             self.dicts: dict[str, list[Any]] = head["dicts"]
+            if _dicts_crc(self.dicts) != head["dicts_crc32c"]:
+                raise ValueError("its dictionaries are not as written (checksum)")
             self._ids_crc, self._footer_crc = int(head["ids_crc32c"]), int(head["footer_crc32c"])
             self._ids_checked = False
             width = RECORD.itemsize // 8
@@ -186,6 +200,14 @@ class RowFile:
             del whole
         # whole rows by np.take on a 2-D view: ~10x faster than indexing the structured array
         records = np.take(self._rows, positions, axis=0).view(RECORD).reshape(-1)
+        strings = []
+        for c in STRINGS:
+            arr = out[c]
+            buf = arr.buffers()
+            offs = np.frombuffer(buf[1], np.int64, len(arr) + 1, arr.offset * 8)
+            strings += [offs, np.frombuffer(buf[2], np.uint8) if buf[2] is not None else np.zeros(0, np.uint8)]
+        if not np.array_equal(_checks(records, strings, str(self.path)), records["check"]):
+            raise ValueError(f"{self.path}: a picked row is not as written (its checksum)")
         return Picked(self.path, self.dicts, records, out)
 
     def close(self) -> None:
@@ -193,6 +215,26 @@ class RowFile:
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes
+
+
+def _checks(records: np.ndarray, strings: list[Any], where: str) -> np.ndarray:
+    """Each row's checksum (robodata.curate.kernels.row_checks); `strings`: episode_id offsets and
+    bytes, then uri's (bytes objects or arrays)."""
+    from robodata.curate import kernels  # Numba, loaded on first use
+
+    arrays = [
+        np.frombuffer(x, np.int64 if k % 2 == 0 else np.uint8) if isinstance(x, bytes) else x
+        for k, x in enumerate(strings)
+    ]
+    out = np.empty(len(records), np.uint64)
+    rows = np.ascontiguousarray(records).view(np.uint8).reshape(len(records), RECORD.itemsize)
+    if kernels.row_checks(rows, *arrays, out) >= 0:
+        raise ValueError(f"{where}: string offsets outside their bytes")
+    return out
+
+
+def _dicts_crc(dicts: dict[str, list[Any]]) -> int:
+    return int(google_crc32c.value(json.dumps(dicts, separators=(",", ":"), sort_keys=True).encode()))
 
 
 def footer_crc32c(path: Path) -> int:

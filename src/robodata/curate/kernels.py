@@ -146,3 +146,31 @@ def first_rows(values: Any, first: Any) -> None:
         v = values[i]
         if v < first.shape[0]:
             first[v] = i
+
+
+@_jit
+def row_checks(records: Any, id_offs: Any, id_data: Any, uri_offs: Any, uri_data: Any, out: Any) -> int:
+    """out[i] = FNV-1a-64 + splitmix64 of row i: its record's bytes but the last 8 (the check
+    itself), then its episode_id and uri bytes; the first row whose strings lie outside their
+    bytes, else -1 (a sidecar's per-row checksum, robodata.catalog.rowpack)."""
+    prime = np.uint64(0x100000001B3)
+    width = records.shape[1] - 8
+    for i in range(out.shape[0]):
+        if (
+            id_offs[i] < 0
+            or id_offs[i + 1] < id_offs[i]
+            or id_offs[i + 1] > id_data.shape[0]
+            or uri_offs[i] < 0
+            or uri_offs[i + 1] < uri_offs[i]
+            or uri_offs[i + 1] > uri_data.shape[0]
+        ):
+            return i
+        h = np.uint64(0xCBF29CE484222325)
+        for j in range(width):
+            h = (h ^ np.uint64(records[i, j])) * prime
+        for j in range(id_offs[i], id_offs[i + 1]):
+            h = (h ^ np.uint64(id_data[j])) * prime
+        for j in range(uri_offs[i], uri_offs[i + 1]):
+            h = (h ^ np.uint64(uri_data[j])) * prime
+        out[i] = _final(h)
+    return -1
