@@ -66,20 +66,20 @@ def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
     for c in CODED:
         codes, dicts[c] = _codes(table.column(c))
         rec[c] = codes
-    strings: list[bytes] = []
+    strings: list[np.ndarray] = []
     for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
         col = table.column(c).combine_chunks().cast(pa.large_string())
         valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
         offsets = np.frombuffer(col.buffers()[1], np.int64, n + 1, col.offset * 8) if n else np.zeros(1, np.int64)
         data = col.buffers()[2]
         raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.zeros(0, np.uint8)
-        strings += [(offsets - offsets[0]).tobytes(), raw.tobytes()]
+        strings += [offsets - offsets[0], raw]
     rec["valid"] = valid
     rec["check"] = _checks(rec, strings, "a new sidecar")
-    sections = [rec.tobytes(), *strings]
+    sections = [rec.tobytes(), *(a.tobytes() for a in strings)]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
-    id_bytes = strings[1] + b"\0" * (-len(strings[1]) % 8)  # as written: padded to 8 bytes
-    ids_crc = google_crc32c.extend(google_crc32c.value(strings[0]), id_bytes)
+    id_bytes = sections[2] + b"\0" * (-len(sections[2]) % 8)  # as written: padded to 8 bytes
+    ids_crc = google_crc32c.extend(google_crc32c.value(sections[1]), id_bytes)
     head = json.dumps(
         {
             "rows": n,
@@ -171,8 +171,7 @@ class RowFile:
             raise ValueError(f"{self.path}: written for another data file (its footer checksum differs)")
         if self._ids_checked:
             return
-        offsets, at, size = self.strings["episode_id"]
-        raw = np.frombuffer(self._map, np.uint8, size, at)
+        offsets, raw = self._ids()
         if google_crc32c.extend(google_crc32c.value(offsets), raw) != self._ids_crc:
             raise ValueError(f"{self.path}: its episode ids are not as written (checksum)")
         self._ids_checked = True
@@ -182,8 +181,12 @@ class RowFile:
         from robodata.curate.stablehash import hash_offsets  # Numba, loaded on first use
 
         self.check_ids(footer_crc)
+        return hash_offsets(*self._ids(), positions, salt, str(self.path))
+
+    def _ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """The episode_id sections as they lie in the map: offsets, bytes (padding included)."""
         offsets, at, size = self.strings["episode_id"]
-        return hash_offsets(offsets, np.frombuffer(self._map, np.uint8, size, at), positions, salt, str(self.path))
+        return offsets, np.frombuffer(self._map, np.uint8, size, at)
 
     def pick(self, positions: np.ndarray) -> Picked:
         """The rows at `positions`, copied out of the map."""
@@ -200,7 +203,7 @@ class RowFile:
             del whole
         # whole rows by np.take on a 2-D view: ~10x faster than indexing the structured array
         records = np.take(self._rows, positions, axis=0).view(RECORD).reshape(-1)
-        strings = []
+        strings: list[np.ndarray] = []
         for c in STRINGS:
             arr = out[c]
             buf = arr.buffers()
@@ -217,18 +220,14 @@ class RowFile:
             self._map.close()  # unmapped when it goes
 
 
-def _checks(records: np.ndarray, strings: list[Any], where: str) -> np.ndarray:
+def _checks(records: np.ndarray, strings: list[np.ndarray], where: str) -> np.ndarray:
     """Each row's checksum (robodata.curate.kernels.row_checks); `strings`: episode_id offsets and
-    bytes, then uri's (bytes objects or arrays)."""
+    bytes, then uri's."""
     from robodata.curate import kernels  # Numba, loaded on first use
 
-    arrays = [
-        np.frombuffer(x, np.int64 if k % 2 == 0 else np.uint8) if isinstance(x, bytes) else x
-        for k, x in enumerate(strings)
-    ]
     out = np.empty(len(records), np.uint64)
     rows = np.ascontiguousarray(records).view(np.uint8).reshape(len(records), RECORD.itemsize)
-    if kernels.row_checks(rows, *arrays, out) >= 0:
+    if kernels.row_checks(rows, *strings, out) >= 0:
         raise ValueError(f"{where}: string offsets outside their bytes")
     return out
 
