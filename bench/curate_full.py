@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import peak_rss_mb
+from bench.curate_catalog import SPLIT_SALT
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
 from robodata.curate.manifest import content_hash, read_manifest
@@ -42,7 +43,7 @@ NARROW: dict[str, Any] = {
     "mix": {"by": "task", "weights": {"fold_towel": 3, "fold_shirt": 2, "hang_cloth": 1, "box_pack": 1}},
     "budget": {"total_hours": 2500, "per_group_hours": {"box_pack": 150}},
     "exclude": {"robots": ["sfo-1-r003", "aus-1-r017"], "batches": ["batch-20"]},
-    "split": {"val_fraction": 0.05, "salt": "bench"},
+    "split": {"val_fraction": 0.05, "salt": SPLIT_SALT},
 }
 SPECS: dict[str, dict[str, Any]] = {
     "narrow": NARROW,
@@ -54,7 +55,7 @@ SPECS: dict[str, dict[str, Any]] = {
             {"column": "quality_score", "op": ">=", "value": 0.9},
             {"column": "qc_status", "op": "==", "value": "pass"},
         ],
-        "split": {"val_fraction": 0.05, "salt": "bench"},
+        "split": {"val_fraction": 0.05, "salt": SPLIT_SALT},
     },
 }
 # Content hashes the eager evaluation of main 6d94797 (before issue 28) wrote over the bench's

@@ -53,6 +53,7 @@ def event_log_cleanup():
 
 class CompactConfig(dg.Config):
     days: int = 3
+    split_salt: str = ""  # that of the specs the catalog mostly serves (their budget order in sidecars)
 
 
 @steps.op("light", description="Compact and Z-order the catalog's most recent days.")
@@ -63,7 +64,7 @@ def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, c
         return
     today = datetime.now(UTC).date()
     days = [(today - timedelta(days=k)).isoformat() for k in range(config.days)]
-    metrics = cat.optimize(days=days)
+    metrics = cat.optimize(days=days, split_salt=config.split_salt)
     context.add_output_metadata(
         {
             "days": days,

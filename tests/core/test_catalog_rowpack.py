@@ -118,31 +118,67 @@ def test_prune_removes_sidecars_of_an_older_format(tmp_path):
     assert not any(path.exists() for path in old) and new.exists()
 
 
-def test_ids_are_hashed_only_for_their_data_file_and_as_written(tmp_path):
+@pytest.mark.parametrize("order_salt", ["s/budget", "other/budget"])
+def test_ids_are_hashed_only_for_their_data_file_and_as_written(tmp_path, order_salt):
     from robodata.curate.stablehash import stable_hash64_py
 
     rows = [{"episode_id": f"ep-{i:04d}", "uri": f"s3://b/{i}"} for i in range(30)]
     path = tmp_path / "a.rows"
-    path.write_bytes(rowpack.encode(pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA), footer_crc=1234))
+    image = rowpack.encode(pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA), footer_crc=1234, order_salt=order_salt)
+    path.write_bytes(image)
+    at = np.array([29, 0, 7, 7])
+    want = [stable_hash64_py(f"ep-{i:04d}", "s/budget") for i in at]
     f = rowpack.RowFile(path, 30)
-    try:
-        at = np.array([29, 0, 7, 7])
-        want = [stable_hash64_py(f"ep-{i:04d}", "s/budget") for i in at]
+    try:  # stored (the file's salt) or from the ids (another salt): the same hashes
         assert f.hash_ids(at, "s/budget", 1234).tolist() == want
         with pytest.raises(ValueError, match="another data file"):
             f.hash_ids(at, "s/budget", 1235)
-        with pytest.raises(ValueError, match="outside its rows"):
+        with pytest.raises(ValueError, match="outside its 30 rows"):
             f.hash_ids(np.array([30]), "s/budget", 1234)
     finally:
         f.close()
-    good = path.read_bytes()
-    path.write_bytes(good.replace(b"ep-0007", b"ep-9007"))  # an id altered, its offsets unchanged
-    f = rowpack.RowFile(path, 30)
+    (_, head_len) = struct.unpack_from("<8sQ", image)
+    sizes = json.loads(image[16 : 16 + head_len])["sections"]
+    hashes_at = 16 + head_len + sum(sizes[:6])
+
+    def flipped(at: int) -> bytes:
+        return image[:at] + bytes([image[at] ^ 1]) + image[at + 1 :]
+
+    altered = {  # an id (its offsets unchanged), a stored hash, a slot
+        "id": image.replace(b"ep-0007", b"ep-9007"),
+        "hash": flipped(hashes_at),
+        "slot": flipped(hashes_at - sizes[5]),
+    }
+    for name, body in altered.items():
+        path.write_bytes(body)
+        f = rowpack.RowFile(path, 30)
+        try:
+            if name == "id" and order_salt == "s/budget":  # the hashes are stored: the ids are not read
+                assert f.hash_ids(at, "s/budget", 1234).tolist() == want
+            else:
+                with pytest.raises(ValueError, match="not as written"):
+                    f.hash_ids(at, "s/budget", 1234)
+        finally:
+            f.close()
+
+
+def test_records_lie_in_the_salts_hash_order_and_are_picked_by_row_number(tmp_path):
+    """A budget keeps a prefix of the hash order: those rows' records are the first ones."""
+    from robodata.curate.stablehash import stable_hash64_py
+
+    rows = [{"episode_id": f"ep-{i:04d}", "uri": f"s3://b/{i}"} for i in range(200)]
+    car = Sidecar(tmp_path / "a.rows", 200, False, False)
+    car.path.write_bytes(rowpack.encode(pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA), order_salt="s/budget"))
+    hashes = np.array([stable_hash64_py(r["episode_id"], "s/budget") for r in rows], dtype=np.uint64)
+    f = rowpack.RowFile(car.path, 200)
     try:
-        with pytest.raises(ValueError, match="not as written"):
-            f.hash_ids(at, "s/budget", 1234)
+        first = np.argsort(hashes, kind="stable")[:20]  # the 20 rows a budget takes first
+        slots = f._slot(first)
+        assert sorted(slots.tolist()) == list(range(20))
+        assert [r.as_py() for r in f.pick(first).strings["episode_id"]] == [rows[i]["episode_id"] for i in first]
     finally:
         f.close()
+    assert sidecar.take(car, np.array([5, 150, 0])).column("uri").to_pylist() == ["s3://b/5", "s3://b/150", "s3://b/0"]
 
 
 def test_footer_checksum_names_one_parquet_file(tmp_path):

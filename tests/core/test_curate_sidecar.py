@@ -32,7 +32,7 @@ def _plain(catalog: Catalog, name: str) -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def optimized(tmp_path_factory) -> Catalog:
     cat = golden_catalog(tmp_path_factory.mktemp("sidecar") / "catalog")
-    metrics = optimize(cat, None, OptimizeConfig(row_group_rows=1024))
+    metrics = optimize(cat, None, OptimizeConfig(row_group_rows=1024, split_salt="bench"))  # the fold specs' salt
     assert metrics["sidecarsWritten"] == metrics["numFilesAdded"] > 0
     return cat
 
@@ -144,7 +144,9 @@ def test_sidecars_of_vacuumed_files_are_removed_and_live_files_keep_theirs(tmp_p
 
 def test_ids_set_aside_come_only_from_a_sidecar_that_checks(tmp_path, passes):
     """The key scan leaves the ids of files with a sidecar to it; a sidecar whose ids were altered
-    (checksum), or any failure reading them, makes curation read every id from Parquet instead."""
+    (checksum), or any failure reading them, makes curation read every id from Parquet instead.
+    A spec of the sidecars' salt takes its hashes as stored, not from the ids: its kept rows'
+    checksums then refuse them and they are read from Parquet."""
     cat = golden_catalog(tmp_path / "catalog")
     optimize(cat)
     cars = sorted((Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX))
@@ -153,7 +155,9 @@ def test_ids_set_aside_come_only_from_a_sidecar_that_checks(tmp_path, passes):
     for name in NAMES:
         passes.clear()
         got = select(spec_from_dict(SPECS[name]), cat).rows
-        assert passes == ([True, False] if "budget" in SPECS[name] else []), name  # checked, refused, redone
+        stored = SPECS[name].get("split", {}).get("salt", "") == ""  # optimize's default split_salt
+        redone = [True] if stored else [True, False]  # checked, refused, redone
+        assert passes == (redone if "budget" in SPECS[name] else []), name
         assert got.equals(_plain(cat, name)), name
         assert not got["episode_id"].str.starts_with("xp-").any()
 
@@ -208,18 +212,18 @@ def test_exclusions_proven_by_file_statistics_leave_that_file_scan(tmp_path, mon
     which=st.integers(0, 10**6),
     at=st.floats(0, 1, exclude_max=True),
     flip=st.integers(1, 255),
-    target=st.sampled_from(["anywhere", "a kept row's record", "a kept row's uri"]),
+    target=st.sampled_from(["anywhere", "a kept row's record", "a kept row's uri", "a kept row's slot or hash"]),
 )
 def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized, which, at, flip, target):
-    """Fuzz (fixed seed): one byte of one sidecar changed (header, records, offsets, strings or
-    padding; or, aimed, in a row the spec keeps); every budgeted spec still selects exactly the
-    plain scan's rows."""
+    """Fuzz (fixed seed): one byte of one sidecar changed (header, records, offsets, strings, slots,
+    hashes or padding; or, aimed, in a row the spec keeps); every budgeted spec still selects
+    exactly the plain scan's rows (fold_full takes the stored hashes, sites_budget hashes ids)."""
     cars = sorted((Path(optimized.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX))
     if target == "anywhere":
         car = cars[which % len(cars)]
         pos = int(at * car.stat().st_size)
     else:
-        car, pos = _kept_row_byte(cars, which, at, target.endswith("uri"))
+        car, pos = _kept_row_byte(cars, which, at, target.split("'s ")[1])
     good = car.read_bytes()
     car.write_bytes(good[:pos] + bytes([good[pos] ^ flip]) + good[pos + 1 :])
     try:
@@ -230,8 +234,8 @@ def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized
         car.write_bytes(good)
 
 
-def _kept_row_byte(cars: list[Path], which: int, at: float, in_uri: bool) -> tuple[Path, int]:
-    """A byte of the record (or uri) of a row fold_full keeps: (its sidecar, its position)."""
+def _kept_row_byte(cars: list[Path], which: int, at: float, part: str) -> tuple[Path, int]:
+    """A byte of the record (uri; slot or hash: the top byte) of a row fold_full keeps: (its sidecar, its position)."""
     import json
     import struct
 
@@ -243,16 +247,20 @@ def _kept_row_byte(cars: list[Path], which: int, at: float, in_uri: bool) -> tup
         body = car.read_bytes()
         (_, head_len) = struct.unpack_from("<8sQ", body)
         sections = json.loads(body[16 : 16 + head_len])["sections"]
-        starts = [16 + head_len + sum(sections[:k]) for k in range(5)]
+        starts = [16 + head_len + sum(sections[:k]) for k in range(7)]
         n = json.loads(body[16 : 16 + head_len])["rows"]
         offs = [np.frombuffer(body, np.int64, n + 1, starts[k]) for k in (1, 3)]
+        row_of = np.argsort(np.frombuffer(body, np.uint32, n, starts[5]))  # record i is row row_of[i]
         for i in range(n):
             if body[starts[2] + offs[0][i] : starts[2] + offs[0][i + 1]].decode() in kept:
                 uri = (starts[4] + int(offs[1][i]), int(offs[1][i + 1] - offs[1][i]))
-                rows.append((car, starts[0] + i * rowpack.RECORD.itemsize, uri))
-    car, record_at, (uri_at, uri_len) = rows[which % len(rows)]
-    if in_uri and uri_len:
+                order = (starts[5] + 4 * int(row_of[i]) + 1, starts[6] + 8 * int(row_of[i]) + 7)  # slot, hash
+                rows.append((car, starts[0] + i * rowpack.RECORD.itemsize, uri, order))
+    car, record_at, (uri_at, uri_len), order = rows[which % len(rows)]
+    if part == "uri" and uri_len:
         return car, uri_at + int(at * uri_len)
+    if part == "slot or hash":
+        return car, order[int(at * 2)]
     return car, record_at + int(at * rowpack.RECORD.itemsize)
 
 

@@ -32,6 +32,9 @@ def optimize_cmd(
     sidecars: bool = typer.Option(
         True, "--sidecars/--no-sidecars", help="write curation's row sidecars (local tables)"
     ),
+    split_salt: str = typer.Option(
+        "", "--split-salt", help="split.salt of the specs this catalog mostly serves (sidecars in their budget order)"
+    ),
 ) -> None:
     """Compact catalog days, cluster them on the columns specs filter on, write sidecars; prints metrics as JSON."""
     from robodata.catalog.maintenance import OptimizeConfig, optimize
@@ -47,7 +50,9 @@ def optimize_cmd(
         today = datetime.now(UTC).date()
         days += [(today - timedelta(days=k)).isoformat() for k in range(recent)]
     try:
-        config = OptimizeConfig(row_group_rows=row_group_rows, compression=compression, sidecars=sidecars)
+        config = OptimizeConfig(
+            row_group_rows=row_group_rows, compression=compression, sidecars=sidecars, split_salt=split_salt
+        )
         cat = Catalog(CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options()))
         metrics = optimize(cat, sorted(set(days)) or None, config)
     except RobodataError as exc:

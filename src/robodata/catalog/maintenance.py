@@ -18,7 +18,10 @@ Specs filter on `day` (partition pruning from the Delta log) and, across every d
   days it reads.
 * **Sidecars** (robodata.catalog.sidecar): each file written gets its row-addressable copy of the
   manifest columns, and so does every live file that has none (a merge's, since the last run);
-  sidecars of files that are gone are removed. Curation takes its kept rows from them.
+  sidecars of files that are gone are removed. Curation takes its kept rows from them. Their
+  rows lie in the budget order of `split_salt` (the specs' `split.salt` the catalog mostly
+  serves): such a spec's kept rows are near the start of each sidecar, and its candidates'
+  hashes are stored there.
 
 The rewrite of a group of days is one Delta commit (`overwrite` with a `day IN (...)` predicate)
 carrying the merge lock (robodata.catalog.identity.locked_commit): a merge that commits in
@@ -63,6 +66,10 @@ class OptimizeConfig:
     row_group_rows: int = 8192
     compression: str = "LZ4_RAW"  # Parquet codec of the rewritten files (ZSTD: smaller, slower to decode)
     sidecars: bool = True  # write robodata.catalog.sidecar files (local tables only)
+    # the `split.salt` of the specs this catalog mostly serves: sidecars hold rows in their budget
+    # order (robodata.catalog.rowpack), so a budgeted spec with that salt reads few of their pages
+    # and their stored hashes; another salt gives the same manifests, hashing ids instead
+    split_salt: str = ""
     target_size_bytes: int = 128 * 1024 * 1024
     rows_per_commit: int = 1_000_000  # days are rewritten in groups of about this many rows
     max_attempts: int = 20  # per group, when merges keep committing in between
@@ -79,6 +86,7 @@ class OptimizeConfig:
         require(self.compression in _CODECS, f"compression must be one of {list(_CODECS)}, got {self.compression!r}")
         require(self.rows_per_commit >= 1, "rows_per_commit must be >= 1")
         require(self.max_attempts >= 1, "max_attempts must be >= 1")
+        require(isinstance(self.split_salt, str), "split_salt must be a string")
 
 
 def writer_properties(config: OptimizeConfig) -> WriterProperties:
@@ -120,14 +128,16 @@ def optimize(catalog: Catalog, days: list[str] | None = None, config: OptimizeCo
             totals["commits"] += 1
         dt = catalog.table()
         dt.create_checkpoint()
-        written, removed = write_sidecars(dt) if config.sidecars else (0, 0)
+        written, removed = write_sidecars(dt, config.split_salt) if config.sidecars else (0, 0)
     except DeltaError as exc:
         raise CatalogError(f"optimizing catalog {catalog.uri} failed: {exc}") from exc
     return {**totals, "version": dt.version(), "sidecarsWritten": written, "sidecarsRemoved": removed}
 
 
-def write_sidecars(dt: DeltaTable) -> tuple[int, int]:
-    """Write the sidecar of every live data file that has none; remove those of files gone.
+def write_sidecars(dt: DeltaTable, split_salt: str = "") -> tuple[int, int]:
+    """Write the sidecar of every live data file that has none (in the budget order of specs whose
+    split salt is `split_salt`); remove those of files gone. A sidecar written for another salt is
+    kept: it serves every spec, those of its own salt fastest.
 
     Returns:
         (sidecars written, sidecars removed); (0, 0) for an object-store table.
@@ -139,8 +149,11 @@ def write_sidecars(dt: DeltaTable) -> tuple[int, int]:
     sizes = [int(n) for n in actions.column("size_bytes").to_pylist()]
     rows = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else []
     have = sidecar.find(dt.table_uri, list(zip(paths, sizes, rows, strict=True))) if rows else {}
+    from robodata.curate.budget import salt_of  # curation's budget order (robodata.curate.spec)
+
+    salt = salt_of(split_salt)
     written = sum(
-        sidecar.write(dt.table_uri, p, n) is not None for p, n in zip(paths, sizes, strict=True) if p not in have
+        sidecar.write(dt.table_uri, p, n, salt) is not None for p, n in zip(paths, sizes, strict=True) if p not in have
     )
     return written, sidecar.prune(dt.table_uri, set(paths))
 

@@ -5,13 +5,21 @@
 table of the manifest types, in a requested order. Values round-trip exactly, nulls included
 (numbers and the two strings by a validity mask, dictionary columns by code -1).
 
-The header holds the CRC-32C of the episode_id sections (offsets, bytes) and of the data file's
-Parquet footer: curation reads the ids of its candidates from here instead of decoding them from
-Parquet (robodata.curate.keyscan), and only after `RowFile.check_ids` found them as written, for
-the file whose footer it read. Every record ends with a checksum of the row (its other record
-bytes, its episode_id and uri bytes), checked for each row picked, and the header holds the
-CRC-32C of the dictionaries, checked on opening: a byte altered anywhere a row is read from is
-refused, never returned.
+**Sampling order** (format 4): records and strings lie in the order of `stable_hash64(episode_id,
+order_salt)`, the budget order of the specs whose salt the catalog was optimized for
+(robodata.catalog.maintenance: `OptimizeConfig.split_salt`). A budgeted spec keeps a prefix of
+that order in each group, so its kept rows lie near the start of every sidecar: at 5M rows, one
+page in twenty is touched, not every page. A `slots` section maps the data file's row numbers to
+records, and a `hashes` section holds each row's hash in row order, which curation reads instead
+of hashing the ids when its salt is the file's (`RowFile.hash_ids`).
+
+The header holds the CRC-32C of the episode_id sections (offsets, bytes), of the slots and hashes
+sections, and of the data file's Parquet footer: curation reads its candidates' hashes (or ids)
+from here instead of decoding ids from Parquet (robodata.curate.keyscan), and only after
+`RowFile.verify` (and `check_ids` for ids) found them as written, for the file whose footer it
+read. Every record ends with a checksum of the row (its other record bytes, its episode_id and uri
+bytes), checked for each row picked, and the header holds the CRC-32C of the dictionaries, checked
+on opening: a byte altered anywhere a row is read from is refused, never returned.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-MAGIC = b"RDSIDE03"  # 02: the same without the ids' checksum
+MAGIC = b"RDSIDE04"  # 03: rows in row order, no slots or hashes; 02: no checksums
 NUMBERS = ("duration_s", "size_bytes", "footer_offset", "footer_length", "num_frames", "num_state_steps")
 CODED = ("site", "task", "cameras", "stream_rates_json", "layout_version")
 STRINGS = ("episode_id", "uri")
@@ -52,10 +60,18 @@ _HEAD = struct.Struct("<8sQ")
 assert RECORD.itemsize % 8 == 0  # records are read as rows of uint64
 
 
-def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
+def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
     """The sidecar image of `table` (the manifest columns of one data file, manifest types);
-    `footer_crc`: the CRC-32C of that data file's Parquet footer (`footer_crc32c`)."""
+    `footer_crc`: the CRC-32C of that data file's Parquet footer (`footer_crc32c`); `order_salt`:
+    records lie in `stable_hash64(episode_id, order_salt)` order (ties: row order)."""
+    from robodata.curate.stablehash import stable_hash64  # Numba, loaded on first use
+
     n = table.num_rows
+    hashes = stable_hash64(table.column("episode_id"), order_salt)  # row order
+    order = np.argsort(hashes, kind="stable")
+    slots = np.empty(n, np.uint32)  # row -> its record
+    slots[order] = np.arange(n, dtype=np.uint32)
+    table = table.take(pa.array(order, pa.int64()))
     rec = np.zeros(n, dtype=RECORD)
     valid = np.zeros(n, dtype=np.uint16)
     for c in NUMBERS:
@@ -76,10 +92,11 @@ def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
         strings += [offsets - offsets[0], raw]
     rec["valid"] = valid
     rec["check"] = _checks(rec, strings, "a new sidecar")
-    sections = [rec.tobytes(), *(a.tobytes() for a in strings)]
+    sections = [rec.tobytes(), *(a.tobytes() for a in strings), slots.tobytes(), hashes.tobytes()]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
-    id_bytes = sections[2] + b"\0" * (-len(sections[2]) % 8)  # as written: padded to 8 bytes
-    ids_crc = google_crc32c.extend(google_crc32c.value(sections[1]), id_bytes)
+    padded = [b + b"\0" * (-len(b) % 8) for b in sections]  # as written
+    ids_crc = google_crc32c.extend(google_crc32c.value(padded[1]), padded[2])
+    order_crc = google_crc32c.extend(google_crc32c.value(padded[5]), padded[6])
     head = json.dumps(
         {
             "rows": n,
@@ -88,11 +105,13 @@ def encode(table: pa.Table, footer_crc: int = 0) -> bytes:
             "sections": sizes,
             "ids_crc32c": ids_crc,
             "footer_crc32c": int(footer_crc),
+            "order_salt": order_salt,
+            "order_crc32c": order_crc,
         },
         separators=(",", ":"),
     ).encode()
     head += b" " * (-(_HEAD.size + len(head)) % 8)
-    body = b"".join(b + b"\0" * (-len(b) % 8) for b in sections)
+    body = b"".join(padded)
     return _HEAD.pack(MAGIC, len(head)) + head + body
 
 
@@ -134,8 +153,9 @@ class RowFile:
     """One sidecar, memory-mapped and checked (raises ValueError if it is not one of `rows` rows)."""
 
     def __init__(self, path: Path, rows: int):
-        self.path = path
+        self.path, self.n = path, rows
         self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # records, as rows of uint64
+        self._slots, self._hashes = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         self.strings: dict[str, tuple[np.ndarray, int, int]] = {}
         with open(path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -145,30 +165,44 @@ class RowFile:
                 raise ValueError("not a row sidecar")
             head = json.loads(self._map[_HEAD.size : _HEAD.size + head_len])
             sizes = [int(x) for x in head["sections"]]
-            if head.get("rows") != rows or len(sizes) != 5 or min(sizes) < 0:
+            if head.get("rows") != rows or len(sizes) != 7 or min(sizes) < 0:
                 raise ValueError("holds other rows than its name says")
             at = np.cumsum([_HEAD.size + head_len, *sizes])
-            if at[-1] > len(self._map) or sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8:
+            short = sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8
+            if at[-1] > len(self._map) or short or sizes[5] < rows * 4 or sizes[6] < rows * 8:
                 raise ValueError("cut short")
             self.dicts: dict[str, list[Any]] = head["dicts"]
             if _dicts_crc(self.dicts) != head["dicts_crc32c"]:
                 raise ValueError("its dictionaries are not as written (checksum)")
             self._ids_crc, self._footer_crc = int(head["ids_crc32c"]), int(head["footer_crc32c"])
-            self._ids_checked = False
+            self.order_salt, self._order_crc = str(head["order_salt"]), int(head["order_crc32c"])
+            self._order_span = (int(at[5]), int(at[7]))
+            self._verified = self._ids_checked = False
             width = RECORD.itemsize // 8
             self._rows = np.frombuffer(self._map, np.uint64, rows * width, int(at[0])).reshape(rows, width)
             for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
                 offsets = np.frombuffer(self._map, np.int64, rows + 1, int(at[1 + 2 * k]))
                 self.strings[c] = (offsets, int(at[2 + 2 * k]), sizes[2 + 2 * k])
+            self._slots = np.frombuffer(self._map, np.uint32, rows, int(at[5]))
+            self._hashes = np.frombuffer(self._map, np.uint64, rows, int(at[6]))
         except (ValueError, KeyError, TypeError, struct.error) as exc:
             self.close()
             raise ValueError(f"{path}: not a readable row sidecar: {exc}") from exc
 
-    def check_ids(self, footer_crc: int) -> None:
+    def verify(self, footer_crc: int) -> None:
         """Raise ValueError unless this is the sidecar of the data file whose footer has CRC-32C
-        `footer_crc` and its episode_id sections hold what was written (their CRC-32C)."""
+        `footer_crc` and its slots and hashes sections hold what was written (their CRC-32C)."""
         if footer_crc != self._footer_crc:
             raise ValueError(f"{self.path}: written for another data file (its footer checksum differs)")
+        if not self._verified:
+            lo, hi = self._order_span
+            if google_crc32c.value(np.frombuffer(self._map, np.uint8, hi - lo, lo)) != self._order_crc:
+                raise ValueError(f"{self.path}: its slots or hashes are not as written (checksum)")
+            self._verified = True
+
+    def check_ids(self, footer_crc: int) -> None:
+        """`verify`, and raise ValueError unless its episode_id sections hold what was written."""
+        self.verify(footer_crc)
         if self._ids_checked:
             return
         offsets, raw = self._ids()
@@ -177,11 +211,28 @@ class RowFile:
         self._ids_checked = True
 
     def hash_ids(self, positions: np.ndarray, salt: str, footer_crc: int) -> np.ndarray:
-        """stable_hash64(episode_id, salt) of the rows at `positions` (`check_ids` first)."""
+        """stable_hash64(episode_id, salt) of the rows at `positions`: as stored when `salt` is the
+        file's `order_salt` (`verify` first), else from the ids (`check_ids` first)."""
         from robodata.curate.stablehash import hash_offsets  # Numba, loaded on first use
 
+        if salt == self.order_salt:
+            self._inside(positions)
+            self.verify(footer_crc)
+            return self._hashes[positions]  # a copy: nothing refers to the map
         self.check_ids(footer_crc)
-        return hash_offsets(*self._ids(), positions, salt, str(self.path))
+        return hash_offsets(*self._ids(), self._slot(positions), salt, str(self.path))
+
+    def _inside(self, positions: np.ndarray) -> None:
+        if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= self.n):
+            raise ValueError(f"{self.path}: a position outside its {self.n} rows")
+
+    def _slot(self, positions: np.ndarray) -> np.ndarray:
+        """The records of the rows at `positions` (row numbers of the data file)."""
+        self._inside(positions)
+        slots = self._slots[positions].astype(np.int64)
+        if len(slots) and int(slots.max()) >= self.n:
+            raise ValueError(f"{self.path}: a slot outside its {self.n} rows")
+        return slots
 
     def _ids(self) -> tuple[np.ndarray, np.ndarray]:
         """The episode_id sections as they lie in the map: offsets, bytes (padding included)."""
@@ -189,12 +240,13 @@ class RowFile:
         return offsets, np.frombuffer(self._map, np.uint8, size, at)
 
     def pick(self, positions: np.ndarray) -> Picked:
-        """The rows at `positions`, copied out of the map."""
+        """The rows at `positions` (row numbers of the data file), copied out of the map."""
+        slots = self._slot(positions)
         out = {}
-        taken = pa.array(positions, pa.int64())
+        taken = pa.array(slots, pa.int64())
         for c, (offsets, at, size) in self.strings.items():
-            lo, hi = offsets[positions], offsets[positions + 1]
-            if len(positions) and (int(lo.min()) < 0 or int(hi.max()) > size or bool((hi < lo).any())):
+            lo, hi = offsets[slots], offsets[slots + 1]
+            if len(slots) and (int(lo.min()) < 0 or int(hi.max()) > size or bool((hi < lo).any())):
                 raise ValueError(f"{self.path}: {c} offsets point outside its bytes")
             whole = pa.LargeStringArray.from_buffers(  # Arrow's take reads only the picked offsets
                 len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(memoryview(self._map)[at : at + size])
@@ -202,7 +254,7 @@ class RowFile:
             out[c] = whole.take(taken)
             del whole
         # whole rows by np.take on a 2-D view: ~10x faster than indexing the structured array
-        records = np.take(self._rows, positions, axis=0).view(RECORD).reshape(-1)
+        records = np.take(self._rows, slots, axis=0).view(RECORD).reshape(-1)
         strings: list[np.ndarray] = []
         for c in STRINGS:
             arr = out[c]
@@ -215,6 +267,7 @@ class RowFile:
 
     def close(self) -> None:
         self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # the views go before the map
+        self._slots, self._hashes = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes

@@ -15,12 +15,15 @@ CPU at 5M rows, whatever the number kept). A sidecar holds the same columns of o
   few per file; `cameras` as lists). Codes are per file; `take_many` maps them to one dictionary.
 
 Layout (robodata.catalog.rowpack): `MAGIC`, the header's length (u64 LE), the header, then the
-sections, each padded to 8 bytes: records, episode_id offsets, its bytes, uri offsets, its bytes.
+sections, each padded to 8 bytes: records, episode_id offsets, its bytes, uri offsets, its bytes
+(all in the sampling order of the salt the catalog was optimized for), slots (row -> record),
+hashes (row order). Picking by row number goes through the slots: a budget's kept rows, a prefix
+of that order, are close together in every sidecar.
 Column-major Arrow sidecars (format 1) cost one cache miss per row *and column* and a dozen
 Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was most of the fetch.
 
 * **One sidecar per Delta data file**, named after it: `<table>/_robodata_sidecars/<quoted data
-  file path>~<file size>~<rows>~<facts>.rows3`. Delta data files are immutable, so a sidecar never
+  file path>~<file size>~<rows>~<facts>.rows4`. Delta data files are immutable, so a sidecar never
   goes stale; it is used only while its name's size and row count equal the add action's. The ids
   it returns are checked against the ids the scan read, and where the scan left them to it (the
   candidates' ids, robodata.curate.keyscan), the header's CRC-32C of the data file's Parquet
@@ -55,7 +58,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-SUFFIX = ".rows3"  # format 3 (robodata.catalog.rowpack); 2: ".rows" (no checksums); 1: column-major Arrow IPC, ".arrow"
+SUFFIX = ".rows4"  # format 4 (robodata.catalog.rowpack); 3: ".rows3" (row order); 2: ".rows"; 1: Arrow IPC, ".arrow"
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
 
@@ -111,8 +114,9 @@ def find(table_uri: str, files: list[tuple[str, int, int]]) -> dict[str, Sidecar
     return out
 
 
-def write(table_uri: str, rel_path: str, size: int) -> Sidecar | None:
-    """Write the sidecar of the data file `rel_path` (add-action path) of a local table.
+def write(table_uri: str, rel_path: str, size: int, order_salt: str = "") -> Sidecar | None:
+    """Write the sidecar of the data file `rel_path` (add-action path) of a local table, its
+    records in `stable_hash64(episode_id, order_salt)` order (robodata.catalog.rowpack).
 
     Returns:
         The sidecar, or None for an object-store table.
@@ -126,7 +130,7 @@ def write(table_uri: str, rel_path: str, size: int) -> Sidecar | None:
     loadable = pc.all(pc.fill_null(pc.not_equal(uri, ""), False)).as_py() in (True, None)
     lengths = pc.list_value_length(table.column("qc_failed"))
     no_failed = int(pc.max(pc.fill_null(lengths, 0)).as_py() or 0) == 0
-    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA), rowpack.footer_crc32c(data_file))
+    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA), rowpack.footer_crc32c(data_file), order_salt)
     folder = root / SIDECAR_DIR
     folder.mkdir(exist_ok=True)
     target = folder / _name(rel_path, size, table.num_rows, loadable, no_failed)
@@ -159,8 +163,9 @@ def take_many(
     """The rows at each sidecar's positions, sidecars in turn, in PLAIN_SCHEMA (manifest types);
     `order`: output row j is the j-th of them in that order. The table holds copies: nothing
     refers to the memory maps once it returns (they are closed). `footers`: sidecars whose ids
-    are taken as they are (no scan read them), with their data file's footer CRC-32C: their ids
-    are checked first (`RowFile.check_ids`).
+    are taken as they are (no scan read them), with their data file's footer CRC-32C: they are
+    verified first (`RowFile.verify`: written for that file, slots as written; each picked row's
+    ids are covered by its row checksum).
 
     Raises:
         ValueError: a file is not a sidecar of this format, holds another number of rows, or
@@ -174,7 +179,7 @@ def take_many(
         f = rowpack.RowFile(car.path, car.rows)
         try:
             if footers is not None and car.path in footers:
-                f.check_ids(footers[car.path])
+                f.verify(footers[car.path])
             picked.append(f.pick(positions))
         finally:
             f.close()

@@ -256,12 +256,16 @@ class Catalog:
         dt.update_incremental()
         return dt.version()
 
-    def optimize(self, days: list[str] | None = None, target_size: int | None = None) -> dict[str, Any]:
+    def optimize(
+        self, days: list[str] | None = None, target_size: int | None = None, split_salt: str = ""
+    ) -> dict[str, Any]:
         """Compact the given days (all if None) and cluster them on the columns specs filter on
-        (robodata.catalog.maintenance)."""
+        (robodata.catalog.maintenance); `split_salt`: that of the specs the catalog mostly serves."""
         from robodata.catalog.maintenance import OptimizeConfig, optimize
 
-        config = OptimizeConfig() if target_size is None else OptimizeConfig(target_size_bytes=target_size)
+        config = OptimizeConfig(split_salt=split_salt)
+        if target_size is not None:
+            config = OptimizeConfig(target_size_bytes=target_size, split_salt=split_salt)
         return optimize(self, days, config)
 
     def checkpoint(self) -> None:

@@ -84,7 +84,12 @@ def plan(spec: CurationSpec, ids: pl.Series, durations: pl.Series, group: pl.Ser
 
 def salt(spec: CurationSpec) -> str:
     """The salt of the budget's hash order."""
-    return spec.split.salt + "/budget"
+    return salt_of(spec.split.salt)
+
+
+def salt_of(split_salt: str) -> str:
+    """The budget order's salt for a spec's `split.salt`."""
+    return split_salt + "/budget"
 
 
 def decide(

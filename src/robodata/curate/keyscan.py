@@ -10,8 +10,9 @@
   (the files are numbered in one sequence over all groups).
   With `ids_aside`, files with a sidecar leave episode_id out of the scan (null): decoding the
   ids of 20M candidates from Parquet took about half of a 50M-row key scan. `hashes` then reads
-  their ids from the sidecar (robodata.catalog.rowpack: only after checking that the sidecar was
-  written for this very data file, by the CRC-32C of its Parquet footer, and that its ids are as
+  their hashes from the sidecar when the spec's salt is the one it is ordered by, else hashes
+  their ids there (robodata.catalog.rowpack: only after checking that the sidecar was written for
+  this very data file, by the CRC-32C of its Parquet footer, and that the sections read are as
   written, by their own CRC-32C).
 * **Fetch**: the kept rows' manifest columns, taken by position from each file's sidecar
   (robodata.catalog.sidecar, row-major: a few random reads a row) when it has one and it returns
@@ -75,7 +76,7 @@ class CatalogSource:
         self.dt = dt
         self.storage_options = storage_options or None
         self.prepare: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda lf: lf
-        self.checked: set[Path] = set()  # sidecars whose ids `hashes` checked
+        self.checked: set[Path] = set()  # sidecars `hashes` verified (RowFile.verify)
         self._actions = pa.table({})  # the log's add actions, flattened (their statistics)
         files = self._files(filters or []) if _addressable(dt) else None
         self.usable = files is not None
