@@ -176,6 +176,12 @@ def test_records_lie_in_the_salts_hash_order_and_are_picked_by_row_number(tmp_pa
         slots = f._slot(first)
         assert sorted(slots.tolist()) == list(range(20))
         assert [r.as_py() for r in f.pick(first).strings["episode_id"]] == [rows[i]["episode_id"] for i in first]
+        for limit in (0, int(hashes[first[-1]]), 2**63, 2**64 - 1):  # the rows under it, in hash order
+            got, h = f.prefix(limit, 0)
+            want = [int(i) for i in np.argsort(hashes, kind="stable") if int(hashes[i]) <= limit]
+            assert got.tolist() == want and h.tolist() == [int(hashes[i]) for i in want]
+        with pytest.raises(ValueError, match="another data file"):
+            f.prefix(2**63, 1)
     finally:
         f.close()
     assert sidecar.take(car, np.array([5, 150, 0])).column("uri").to_pylist() == ["s3://b/5", "s3://b/150", "s3://b/0"]

@@ -165,3 +165,22 @@ def test_hostile_specs_give_config_error_or_a_valid_manifest(tmp_path_factory, d
     except ConfigError:
         return
     _round_trip(rows, doc, tmp_path_factory.mktemp("m"))
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_optimized_catalogs_select_the_plain_scans_rows(tmp_path_factory, data):
+    """Through the sidecars (robodata.curate.candidates: stored hashes and prefixes when they are
+    ordered by the spec's salt, ids hashed when not), the rows of the plain scan of the same version."""
+    from robodata.catalog.maintenance import OptimizeConfig, optimize
+    from robodata.curate.select import select
+
+    rows = data.draw(catalogs(max_rows=40))
+    doc = data.draw(specs(rows.column("episode_id").to_pylist()))
+    salt = doc["split"]["salt"] if data.draw(st.booleans()) else "other"
+    cat = Catalog(str(tmp_path_factory.mktemp("c") / "cat"))
+    cat.merge(rows)
+    optimize(cat, None, OptimizeConfig(row_group_rows=1024, split_salt=salt))
+    spec = spec_from_dict(doc)
+    want, _ = evaluate(spec, pl.scan_delta(cat.table()))
+    assert select(spec, cat).rows.equals(want)

@@ -177,6 +177,46 @@ def test_a_failure_hashing_set_aside_ids_reads_them_from_parquet(optimized, monk
     assert calls  # the budgeted specs tried the sidecars first
 
 
+def test_a_spec_of_the_sidecars_salt_reads_only_their_prefixes(optimized, monkeypatch, passes):
+    """fold_full_clean's salt is the one the sidecars are ordered by (and its durations let the
+    linear rule decide): its budget reads the records under its thresholds (a fraction of its
+    candidates) and hashes no candidate; a failure reading them redoes the evaluation with ids
+    from Parquet."""
+    from robodata.curate import keyscan
+
+    hashed: list[int] = []
+    read: list[tuple[int, int]] = []  # (candidates, rows returned under the thresholds)
+    real_hashes, real_under = keyscan.CatalogSource.hashes, keyscan.CatalogSource.under
+
+    def hashes(self, rows, ids, salt, stop=None):
+        hashed.append(len(rows))
+        return real_hashes(self, rows, ids, salt, stop)
+
+    def under(self, rows, salt, last, codes):
+        got = real_under(self, rows, salt, last, codes)
+        read.append((len(rows), len(got[0])))
+        return got
+
+    monkeypatch.setattr(keyscan.CatalogSource, "hashes", hashes)
+    monkeypatch.setattr(keyscan.CatalogSource, "under", under)
+    want = _plain(optimized, "fold_full_clean")
+    passes.clear()  # the plain scan's pass
+    got = select(spec_from_dict(SPECS["fold_full_clean"]), optimized).rows
+    assert got.equals(want) and passes == [True] and not hashed
+    assert read and all(0 < found < candidates for candidates, found in read)
+    read.clear()
+    assert select(spec_from_dict(SPECS["sites_budget"]), optimized).rows.equals(_PLAIN_ROWS["sites_budget"])
+    assert hashed and not read  # another salt: its candidates' ids are hashed
+
+    def failing(self, rows, salt, last, codes):
+        raise OSError("gone")
+
+    monkeypatch.setattr(keyscan.CatalogSource, "under", failing)
+    passes.clear()
+    assert select(spec_from_dict(SPECS["fold_full_clean"]), optimized).rows.equals(want)
+    assert passes == [True, False]
+
+
 def test_exclusions_proven_by_file_statistics_leave_that_file_scan(tmp_path, monkeypatch):
     """A file whose min/max put no excluded value in range (and has no null) is scanned without
     that term; one holding the value, or a null, keeps it. Rows as the plain scan's."""
@@ -217,7 +257,8 @@ def test_exclusions_proven_by_file_statistics_leave_that_file_scan(tmp_path, mon
 def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized, which, at, flip, target):
     """Fuzz (fixed seed): one byte of one sidecar changed (header, records, offsets, strings, slots,
     hashes or padding; or, aimed, in a row the spec keeps); every budgeted spec still selects
-    exactly the plain scan's rows (fold_full takes the stored hashes, sites_budget hashes ids)."""
+    exactly the plain scan's rows (fold_full_clean reads the sidecars' prefixes, fold_full their
+    stored hashes, sites_budget hashes ids)."""
     cars = sorted((Path(optimized.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX))
     if target == "anywhere":
         car = cars[which % len(cars)]
@@ -227,7 +268,7 @@ def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized
     good = car.read_bytes()
     car.write_bytes(good[:pos] + bytes([good[pos] ^ flip]) + good[pos + 1 :])
     try:
-        for name in ("fold_full", "sites_budget"):
+        for name in _FUZZED:
             got = select(spec_from_dict(SPECS[name]), optimized).rows
             assert got.equals(_PLAIN_ROWS[name]), (name, car.name, pos)
     finally:
@@ -235,40 +276,42 @@ def test_a_byte_altered_anywhere_in_a_sidecar_never_reaches_a_manifest(optimized
 
 
 def _kept_row_byte(cars: list[Path], which: int, at: float, part: str) -> tuple[Path, int]:
-    """A byte of the record (uri; slot or hash: the top byte) of a row fold_full keeps: (its sidecar, its position)."""
+    """A byte of the record (uri; slot, hash or row number) of a row fold_full_clean keeps: (its
+    sidecar, its position)."""
     import json
     import struct
 
     from robodata.catalog import rowpack
 
-    kept = set(_PLAIN_ROWS["fold_full"]["episode_id"].to_list())
+    kept = set(_PLAIN_ROWS["fold_full_clean"]["episode_id"].to_list())
     rows = []
     for car in cars:
         body = car.read_bytes()
         (_, head_len) = struct.unpack_from("<8sQ", body)
         sections = json.loads(body[16 : 16 + head_len])["sections"]
-        starts = [16 + head_len + sum(sections[:k]) for k in range(7)]
+        starts = [16 + head_len + sum(sections[:k]) for k in range(8)]
         n = json.loads(body[16 : 16 + head_len])["rows"]
         offs = [np.frombuffer(body, np.int64, n + 1, starts[k]) for k in (1, 3)]
-        row_of = np.argsort(np.frombuffer(body, np.uint32, n, starts[5]))  # record i is row row_of[i]
+        row_of = np.frombuffer(body, np.uint32, n, starts[7])  # record i is row row_of[i]
         for i in range(n):
             if body[starts[2] + offs[0][i] : starts[2] + offs[0][i + 1]].decode() in kept:
                 uri = (starts[4] + int(offs[1][i]), int(offs[1][i + 1] - offs[1][i]))
-                order = (starts[5] + 4 * int(row_of[i]) + 1, starts[6] + 8 * int(row_of[i]) + 7)  # slot, hash
+                order = (starts[5] + 4 * int(row_of[i]) + 1, starts[6] + 8 * i + 7, starts[7] + 4 * i)  # slot hash row
                 rows.append((car, starts[0] + i * rowpack.RECORD.itemsize, uri, order))
     car, record_at, (uri_at, uri_len), order = rows[which % len(rows)]
     if part == "uri" and uri_len:
         return car, uri_at + int(at * uri_len)
     if part == "slot or hash":
-        return car, order[int(at * 2)]
+        return car, order[int(at * 3)]
     return car, record_at + int(at * rowpack.RECORD.itemsize)
 
 
 _PLAIN_ROWS: dict[str, pl.DataFrame] = {}
+_FUZZED = ("fold_full_clean", "fold_full", "sites_budget")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _plain_rows(optimized):
     """The plain scan's rows of the fuzzed specs, once (the catalog's data files never change)."""
-    for name in ("fold_full", "sites_budget"):
+    for name in _FUZZED:
         _PLAIN_ROWS[name] = _plain(optimized, name)

@@ -5,21 +5,22 @@
 table of the manifest types, in a requested order. Values round-trip exactly, nulls included
 (numbers and the two strings by a validity mask, dictionary columns by code -1).
 
-**Sampling order** (format 4): records and strings lie in the order of `stable_hash64(episode_id,
+**Sampling order** (format 5): records and strings lie in the order of `stable_hash64(episode_id,
 order_salt)`, the budget order of the specs whose salt the catalog was optimized for
 (robodata.catalog.maintenance: `OptimizeConfig.split_salt`). A budgeted spec keeps a prefix of
-that order in each group, so its kept rows lie near the start of every sidecar: at 5M rows, one
-page in twenty is touched, not every page. A `slots` section maps the data file's row numbers to
-records, and a `hashes` section holds each row's hash in row order, which curation reads instead
-of hashing the ids when its salt is the file's (`RowFile.hash_ids`).
+that order in each group, so its kept rows lie near the start of every sidecar. Three sections
+index them: `slots` (row -> record), and per record its hash (ascending) and its row. Curation
+reads the prefix of records under its hash thresholds (`RowFile.prefix`: at 50M rows, a few
+hundred records of a 50k-row file) instead of every candidate's hash; a spec of another salt
+hashes its candidates' ids (`hash_ids`).
 
-The header holds the CRC-32C of the episode_id sections (offsets, bytes), of the slots and hashes
-sections, and of the data file's Parquet footer: curation reads its candidates' hashes (or ids)
-from here instead of decoding ids from Parquet (robodata.curate.keyscan), and only after
-`RowFile.verify` (and `check_ids` for ids) found them as written, for the file whose footer it
-read. Every record ends with a checksum of the row (its other record bytes, its episode_id and uri
-bytes), checked for each row picked, and the header holds the CRC-32C of the dictionaries, checked
-on opening: a byte altered anywhere a row is read from is refused, never returned.
+Checks: the header holds the CRC-32C of the data file's Parquet footer (`verify`: the sidecar
+was written for the file whose footer was read), of the episode_id sections (`check_ids`, before
+ids are hashed), of the dictionaries (a section of their own, read on first use), and of every
+block of `BLOCK` records' hashes and rows, checked for the blocks read. A slot is used only if
+the checked record -> row section maps it back to its row. Every record ends with a checksum of
+the row (its other record bytes, its episode_id and uri bytes), checked for each row picked: a
+byte altered anywhere a row is read from is refused, never returned.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-MAGIC = b"RDSIDE04"  # 03: rows in row order, no slots or hashes; 02: no checksums
+MAGIC = b"RDSIDE05"  # 04: one checksum over slots and hashes; 03: row order; 02: no checksums
+BLOCK = 4096  # records per checksummed block of hashes and row numbers
 NUMBERS = ("duration_s", "size_bytes", "footer_offset", "footer_length", "num_frames", "num_state_steps")
 CODED = ("site", "task", "cameras", "stream_rates_json", "layout_version")
 STRINGS = ("episode_id", "uri")
@@ -92,21 +94,23 @@ def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
         strings += [offsets - offsets[0], raw]
     rec["valid"] = valid
     rec["check"] = _checks(rec, strings, "a new sidecar")
-    sections = [rec.tobytes(), *(a.tobytes() for a in strings), slots.tobytes(), hashes.tobytes()]
+    in_order, row_of = hashes[order], order.astype(np.uint32)  # by record: ascending hashes, their rows
+    dicts_raw = json.dumps(dicts, separators=(",", ":"), sort_keys=True).encode()
+    sections = [rec.tobytes(), *(a.tobytes() for a in strings), slots.tobytes()]
+    sections += [in_order.tobytes(), row_of.tobytes(), dicts_raw]
     sizes = [len(b) + (-len(b) % 8) for b in sections]
     padded = [b + b"\0" * (-len(b) % 8) for b in sections]  # as written
     ids_crc = google_crc32c.extend(google_crc32c.value(padded[1]), padded[2])
-    order_crc = google_crc32c.extend(google_crc32c.value(padded[5]), padded[6])
     head = json.dumps(
         {
             "rows": n,
-            "dicts": dicts,
-            "dicts_crc32c": _dicts_crc(dicts),
             "sections": sizes,
+            "dicts_crc32c": int(google_crc32c.value(dicts_raw)),
             "ids_crc32c": ids_crc,
             "footer_crc32c": int(footer_crc),
             "order_salt": order_salt,
-            "order_crc32c": order_crc,
+            "block": BLOCK,
+            "blocks_crc32c": [_block_crc(in_order, row_of, lo, BLOCK) for lo in range(0, n, BLOCK)],
         },
         separators=(",", ":"),
     ).encode()
@@ -155,8 +159,10 @@ class RowFile:
     def __init__(self, path: Path, rows: int):
         self.path, self.n = path, rows
         self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # records, as rows of uint64
-        self._slots, self._hashes = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
+        self._slots = self._row_of = np.zeros(0, np.uint32)
+        self._hashes = np.zeros(0, np.uint64)
         self.strings: dict[str, tuple[np.ndarray, int, int]] = {}
+        self._dicts: dict[str, list[Any]] | None = None
         with open(path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
@@ -165,40 +171,47 @@ class RowFile:
                 raise ValueError("not a row sidecar")
             head = json.loads(self._map[_HEAD.size : _HEAD.size + head_len])
             sizes = [int(x) for x in head["sections"]]
-            if head.get("rows") != rows or len(sizes) != 7 or min(sizes) < 0:
+            if head.get("rows") != rows or len(sizes) != 9 or min(sizes) < 0:
                 raise ValueError("holds other rows than its name says")
-            at = np.cumsum([_HEAD.size + head_len, *sizes])
+            at = [int(x) for x in np.cumsum([_HEAD.size + head_len, *sizes])]
             short = sizes[0] < rows * RECORD.itemsize or min(sizes[1], sizes[3]) < (rows + 1) * 8
-            if at[-1] > len(self._map) or short or sizes[5] < rows * 4 or sizes[6] < rows * 8:
+            if at[-1] > len(self._map) or short or min(sizes[5], sizes[7]) < rows * 4 or sizes[6] < rows * 8:
                 raise ValueError("cut short")
-            self.dicts: dict[str, list[Any]] = head["dicts"]
-            if _dicts_crc(self.dicts) != head["dicts_crc32c"]:
-                raise ValueError("its dictionaries are not as written (checksum)")
+            self._block, self._blocks = int(head["block"]), [int(c) for c in head["blocks_crc32c"]]
+            if self._block < 1 or len(self._blocks) != -(-rows // self._block):
+                raise ValueError("its blocks are not its rows'")
             self._ids_crc, self._footer_crc = int(head["ids_crc32c"]), int(head["footer_crc32c"])
-            self.order_salt, self._order_crc = str(head["order_salt"]), int(head["order_crc32c"])
-            self._order_span = (int(at[5]), int(at[7]))
-            self._verified = self._ids_checked = False
+            self._dicts_at, self._dicts_crc = (at[8], sizes[8]), int(head["dicts_crc32c"])
+            self.order_salt = str(head["order_salt"])
+            self._ids_checked = False
+            self._verified = np.zeros(len(self._blocks), dtype=bool)
             width = RECORD.itemsize // 8
-            self._rows = np.frombuffer(self._map, np.uint64, rows * width, int(at[0])).reshape(rows, width)
+            self._rows = np.frombuffer(self._map, np.uint64, rows * width, at[0]).reshape(rows, width)
             for k, c in enumerate(STRINGS):  # (offsets, where the bytes start, how many)
-                offsets = np.frombuffer(self._map, np.int64, rows + 1, int(at[1 + 2 * k]))
-                self.strings[c] = (offsets, int(at[2 + 2 * k]), sizes[2 + 2 * k])
-            self._slots = np.frombuffer(self._map, np.uint32, rows, int(at[5]))
-            self._hashes = np.frombuffer(self._map, np.uint64, rows, int(at[6]))
+                offsets = np.frombuffer(self._map, np.int64, rows + 1, at[1 + 2 * k])
+                self.strings[c] = (offsets, at[2 + 2 * k], sizes[2 + 2 * k])
+            self._slots = np.frombuffer(self._map, np.uint32, rows, at[5])  # row -> record (checked by _row_of)
+            self._hashes = np.frombuffer(self._map, np.uint64, rows, at[6])  # record order: ascending
+            self._row_of = np.frombuffer(self._map, np.uint32, rows, at[7])  # record -> row
         except (ValueError, KeyError, TypeError, struct.error) as exc:
             self.close()
             raise ValueError(f"{path}: not a readable row sidecar: {exc}") from exc
 
+    @property
+    def dicts(self) -> dict[str, list[Any]]:
+        """The dictionary columns' values (read and checked on first use)."""
+        if self._dicts is None:
+            at, size = self._dicts_at
+            raw = self._map[at : at + size].rstrip(b"\0")
+            if google_crc32c.value(raw) != self._dicts_crc:
+                raise ValueError(f"{self.path}: its dictionaries are not as written (checksum)")
+            self._dicts = json.loads(raw)
+        return self._dicts
+
     def verify(self, footer_crc: int) -> None:
-        """Raise ValueError unless this is the sidecar of the data file whose footer has CRC-32C
-        `footer_crc` and its slots and hashes sections hold what was written (their CRC-32C)."""
+        """Raise ValueError unless this is the sidecar of the data file whose footer has CRC-32C `footer_crc`."""
         if footer_crc != self._footer_crc:
             raise ValueError(f"{self.path}: written for another data file (its footer checksum differs)")
-        if not self._verified:
-            lo, hi = self._order_span
-            if google_crc32c.value(np.frombuffer(self._map, np.uint8, hi - lo, lo)) != self._order_crc:
-                raise ValueError(f"{self.path}: its slots or hashes are not as written (checksum)")
-            self._verified = True
 
     def check_ids(self, footer_crc: int) -> None:
         """`verify`, and raise ValueError unless its episode_id sections hold what was written."""
@@ -210,29 +223,66 @@ class RowFile:
             raise ValueError(f"{self.path}: its episode ids are not as written (checksum)")
         self._ids_checked = True
 
+    def prefix(self, limit: int, footer_crc: int) -> tuple[np.ndarray, np.ndarray]:
+        """(row numbers, hashes) of the rows whose stored hash is <= `limit`, in hash order: a prefix
+        of the records, read and checked (`verify`; the blocks' CRC-32C, one record past it too)."""
+        self.verify(footer_crc)
+        end = self._end(limit)
+        self._check_blocks(0, min(end + 1, self.n))  # the first record past `limit` bounds it
+        if (end < self.n and int(self._hashes[end]) <= limit) or (end and int(self._hashes[end - 1]) > limit):
+            raise ValueError(f"{self.path}: its hashes are not in order")
+        rows = self._row_of[:end].astype(np.int64)
+        if end and int(rows.max()) >= self.n:
+            raise ValueError(f"{self.path}: a record's row outside its {self.n} rows")
+        return rows, self._hashes[:end].copy()
+
+    def _end(self, limit: int) -> int:
+        """How many stored hashes are <= `limit`: the block where hashes spread evenly put it, moved
+        by its first hash, then a search in that block (few pages touched past the prefix)."""
+        n, size = self.n, self._block
+        if not n:
+            return 0
+        b = min(int(limit / 2.0**64 * n) // size, len(self._blocks) - 1)
+        while b > 0 and int(self._hashes[b * size]) > limit:
+            b -= 1
+        while b + 1 < len(self._blocks) and int(self._hashes[(b + 1) * size]) <= limit:
+            b += 1
+        lo = b * size
+        return lo + int(np.searchsorted(self._hashes[lo : min(lo + size, n)], np.uint64(limit), side="right"))
+
     def hash_ids(self, positions: np.ndarray, salt: str, footer_crc: int) -> np.ndarray:
         """stable_hash64(episode_id, salt) of the rows at `positions`: as stored when `salt` is the
         file's `order_salt` (`verify` first), else from the ids (`check_ids` first)."""
         from robodata.curate.stablehash import hash_offsets  # Numba, loaded on first use
 
+        slots = self._slot(positions)
         if salt == self.order_salt:
-            self._inside(positions)
             self.verify(footer_crc)
-            return self._hashes[positions]  # a copy: nothing refers to the map
+            return self._hashes[slots]  # a copy: nothing refers to the map
         self.check_ids(footer_crc)
-        return hash_offsets(*self._ids(), self._slot(positions), salt, str(self.path))
-
-    def _inside(self, positions: np.ndarray) -> None:
-        if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= self.n):
-            raise ValueError(f"{self.path}: a position outside its {self.n} rows")
+        return hash_offsets(*self._ids(), slots, salt, str(self.path))
 
     def _slot(self, positions: np.ndarray) -> np.ndarray:
-        """The records of the rows at `positions` (row numbers of the data file)."""
-        self._inside(positions)
+        """The records of the rows at `positions` (row numbers of the data file), proven by the
+        checked record -> row section."""
+        if len(positions) and (int(positions.min()) < 0 or int(positions.max()) >= self.n):
+            raise ValueError(f"{self.path}: a position outside its {self.n} rows")
         slots = self._slots[positions].astype(np.int64)
         if len(slots) and int(slots.max()) >= self.n:
             raise ValueError(f"{self.path}: a slot outside its {self.n} rows")
+        for b in np.unique(slots // self._block).tolist():
+            self._check_blocks(b * self._block, b * self._block + 1)
+        if not np.array_equal(self._row_of[slots], positions):
+            raise ValueError(f"{self.path}: its slots are not as written")
         return slots
+
+    def _check_blocks(self, lo: int, hi: int) -> None:
+        """The CRC-32C of every block holding records [lo, hi)."""
+        for b in range(lo // self._block, -(-hi // self._block)):
+            if not self._verified[b]:
+                if _block_crc(self._hashes, self._row_of, b * self._block, self._block) != self._blocks[b]:
+                    raise ValueError(f"{self.path}: its hashes are not as written (checksum)")
+                self._verified[b] = True
 
     def _ids(self) -> tuple[np.ndarray, np.ndarray]:
         """The episode_id sections as they lie in the map: offsets, bytes (padding included)."""
@@ -267,10 +317,17 @@ class RowFile:
 
     def close(self) -> None:
         self._rows = np.zeros((0, RECORD.itemsize // 8), np.uint64)  # the views go before the map
-        self._slots, self._hashes = np.zeros(0, np.uint32), np.zeros(0, np.uint64)
+        self._slots = self._row_of = np.zeros(0, np.uint32)
+        self._hashes = np.zeros(0, np.uint64)
         self.strings = {}
         with contextlib.suppress(BufferError):  # a view is still alive (an exception's traceback):
             self._map.close()  # unmapped when it goes
+
+
+def _block_crc(hashes: np.ndarray, row_of: np.ndarray, lo: int, block: int) -> int:
+    """CRC-32C of one block of records' hashes and row numbers (records [lo, lo + block))."""
+    hi = min(lo + block, len(hashes))
+    return int(google_crc32c.extend(google_crc32c.value(hashes[lo:hi].tobytes()), row_of[lo:hi].tobytes()))
 
 
 def _checks(records: np.ndarray, strings: list[np.ndarray], where: str) -> np.ndarray:
@@ -283,10 +340,6 @@ def _checks(records: np.ndarray, strings: list[np.ndarray], where: str) -> np.nd
     if kernels.row_checks(rows, *strings, out) >= 0:
         raise ValueError(f"{where}: string offsets outside their bytes")
     return out
-
-
-def _dicts_crc(dicts: dict[str, list[Any]]) -> int:
-    return int(google_crc32c.value(json.dumps(dicts, separators=(",", ":"), sort_keys=True).encode()))
 
 
 def footer_crc32c(path: Path) -> int:

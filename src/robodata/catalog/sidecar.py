@@ -11,19 +11,20 @@ CPU at 5M rows, whatever the number kept). A sidecar holds the same columns of o
   a memory map in one NumPy indexing per file.
 * **Strings**: episode_id and uri in Arrow's layout (offsets, bytes), taken by Arrow for the
   picked positions only (their offsets checked first).
-* **Header** (JSON): row count, section sizes, and each dictionary column's distinct values (a
-  few per file; `cameras` as lists). Codes are per file; `take_many` maps them to one dictionary.
+* **Dictionaries** (JSON): each dictionary column's distinct values (a few per file; `cameras`
+  as lists). Codes are per file; `take_many` maps them to one dictionary.
+* **Header** (JSON): row count, section sizes, checksums, the order's salt.
 
 Layout (robodata.catalog.rowpack): `MAGIC`, the header's length (u64 LE), the header, then the
 sections, each padded to 8 bytes: records, episode_id offsets, its bytes, uri offsets, its bytes
 (all in the sampling order of the salt the catalog was optimized for), slots (row -> record),
-hashes (row order). Picking by row number goes through the slots: a budget's kept rows, a prefix
-of that order, are close together in every sidecar.
+each record's hash (ascending) and row, the dictionaries. Picking by row number goes through the
+slots: a budget's kept rows, a prefix of that order, are close together in every sidecar.
 Column-major Arrow sidecars (format 1) cost one cache miss per row *and column* and a dozen
 Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was most of the fetch.
 
 * **One sidecar per Delta data file**, named after it: `<table>/_robodata_sidecars/<quoted data
-  file path>~<file size>~<rows>~<facts>.rows4`. Delta data files are immutable, so a sidecar never
+  file path>~<file size>~<rows>~<facts>.rows5`. Delta data files are immutable, so a sidecar never
   goes stale; it is used only while its name's size and row count equal the add action's. The ids
   it returns are checked against the ids the scan read, and where the scan left them to it (the
   candidates' ids, robodata.curate.keyscan), the header's CRC-32C of the data file's Parquet
@@ -58,7 +59,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
-SUFFIX = ".rows4"  # format 4 (robodata.catalog.rowpack); 3: ".rows3" (row order); 2: ".rows"; 1: Arrow IPC, ".arrow"
+SUFFIX = ".rows5"  # format 5 (robodata.catalog.rowpack); 3, 4: ".rows3", ".rows4"; 2: ".rows"; 1: ".arrow"
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
 

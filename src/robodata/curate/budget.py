@@ -12,9 +12,10 @@ non-negative durations the running sum is monotone, so a group keeps a prefix of
 and the old value at the i-th episode of a group differs from the group's own prefix sum by at
 most (i + 1) rounding errors of the total (the sum reached before the group cancels in the
 subtraction, up to those roundings). So a group whose whole duration is below its cap by more
-than that keeps everything without hashing, and a capped group hashes its members, sorts only
-those under a hash threshold (a little more than the cap's share of the group) and cuts where
-the prefix sum leaves the cap by more than the bound. Anything it cannot prove (a prefix sum
+than that keeps everything without hashing, and a capped group takes its members under a hash
+threshold (a little more than the cap's share of the group: from sidecars ordered by the salt,
+`Under`, without the others' hashes; else by hashing every member), sorts only those and cuts
+where the prefix sum leaves the cap by more than the bound. Anything it cannot prove (a prefix sum
 within the bound of the cap, equal hashes, negative or non-finite durations) falls back to
 `exact_keep`.
 """
@@ -35,6 +36,9 @@ _TWO64 = float(2**64)
 
 
 Hashes = Callable[[np.ndarray | None], np.ndarray]  # candidate positions (None: all) -> their stable_hash64
+# (per-group hash thresholds, each candidate's group) -> (positions, ascending, of the candidates whose
+# hash is <= their group's threshold, and their hashes), or None where it cannot tell (then: Hashes)
+Under = Callable[[np.ndarray, np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
 
 
 class NeedsIds(Exception):
@@ -93,10 +97,16 @@ def salt_of(split_salt: str) -> str:
 
 
 def decide(
-    spec: CurationSpec, durations: pl.Series, group: pl.Series | None, hashes: Hashes, ids: pl.Series | None
+    spec: CurationSpec,
+    durations: pl.Series,
+    group: pl.Series | None,
+    hashes: Hashes,
+    ids: pl.Series | None,
+    under: Under | None = None,
 ) -> Decision:
     """Which candidates the budget keeps, given their durations, groups and hashes (`ids`: their
-    episode ids, which only equal hashes need; raises NeedsIds when None and they do)."""
+    episode ids, which only equal hashes need; raises NeedsIds when None and they do). `under`:
+    the candidates under hash thresholds, without hashing them all (a catalog's ordered sidecars)."""
     n = len(durations)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
     names, codes = (["all"], np.zeros(n, dtype=np.int32)) if group is None else group_codes(group)
@@ -112,7 +122,7 @@ def decide(
     if not np.isfinite(caps).any():
         mask = np.ones(n, dtype=bool)
     else:
-        fast = fast_keep(codes, dur, caps, hashes)
+        fast = fast_keep(codes, dur, caps, hashes, under)
         mask = fast if fast is not None else exact_keep(codes, dur, caps, hashes, ids)
     return Decision(np.flatnonzero(mask).astype(np.int64), names, codes, dur, shares)
 
@@ -183,8 +193,11 @@ def exact_keep(
     return keep
 
 
-def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, hashes: Hashes) -> np.ndarray | None:
-    """`exact_keep`'s result in linear time, or None when it cannot be proven (see the module docstring)."""
+def fast_keep(
+    codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, hashes: Hashes, under: Under | None = None
+) -> np.ndarray | None:
+    """`exact_keep`'s result in linear time, or None when it cannot be proven (see the module
+    docstring). `under`: the members under a threshold without hashing every member."""
     n = len(codes)
     keep = np.ones(n, dtype=bool)
     if n == 0:
@@ -206,27 +219,32 @@ def fast_keep(codes: np.ndarray, dur: np.ndarray, caps: np.ndarray, hashes: Hash
         in_need = needed[codes]
         members = np.flatnonzero(in_need)
         mcodes, keep = codes[members], ~in_need  # each capped group keeps the prefix found below
-    hashed = hashes(members)
+    hashed: np.ndarray | None = None
     frac = {g: min(1.0, 1.25 * caps[g] / totals[g] + 64.0 / sizes[g]) if totals[g] > 0 else 1.0 for g in need}
     top = np.iinfo(np.uint64).max
     while frac:  # one pass over the members per round; a group whose cap lies past its threshold goes again
         last = np.zeros(len(caps), dtype=np.uint64)  # the largest hash under each group's threshold
         for g, f in frac.items():
             last[g] = np.uint64(min(f * _TWO64, _TWO64 - 4096)) - np.uint64(1) if f < 1.0 else top
-        sub = _under(hashed, last, mcodes)
-        grouped = np.argsort(mcodes[sub], kind="stable")
-        by_group = sub[grouped]
-        edges = np.searchsorted(mcodes[by_group], np.arange(len(caps) + 1))
+        found = under(last, codes) if under is not None else None
+        if found is None:  # every member hashed, once
+            under = None
+            hashed = hashes(members) if hashed is None else hashed
+            sub = _under(hashed, last, mcodes)
+            found = (sub if members is None else members[sub], hashed[sub])
+        rows, h = found  # candidates (ascending) under their group's threshold, their hashes
+        grouped = np.argsort(codes[rows], kind="stable")
+        rows, h = rows[grouped], h[grouped]
+        edges = np.searchsorted(codes[rows], np.arange(len(caps) + 1))
         for g in list(frac):
-            at = by_group[edges[g] : edges[g + 1]]  # this group's members under its threshold, in member order
-            rows = at if members is None else members[at]
-            cut = _prefix(hashed[at], dur[rows], float(caps[g]), bound, frac[g] < 1.0)
+            at = slice(int(edges[g]), int(edges[g + 1]))  # this group's, in candidate order
+            cut = _prefix(h[at], dur[rows[at]], float(caps[g]), bound, frac[g] < 1.0)
             if cut is False:
                 return None
             if cut is None:
                 frac[g] = min(1.0, frac[g] * 2.0)  # the cap was not reached below this threshold: look further
                 continue
-            keep[rows[cut]] = True
+            keep[rows[at][cut]] = True
             del frac[g]
     return keep
 

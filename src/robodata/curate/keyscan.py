@@ -9,11 +9,8 @@
   Each row carries its address `__row`: its file's first row number plus its row in the file
   (the files are numbered in one sequence over all groups).
   With `ids_aside`, files with a sidecar leave episode_id out of the scan (null): decoding the
-  ids of 20M candidates from Parquet took about half of a 50M-row key scan. `hashes` then reads
-  their hashes from the sidecar when the spec's salt is the one it is ordered by, else hashes
-  their ids there (robodata.catalog.rowpack: only after checking that the sidecar was written for
-  this very data file, by the CRC-32C of its Parquet footer, and that the sections read are as
-  written, by their own CRC-32C).
+  ids of 20M candidates from Parquet took about half of a 50M-row key scan. The budget then takes
+  their hashes from the sidecars (robodata.curate.candidates: `hashes`, `under`).
 * **Fetch**: the kept rows' manifest columns, taken by position from each file's sidecar
   (robodata.catalog.sidecar, row-major: a few random reads a row) when it has one and it returns
   the ids the scan read (ids set aside: its checks as above); the other files are scanned for
@@ -26,9 +23,7 @@ reads `pl.scan_delta` as before.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,11 +36,10 @@ from deltalake import DeltaTable
 
 from robodata.catalog import rowpack, sidecar
 from robodata.catalog.sidecar import Sidecar
+from robodata.curate.candidates import SidecarHashes
 from robodata.curate.filters import Filter
-from robodata.curate.stablehash import stable_hash64
 
 ROW = "__row"
-_THREADS = 2  # sidecars hashed side by side
 # (every row has a container, no row has a failed check, the `Excluded` terms proven true for
 # every row) -> the predicate for such files
 PredicateFor = Callable[[bool, bool, frozenset[int]], "pl.Expr | None"]
@@ -65,7 +59,7 @@ class DataFile:
     at: int = 0  # its add action's row in the log's table (its statistics)
 
 
-class CatalogSource:
+class CatalogSource(SidecarHashes):
     """The data files of one catalog version, with what is known about each (see the module docstring)."""
 
     def __init__(
@@ -117,56 +111,6 @@ class CatalogSource:
         if not scans:
             return prepare(self.plain()).with_row_index(ROW).head(0)
         return pl.concat(scans, how="vertical") if len(scans) > 1 else scans[0]
-
-    def hashes(self, rows: np.ndarray, ids: pl.Series, salt: str, stop: threading.Event | None = None) -> np.ndarray:
-        """stable_hash64(episode_id, salt) of the rows at addresses `rows`: of `ids` where the scan read
-        them, from their file's sidecar where it set them aside (null).
-
-        `stop`: once set, the sidecars not read yet are not (the result is then incomplete).
-
-        Raises:
-            ValueError: a sidecar not written for its data file, or whose ids are not as written.
-            OSError: a sidecar or a data file cannot be read.
-        """
-        aside = ids.is_null().to_numpy()
-        if not aside.any():
-            return stable_hash64(ids, salt)
-        out = np.empty(len(rows), dtype=np.uint64)
-        at: np.ndarray | None = None  # positions of the rows set aside (None: all of them)
-        if not aside.all():
-            read = np.flatnonzero(~aside)
-            out[read] = stable_hash64(ids.gather(read), salt)
-            at = np.flatnonzero(aside)
-        addresses = rows if at is None else rows[at]
-        if len(addresses) > 1 and not bool((addresses[1:] > addresses[:-1]).all()):  # the scan's order: sorted
-            by = np.argsort(addresses, kind="stable")
-            at, addresses = (by if at is None else at[by]), addresses[by]
-        starts = np.array([f.offset for f in self.files], dtype=addresses.dtype)  # no copy of 20M addresses
-        cuts = np.append(np.searchsorted(addresses, starts), len(addresses))  # file i: addresses[cuts[i]:cuts[i + 1]]
-        jobs = [(i, int(cuts[i]), int(cuts[i + 1])) for i in range(len(self.files)) if cuts[i + 1] > cuts[i]]
-
-        def one(job: tuple[int, int, int]) -> Path:
-            i, lo, hi = job
-            f = self.files[i]
-            if stop is not None and stop.is_set():
-                return Path()
-            if f.sidecar is None:
-                raise ValueError(f"{f.uri}: no sidecar, but its ids were set aside")
-            rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
-            try:
-                h = rf.hash_ids(addresses[lo:hi].astype(np.int64) - f.offset, salt, self._footer(f))
-            finally:
-                rf.close()
-            if at is None:
-                out[lo:hi] = h
-            else:
-                out[at[lo:hi]] = h
-            return f.sidecar.path
-
-        with ThreadPoolExecutor(_THREADS) as pool:  # files side by side: hashing runs without the GIL
-            self.checked.update(pool.map(one, jobs))
-        self.checked.discard(Path())
-        return out
 
     def fetch(self, rows: np.ndarray, ids: pl.Series, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
         """`fields` of the rows at addresses `rows` (unique), in that order; `ids`: their episode ids

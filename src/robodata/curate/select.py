@@ -142,18 +142,20 @@ def _capped(
     ids = first["episode_id"]
     stop = threading.Event()
     hasher = source.hashes(first, budget.salt(spec), stop)
-    # Every candidate's hash, started now: the usual budget caps every group, so decide needs them
-    # all, and it computes the group codes and sums meanwhile (a subset is then taken from them).
-    # A budget that needs none stops it (between two sidecars).
+    under = source.under(first, budget.salt(spec))
+    # Without `under`: every candidate's hash, started now: the usual budget caps every group, so
+    # decide needs them all, and it computes the group codes and sums meanwhile (a subset is then
+    # taken from them). A budget that needs none stops it (between two sidecars).
     pool = ThreadPoolExecutor(1)
-    every = pool.submit(hasher, None)
+    every = pool.submit(hasher, None) if under is None else None
     try:
         decided = budget.decide(
             spec,
             first["duration_s"],
             first["__group"] if group_col else None,
-            lambda at: every.result() if at is None else every.result()[at],
+            hasher if every is None else lambda at: every.result() if at is None else every.result()[at],
             ids if not ids.has_nulls() else None,
+            under,
         )
     except (budget.NeedsIds, ValueError, OSError) as exc:
         if not ids.has_nulls():
@@ -182,6 +184,9 @@ class _Plain:
 
     def hashes(self, first: pl.DataFrame, salt: str, stop: threading.Event) -> budget.Hashes:
         return budget.id_hashes(first["episode_id"], salt)
+
+    def under(self, first: pl.DataFrame, salt: str) -> budget.Under | None:
+        return None
 
     def fetch(
         self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema
@@ -213,6 +218,14 @@ class _Addressed:
         return lambda at: self.source.hashes(
             address if at is None else address[at], ids if at is None else ids.gather(at), salt, stop
         )
+
+    def under(self, first: pl.DataFrame, salt: str) -> budget.Under | None:
+        """The sidecars' prefixes under the budget's thresholds (CatalogSource.under), where they are
+        in this salt's order and hold every candidate's id."""
+        address = first[ROW].to_numpy()
+        if not self.source.ordered_for(address, first["episode_id"], salt):
+            return None
+        return lambda last, codes: self.source.under(address, salt, last, codes)
 
     def fetch(
         self, first: pl.DataFrame, keep: np.ndarray, fields: list[str], schema: pl.Schema
