@@ -205,6 +205,7 @@ class _Addressed:
     def __init__(self, spec: CurationSpec, source: CatalogSource):
         self.spec, self.source = spec, source
         self.predicate_for: PredicateFor | None = None
+        self._rows: tuple[pl.DataFrame, np.ndarray] | None = None  # the key scan's addresses, once
 
     def keys(self, predicate_for: PredicateFor, ids_aside: bool) -> pl.LazyFrame:
         self.predicate_for = predicate_for
@@ -212,17 +213,27 @@ class _Addressed:
         return self.source.keys(predicate_for, prepare, ids_aside, excluded_terms(self.spec))
 
     def hashes(self, first: pl.DataFrame, salt: str, stop: threading.Event) -> budget.Hashes:
-        ids, address = first["episode_id"], first[ROW].to_numpy()  # UInt32 or UInt64: no cast (20M rows)
+        ids = first["episode_id"]
         if not ids.has_nulls():
             return budget.id_hashes(ids, salt)
-        return lambda at: self.source.hashes(
-            address if at is None else address[at], ids if at is None else ids.gather(at), salt, stop
-        )
+
+        def hashes(at: np.ndarray | None) -> np.ndarray:
+            address = self._address(first)
+            return self.source.hashes(
+                address if at is None else address[at], ids if at is None else ids.gather(at), salt, stop
+            )
+
+        return hashes
+
+    def _address(self, first: pl.DataFrame) -> np.ndarray:
+        if self._rows is None or self._rows[0] is not first:
+            self._rows = (first, first[ROW].to_numpy())  # UInt32 or UInt64: no cast (20M rows)
+        return self._rows[1]
 
     def under(self, first: pl.DataFrame, salt: str) -> budget.Under | None:
         """The sidecars' prefixes under the budget's thresholds (CatalogSource.under), where they are
         in this salt's order and hold every candidate's id."""
-        address = first[ROW].to_numpy()
+        address = self._address(first)
         if not self.source.ordered_for(address, first["episode_id"], salt):
             return None
         return lambda last, codes: self.source.under(address, salt, last, codes)
