@@ -1,9 +1,9 @@
 """The row-major encoding of a sidecar (robodata.catalog.sidecar): records, strings, dictionaries.
 
 `encode` turns the manifest columns of one data file into a file image; `RowFile` reads one
-(memory-mapped, validated) and `gather` assembles rows picked from several files into one Arrow
-table of the manifest types, in a requested order. Values round-trip exactly, nulls included
-(numbers and the two strings by a validity mask, dictionary columns by code -1).
+(memory-mapped, validated); robodata.catalog.sidecar.take_many assembles the rows picked from
+several into one Arrow table. Values round-trip exactly, nulls included (numbers and the two
+strings by a validity mask, dictionary columns by code -1).
 
 **Sampling order** (format 5): records and strings lie in the order of `stable_hash64(episode_id,
 order_salt)`, the budget order of the specs whose salt the catalog was optimized for
@@ -43,7 +43,7 @@ BLOCK = 4096  # records per checksummed block of hashes and row numbers
 NUMBERS = ("duration_s", "size_bytes", "footer_offset", "footer_length", "num_frames", "num_state_steps")
 CODED = ("site", "task", "cameras", "stream_rates_json", "layout_version")
 STRINGS = ("episode_id", "uri")
-_VALID = {c: 1 << i for i, c in enumerate((*STRINGS, *NUMBERS))}
+VALID = {c: 1 << i for i, c in enumerate((*STRINGS, *NUMBERS))}
 RECORD = np.dtype(
     [
         ("duration_s", "<f8"),
@@ -79,7 +79,7 @@ def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
     for c in NUMBERS:
         col = table.column(c).combine_chunks()
         rec[c] = col.fill_null(0).to_numpy(zero_copy_only=False)
-        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
+        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), VALID[c], 0).astype(np.uint16)
     dicts: dict[str, list[Any]] = {}
     for c in CODED:
         codes, dicts[c] = _codes(table.column(c))
@@ -87,7 +87,7 @@ def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
     strings: list[np.ndarray] = []
     for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
         col = table.column(c).combine_chunks().cast(pa.large_string())
-        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), _VALID[c], 0).astype(np.uint16)
+        valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), VALID[c], 0).astype(np.uint16)
         offsets = np.frombuffer(col.buffers()[1], np.int64, n + 1, col.offset * 8) if n else np.zeros(1, np.int64)
         data = col.buffers()[2]
         raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.zeros(0, np.uint8)
@@ -130,7 +130,7 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
             if v is None:
                 codes[i] = -1
                 continue
-            codes[i] = seen.setdefault(_key(v), len(values))
+            codes[i] = seen.setdefault(key(v), len(values))
             if codes[i] == len(values):
                 values.append(v)
         return codes, values
@@ -138,7 +138,7 @@ def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), enc.dictionary.to_pylist()
 
 
-def _key(value: Any) -> Any:
+def key(value: Any) -> Any:
     """A dictionary value as a dict key (`cameras` values are lists)."""
     return tuple(value) if isinstance(value, list) else value
 
@@ -355,56 +355,3 @@ def footer_crc32c(path: Path) -> int:
             raise ValueError(f"{path}: not a Parquet file (its footer)")
         fh.seek(size - 8 - length)
         return int(google_crc32c.value(fh.read(length)))
-
-
-def gather(picked: list[Picked], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
-    """The picked rows, files in turn, as `schema` (the manifest columns); `order`: output row j
-    is picked row order[j]."""
-    recs: list[np.ndarray] = []
-    strings: dict[str, list[pa.Array]] = {c: [] for c in STRINGS}
-    values: dict[str, list[Any]] = {c: [] for c in CODED}  # one dictionary per column for all files
-    index: dict[str, dict[Any, int]] = {c: {} for c in CODED}  # its values' positions
-    luts: dict[str, list[np.ndarray]] = {c: [] for c in CODED}  # per file: its codes -> global codes
-    known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
-    for f in picked:
-        recs.append(f.records)
-        for c in STRINGS:
-            strings[c].append(f.strings[c])
-        for c in CODED:
-            key = (c, *map(_key, f.dicts[c]))
-            lut = known.get(key)
-            if lut is None:
-                lut = known[key] = np.empty(len(f.dicts[c]), np.int32)
-                for k, v in enumerate(f.dicts[c]):
-                    lut[k] = index[c].setdefault(_key(v), len(values[c]))
-                    if lut[k] == len(values[c]):
-                        values[c].append(v)
-            luts[c].append(lut)
-    rec = np.concatenate(recs) if recs else np.zeros(0, RECORD)
-    of_file = np.repeat(np.arange(len(recs)), [len(r) for r in recs])
-    for c in CODED:  # each row's code -> one dictionary for all files; -1 stays null
-        sizes = np.array([len(lut) for lut in luts[c]], np.int64)
-        flat = np.concatenate([*luts[c], np.array([-1], np.int32)])
-        local = rec[c].astype(np.int64)
-        bad = (local < -1) | (local >= sizes[of_file])
-        if bad.any():
-            raise ValueError(f"{picked[of_file[bad.argmax()]].path}: a record's {c} code is not in its dictionary")
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        rec[c] = flat[np.where(local < 0, len(flat) - 1, starts[of_file] + local)]
-    at = pa.array(order, pa.int64()) if order is not None else None
-    rec = rec[order] if order is not None else rec
-    valid = rec["valid"]
-    cols: dict[str, pa.Array] = {}
-    for c in STRINGS:
-        arr = pa.chunked_array(strings[c], pa.large_string()).combine_chunks()
-        arr = arr.take(at) if at is not None else arr
-        arr.validate(full=True)  # UTF-8 of bytes read from a file
-        present = (valid & _VALID[c]) != 0
-        arr = arr if present.all() else pc.if_else(pa.array(present), arr, None)
-        cols[c] = arr.cast(schema.field(c).type)
-    for c in NUMBERS:
-        cols[c] = pa.array(rec[c], mask=(valid & _VALID[c]) == 0).cast(schema.field(c).type)
-    for c in CODED:
-        codes = rec[c]
-        cols[c] = pc.take(pa.array(values[c], schema.field(c).type), pa.array(codes, mask=codes < 0))
-    return pa.table([cols[c] for c in schema.names], schema=schema)

@@ -47,6 +47,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 import numpy as np
@@ -184,7 +185,7 @@ def take_many(
             picked.append(f.pick(positions))
         finally:
             f.close()
-    return rowpack.gather(picked, PLAIN_SCHEMA, order)
+    return _gather(picked, PLAIN_SCHEMA, order)
 
 
 def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
@@ -210,3 +211,56 @@ def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
                 Path(entry.path).unlink(missing_ok=True)
                 removed += 1
     return removed
+
+
+def _gather(picked: list[rowpack.Picked], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
+    """The picked rows, files in turn, as `schema` (the manifest columns); `order`: output row j
+    is picked row order[j]."""
+    recs: list[np.ndarray] = []
+    strings: dict[str, list[pa.Array]] = {c: [] for c in rowpack.STRINGS}
+    values: dict[str, list[Any]] = {c: [] for c in rowpack.CODED}  # one dictionary per column for all files
+    index: dict[str, dict[Any, int]] = {c: {} for c in rowpack.CODED}  # its values' positions
+    luts: dict[str, list[np.ndarray]] = {c: [] for c in rowpack.CODED}  # per file: its codes -> global codes
+    known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
+    for f in picked:
+        recs.append(f.records)
+        for c in rowpack.STRINGS:
+            strings[c].append(f.strings[c])
+        for c in rowpack.CODED:
+            key = (c, *map(rowpack.key, f.dicts[c]))
+            lut = known.get(key)
+            if lut is None:
+                lut = known[key] = np.empty(len(f.dicts[c]), np.int32)
+                for k, v in enumerate(f.dicts[c]):
+                    lut[k] = index[c].setdefault(rowpack.key(v), len(values[c]))
+                    if lut[k] == len(values[c]):
+                        values[c].append(v)
+            luts[c].append(lut)
+    rec = np.concatenate(recs) if recs else np.zeros(0, rowpack.RECORD)
+    of_file = np.repeat(np.arange(len(recs)), [len(r) for r in recs])
+    for c in rowpack.CODED:  # each row's code -> one dictionary for all files; -1 stays null
+        sizes = np.array([len(lut) for lut in luts[c]], np.int64)
+        flat = np.concatenate([*luts[c], np.array([-1], np.int32)])
+        local = rec[c].astype(np.int64)
+        bad = (local < -1) | (local >= sizes[of_file])
+        if bad.any():
+            raise ValueError(f"{picked[of_file[bad.argmax()]].path}: a record's {c} code is not in its dictionary")
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        rec[c] = flat[np.where(local < 0, len(flat) - 1, starts[of_file] + local)]
+    at = pa.array(order, pa.int64()) if order is not None else None
+    rec = rec[order] if order is not None else rec
+    valid = rec["valid"]
+    cols: dict[str, pa.Array] = {}
+    for c in rowpack.STRINGS:
+        arr = pa.chunked_array(strings[c], pa.large_string()).combine_chunks()
+        arr = arr.take(at) if at is not None else arr
+        arr.validate(full=True)  # UTF-8 of bytes read from a file
+        present = (valid & rowpack.VALID[c]) != 0
+        arr = arr if present.all() else pc.if_else(pa.array(present), arr, None)
+        cols[c] = arr.cast(schema.field(c).type)
+    for c in rowpack.NUMBERS:
+        cols[c] = pa.array(rec[c], mask=(valid & rowpack.VALID[c]) == 0).cast(schema.field(c).type)
+    for c in rowpack.CODED:
+        codes = rec[c]
+        cols[c] = pc.take(pa.array(values[c], schema.field(c).type), pa.array(codes, mask=codes < 0))
+    return pa.table([cols[c] for c in schema.names], schema=schema)

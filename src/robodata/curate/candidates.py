@@ -144,8 +144,8 @@ class SidecarHashes:
             finally:
                 rf.close()
             self.checked.add(f.sidecar.path)
-            at, h = _match(rows[lo:hi], got, f.offset, index)
-            at, h = lo + at, hashes[h]
+            mine, read = _match(rows[lo:hi], got, f.offset, index)
+            at, h = lo + mine, hashes[read]
             below = h <= last[codes[at]]
             at, h = at[below], h[below]
             by_row = np.argsort(at)
