@@ -1,9 +1,10 @@
 from datetime import UTC
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
-from robodata.catalog import synthetic
+from robodata.catalog import rowpack, sidecar, synthetic
 from robodata.catalog.table import Catalog
 from robodata_dagster.assets.curation import manifest, site_acceptance
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
@@ -119,7 +120,12 @@ def test_catalog_compaction_job(tmp_path):
     for start in range(0, 150, 50):
         cat.merge(synthetic.rows(shape, start, 50))  # 3 merges into today's partition
     before = len(cat.table().file_uris())
-    res = catalog_compaction.execute_in_process(resources={"catalog": CatalogResource(uri=cat.uri)})
+    config = {"ops": {"compact_recent_days": {"config": {"split_salt": "s1"}}}}
+    res = catalog_compaction.execute_in_process(resources={"catalog": CatalogResource(uri=cat.uri)}, run_config=config)
     assert res.success
     assert len(cat.table().file_uris()) < before
     assert pl.read_delta(cat.uri).height == 150
+    (car,) = (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX)
+    f = rowpack.RowFile(car, 150)
+    assert f.order_salt == "s1/budget"  # the job's split_salt: sidecars in that budget order
+    f.close()
