@@ -7,6 +7,7 @@ import json
 import math
 import struct
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -198,3 +199,30 @@ def test_footer_checksum_names_one_parquet_file(tmp_path):
     (tmp_path / "c.parquet").write_bytes((tmp_path / "a.parquet").read_bytes()[:-3])
     with pytest.raises(ValueError, match="not a Parquet file"):
         rowpack.footer_crc32c(tmp_path / "c.parquet")
+
+
+@seed(2029)
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 300), limits=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=6))
+def test_prefixes_across_blocks_are_the_rows_under_the_limit(tmp_path_factory, n, limits):
+    """Blocks of 16 records (the size is the file's, from its header): any limit gives exactly the
+    rows whose hash is <= it, in hash order, whatever block the search starts from."""
+    from robodata.curate.stablehash import stable_hash64_py
+
+    rows = [{"episode_id": f"e{i}", "uri": f"u{i}"} for i in range(n)]
+    path = tmp_path_factory.mktemp("blocks") / "a.rows"
+    with mock.patch.object(rowpack, "BLOCK", 16):
+        path.write_bytes(rowpack.encode(pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA), order_salt="x"))
+    hashes = [stable_hash64_py(r["episode_id"], "x") for r in rows]
+    order = sorted(range(n), key=lambda i: (hashes[i], i))
+    f = rowpack.RowFile(path, n)
+    try:
+        for limit in [*limits, *(hashes[i] for i in order[:: max(1, n // 5)])]:
+            got, h = f.prefix(limit, 0)
+            want = [i for i in order if hashes[i] <= limit]
+            assert got.tolist() == want and h.tolist() == [hashes[i] for i in want]
+        if n:
+            at = np.arange(n)[::-1]
+            assert f.hash_ids(at, "x", 0).tolist() == [hashes[i] for i in at]
+    finally:
+        f.close()
