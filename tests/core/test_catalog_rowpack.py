@@ -111,11 +111,11 @@ def test_prune_removes_sidecars_of_an_older_format(tmp_path):
     folder.mkdir()
     (tmp_path / "day=1").mkdir()
     (tmp_path / "day=1" / "f.parquet").write_bytes(b"x")
-    old = [folder / f"day%3D1%2Ff.parquet~1~20~LQ.{suffix}" for suffix in ("arrow", "rows")]  # formats 1, 2
+    old = [folder / f"day%3D1%2Ff.parquet~1~20~LQ.{suffix}" for suffix in ("arrow", "rows", "rows3", "rows4")]
     new = folder / f"day%3D1%2Ff.parquet~1~20~LQ{sidecar.SUFFIX}"
     for path in (*old, new):
         path.write_bytes(b"x")
-    assert sidecar.prune(str(tmp_path), {"day=1/f.parquet"}) == 2
+    assert sidecar.prune(str(tmp_path), {"day=1/f.parquet"}) == 4  # formats 1 to 4
     assert not any(path.exists() for path in old) and new.exists()
 
 
