@@ -162,6 +162,18 @@ def test_ids_set_aside_come_only_from_a_sidecar_that_checks(tmp_path, passes):
         assert not got["episode_id"].str.starts_with("xp-").any()
 
 
+def test_unreadable_sidecars_of_the_specs_salt_are_not_used(tmp_path):
+    """Every sidecar's magic altered (the salt check opens one before any other read): the rows of
+    the plain scan, for specs of the sidecars' salt and of others."""
+    cat = golden_catalog(tmp_path / "catalog")
+    optimize(cat, None, OptimizeConfig(split_salt="bench"))
+    for car in (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX):
+        body = car.read_bytes()
+        car.write_bytes(bytes([body[0] ^ 1]) + body[1:])
+    for name in [*NAMES, "fold_full_clean"]:
+        assert select(spec_from_dict(SPECS[name]), cat).rows.equals(_plain(cat, name)), name
+
+
 def test_a_failure_hashing_set_aside_ids_reads_them_from_parquet(optimized, monkeypatch):
     from robodata.curate import keyscan
 

@@ -100,13 +100,17 @@ class SidecarHashes:
 
     def ordered_for(self, rows: np.ndarray, ids: pl.Series, salt: str) -> bool:
         """Whether `under` can serve these candidates (addresses `rows`, sorted): every id was set
-        aside, and a file's sidecar (the first's, as optimize writes them all) is ordered by `salt`."""
+        aside, and a file's sidecar (the first's, as optimize writes them all) is ordered by `salt`
+        (one that cannot be read: no; hashing then meets it and gives up on the sidecars)."""
         if not len(rows) or ids.null_count() != len(ids) or not bool((rows[1:] > rows[:-1]).all()):
             return False
         f = self.files[int(self._file_of(rows[:1])[0])]
         if f.sidecar is None:
             return False
-        rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
+        try:
+            rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
+        except (ValueError, OSError):
+            return False
         try:
             return rf.order_salt == salt
         finally:

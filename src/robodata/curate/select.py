@@ -142,13 +142,13 @@ def _capped(
     ids = first["episode_id"]
     stop = threading.Event()
     hasher = source.hashes(first, budget.salt(spec), stop)
-    under = source.under(first, budget.salt(spec))
-    # Without `under`: every candidate's hash, started now: the usual budget caps every group, so
-    # decide needs them all, and it computes the group codes and sums meanwhile (a subset is then
-    # taken from them). A budget that needs none stops it (between two sidecars).
     pool = ThreadPoolExecutor(1)
-    every = pool.submit(hasher, None) if under is None else None
     try:
+        under = source.under(first, budget.salt(spec))
+        # Without `under`: every candidate's hash, started now: the usual budget caps every group,
+        # so decide needs them all, and it computes the group codes and sums meanwhile (a subset is
+        # then taken from them). A budget that needs none stops it (between two sidecars).
+        every = pool.submit(hasher, None) if under is None else None
         decided = budget.decide(
             spec,
             first["duration_s"],
