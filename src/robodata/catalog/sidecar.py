@@ -28,8 +28,8 @@ Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was m
   goes stale; it is used only while its name's size and row count equal the add action's. The ids
   it returns are checked against the ids the scan read, and where the scan left them to it (the
   candidates' ids, robodata.curate.keyscan), the header's CRC-32C of the data file's Parquet
-  footer and of the id sections are checked first. Delta (and its vacuum) ignore folders whose
-  name starts with `_`.
+  footer is checked first (and the id sections' CRC-32C before ids are hashed). Delta (and its
+  vacuum) ignore folders whose name starts with `_`.
 * **Facts** about the whole file, in the name: `L` every row has a container (non-empty uri), `Q`
   no row has a failed QC check. Curation drops the matching terms of its predicate for that file
   (they cost a string and a list column decoded per row).
@@ -166,8 +166,8 @@ def take_many(
     `order`: output row j is the j-th of them in that order. The table holds copies: nothing
     refers to the memory maps once it returns (they are closed). `footers`: sidecars whose ids
     are taken as they are (no scan read them), with their data file's footer CRC-32C: they are
-    verified first (`RowFile.verify`: written for that file, slots as written; each picked row's
-    ids are covered by its row checksum).
+    verified first (`RowFile.verify`: written for that file; `pick` checks each slot it uses,
+    and each picked row's ids are covered by its row checksum).
 
     Raises:
         ValueError: a file is not a sidecar of this format, holds another number of rows, or

@@ -71,8 +71,7 @@ class SidecarHashes:
         if len(addresses) > 1 and not bool((addresses[1:] > addresses[:-1]).all()):  # the scan's order: sorted
             by = np.argsort(addresses, kind="stable")
             at, addresses = (by if at is None else at[by]), addresses[by]
-        starts = np.array([f.offset for f in self.files], dtype=addresses.dtype)  # no copy of 20M addresses
-        cuts = np.append(np.searchsorted(addresses, starts), len(addresses))  # file i: addresses[cuts[i]:cuts[i + 1]]
+        cuts = self._cuts(addresses)
         jobs = [(i, int(cuts[i]), int(cuts[i + 1])) for i in range(len(self.files)) if cuts[i + 1] > cuts[i]]
 
         def one(job: tuple[int, int, int]) -> Path:
@@ -97,6 +96,11 @@ class SidecarHashes:
             self.checked.update(pool.map(one, jobs))
         self.checked.discard(Path())
         return out
+
+    def _cuts(self, addresses: np.ndarray) -> np.ndarray:
+        """For sorted addresses: file i's are addresses[cuts[i]:cuts[i + 1]]."""
+        starts = np.array([f.offset for f in self.files], dtype=addresses.dtype)  # no copy of 20M addresses
+        return np.append(np.searchsorted(addresses, starts), len(addresses))
 
     def ordered_for(self, rows: np.ndarray, ids: pl.Series, salt: str) -> bool:
         """Whether `under` can serve these candidates (addresses `rows`, sorted): every id was set
@@ -129,8 +133,7 @@ class SidecarHashes:
             ValueError: a sidecar not written for its data file, or whose records are not as written.
             OSError: a sidecar or a data file cannot be read.
         """
-        starts = np.array([f.offset for f in self.files], dtype=rows.dtype)  # no copy of the addresses
-        cuts = np.append(np.searchsorted(rows, starts), len(rows))
+        cuts = self._cuts(rows)
         limit = int(last.max())
         found: list[tuple[np.ndarray, np.ndarray]] = []
         index = np.full(max((f.rows for f in self.files), default=0), -1, np.int64)  # `_match`'s, reused

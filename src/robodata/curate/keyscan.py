@@ -116,9 +116,10 @@ class CatalogSource(SidecarHashes):
         """`fields` of the rows at addresses `rows` (unique), in that order; `ids`: their episode ids
         as the scan read them (null: set aside, see `hashes`).
 
-        Rows come from their file's sidecar where every sidecar returns the ids the scan read and
-        passes `RowFile.check_ids` where it set them aside; otherwise (no sidecar, or any mismatch)
-        from a scan of those files for those addresses."""
+        Rows come from their file's sidecar where every sidecar returns the ids the scan read and,
+        where it set them aside, passes `RowFile.verify` (written for that data file; each picked
+        row's id is covered by its row checksum); otherwise (no sidecar, or any mismatch) from a
+        scan of those files for those addresses."""
         if not len(rows):
             return pl.DataFrame(schema={c: schema[c] for c in fields})
         order = np.argsort(rows, kind="stable")  # by address: file by file
