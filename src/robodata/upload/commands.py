@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,9 @@ def status_cmd(
         raise typer.Exit(2)
     journal = Journal(journal_path)
     try:
-        st = collect(journal, ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s))
+        trash = cfg.state_path / "trash"  # an entry there is held, or a delete in progress
+        held = sorted(os.listdir(trash)) if trash.is_dir() else []
+        st = collect(journal, ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s), held)
     finally:
         journal.close()
     typer.echo(prometheus(st) if fmt == "prometheus" else json.dumps(st, indent=1, sort_keys=True))

@@ -29,7 +29,7 @@ def run_daemon(cfg: UploadConfig, stop: threading.Event | None = None, max_passe
             passes += 1
             if outcomes:
                 log.info("pass %d: %s", passes, outcomes)
-            write_status(cfg.state_path, collect(up.journal, up.ready()))
+            write_status(cfg.state_path, collect(up.journal, up.ready(), up.trash.entries()))
             if max_passes is not None and passes >= max_passes:
                 break
             stop.wait(cfg.poll_interval_s)
@@ -54,7 +54,7 @@ def run_once(
                     total += describe(up.spool, n).bytes
             on_total(total)
         outcomes = up.run_pass(names)
-        write_status(cfg.state_path, collect(up.journal, up.ready()))
+        write_status(cfg.state_path, collect(up.journal, up.ready(), up.trash.entries()))
         return outcomes
     finally:
         up.close()

@@ -86,6 +86,14 @@ class Journal:
         ).fetchone()
         return FileRecord(*row) if row else None
 
+    def files_of(self, episode: str) -> list[FileRecord]:
+        rows = self.db.execute(
+            "SELECT key, episode, size, mtime_ns, part_size, sha256, etag, upload_id, state FROM files"
+            " WHERE episode = ? ORDER BY key",
+            (episode,),
+        )
+        return [FileRecord(*r) for r in rows]
+
     def put_file(self, rec: FileRecord, part_md5s: list[str]) -> None:
         """Record a freshly hashed object (replacing any older record of the key)."""
         self._tx(

@@ -27,7 +27,8 @@ COUNTER_HELP = {
 }
 
 
-def collect(journal: Journal, ready: list[str]) -> dict[str, Any]:
+def collect(journal: Journal, ready: list[str], held: list[str] | None = None) -> dict[str, Any]:
+    """`held`: trash entries partly purged and not yet re-verified (robodata.upload.trash)."""
     counters = {k: journal.counters().get(k, 0.0) for k in COUNTER_HELP}
     return {
         "time": time.time(),
@@ -37,6 +38,7 @@ def collect(journal: Journal, ready: list[str]) -> dict[str, Any]:
         "uploading": [n for n, _ in journal.episodes("uploading")],
         "rejected": {n: d for n, d in journal.episodes("rejected")},
         "conflict": {n: d for n, d in journal.episodes("conflict")},
+        "held": list(held or []),
     }
 
 
@@ -49,6 +51,7 @@ def prometheus(status: dict[str, Any]) -> str:
         "episodes_ready": status["ready"],
         "open_multipart_uploads": status["open_multipart_uploads"],
         "episodes_rejected_present": len(status["rejected"]) + len(status["conflict"]),
+        "episodes_held_in_trash": len(status.get("held", [])),
         "last_status_timestamp_seconds": status["time"],
     }
     for name, value in gauges.items():

@@ -5,8 +5,8 @@ Per object: hash the local file as it is now (sha256 + part MD5s; compared with 
 right ETag are skipped) -> verify now (HEAD: size, ETag, sha256 metadata; optionally a full
 re-download) -> journal. Per episode: every object verified in this call (+ manifest for
 directories), local files unchanged since they were hashed -> journal "verified" -> atomic
-rename into the trash -> the files there are still those that were hashed -> journal row
-dropped -> trash purged.
+rename into the trash -> the files there are still those that were hashed -> trash purged ->
+journal row dropped. A kill inside that delete is settled by the next start (robodata.upload.trash).
 
 The journal's "verified" is never a reason to delete: a process that resumes a verified
 episode (killed before its delete) hashes the local files again and re-reads every object
@@ -17,12 +17,10 @@ upload or an episode that the next start re-verifies; never a deleted-but-unveri
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,7 +38,6 @@ from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import UnsafeKeyError, episode_key
 from robodata.upload.retry import Retrier, TransientError
 from robodata.upload.spool import (
-    DONE_SUFFIX,
     MANIFEST_NAME,
     Episode,
     LocalFile,
@@ -51,6 +48,7 @@ from robodata.upload.spool import (
 )
 from robodata.upload.throttle import TokenBucket
 from robodata.upload.transfer import LocalChangedError, Transfer, b64md5
+from robodata.upload.trash import Trash
 from robodata.upload.verify import UpstreamMismatch, UpstreamMissing, Verifier, matches
 
 log = logging.getLogger("robodata.upload")
@@ -76,7 +74,6 @@ class Uploader:
         if not self.spool.is_dir():
             raise RobodataError(f"spool directory {self.spool} does not exist")
         cfg.state_path.mkdir(parents=True, exist_ok=True)
-        self.trash = cfg.state_path / "trash"
         self.journal = Journal(cfg.state_path / "journal.sqlite")
         self.client = client if client is not None else make_client(cfg)
         throttle = TokenBucket(cfg.bandwidth_bytes_per_s) if cfg.bandwidth_bytes_per_s else None
@@ -85,6 +82,7 @@ class Uploader:
         self.transfer = Transfer(
             self.client, cfg.bucket, self.retrier, self.journal, self.verifier, throttle, self._sent
         )
+        self.trash = Trash(cfg.state_path / "trash", self.spool, self.journal, self.verifier, cfg.site_prefix)
         self.on_bytes = on_bytes
         self.current: str | None = None
         # key -> (episode, file identity, digest) of files this process hashed; see _digest
@@ -96,25 +94,14 @@ class Uploader:
         log.warning("retrying %s: %s", what, exc)
         self.journal.bump(retries=1)
 
-    def _recover(self) -> None:
-        """Undo deletes a kill interrupted. An episode in the trash was verified when it went there,
-        but upstream may have changed since: it goes back into the spool, where the next pass checks
-        it against upstream as it is now before deleting it. Nothing in the trash is purged unchecked."""
-        if self.trash.exists():
-            for entry in sorted(os.listdir(self.trash)):
-                self._restore(entry)
+    def _recover(self) -> list[str]:
+        """Settle deletes a kill interrupted; returns the trash entries held (see robodata.upload.trash).
+        Nothing in the trash is purged before its upstream copy is re-verified as it is now."""
+        held = self.trash.settle()
         for name, _ in self.journal.episodes("verified"):
-            if not os.path.lexists(self.spool / name):  # the kill came after the purge
-                self._remove_marker(name)
-                self.journal.drop_episode(name, counters={"episodes_deleted": 1})
-
-    def _restore(self, entry: str) -> Path:
-        """Move trash/entry back into the spool (under a fresh name if a new entry took its own)."""
-        back = self.spool / entry
-        if os.path.lexists(back):  # keep both, never purge
-            back = self.spool / f"{entry}.restored-{time.time_ns()}"
-        os.rename(self.trash / entry, back)
-        return back
+            if name not in held and not os.path.lexists(self.spool / name):  # the kill came after the purge
+                self.trash.purge(name)
+        return held
 
     def close(self) -> None:
         self.journal.close()
@@ -132,6 +119,10 @@ class Uploader:
     def run_pass(self, names: list[str] | None = None) -> dict[str, int]:
         """Upload every ready episode once. Returns outcome -> count."""
         outcomes: dict[str, int] = {}
+        if self.trash.entries():  # held by an earlier settle: try again
+            held = self._recover()
+            if held:
+                outcomes["held"] = len(held)
         self._prune()
         for name in self.ready() if names is None else names:
             out = self.process(name)
@@ -300,31 +291,21 @@ class Uploader:
         self.verifier.verify(key, len(body), expected_etag([md5], False), sha)
 
     # deletion ---------------------------------------------------------------------------
-    def _remove_marker(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.spool / (name + DONE_SUFFIX))
-
     def _delete(self, ep: Episode) -> None:
         """Only called once this call verified every object against the local files as they are."""
         name = ep.name
         assert self.journal.episode_state(name) == ("verified", ""), name
-        self.trash.mkdir(parents=True, exist_ok=True)
-        target = self.trash / name
-        if os.path.lexists(target):  # left by a failed delete in this process: back to the spool, unpurged
-            self._restore(name)
+        if os.path.lexists(self.trash.path / name):  # left by a failed delete in this process: back, unpurged
+            self.trash.restore(name)
             raise LocalChangedError(f"episode {name!r}: an earlier copy was in the trash; it is back in the spool")
-        os.rename(self.spool / name, target)  # atomic: the episode leaves the spool in one step
+        self.trash.take(name)
         try:
-            moved = describe(self.trash, name).contents()
+            moved = describe(self.trash.path, name).contents()
         except (OSError, SpoolError):
             moved = None
         if moved != ep.contents():  # written to between the last check and the rename: put it back
-            back = self._restore(name)
+            back = self.trash.restore(name)
             raise LocalChangedError(f"episode {name!r} changed just before its delete; it stays local as {back.name}")
-        # Purge first, then forget: a kill before the purge leaves the trash entry, its marker and
-        # its "verified" row, so the next start restores and re-checks it (see _recover).
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
-        self._remove_marker(name)
-        self.journal.drop_episode(name, counters={"episodes_deleted": 1})
+        self.trash.purge(name)
         for f in ep.files:
             self._digests.pop(episode_key(self.cfg.site_prefix, name, f.relpath), None)
