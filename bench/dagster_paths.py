@@ -233,7 +233,11 @@ def manifest_by_automation(instance, after_run, timeout_s: float) -> bool:
     return False
 
 
-def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
+def daemon_sensor(u: User, n: int, duration: float, px: int, cli_done: threading.Event) -> dict[str, Any]:
+    """The landing-zone sensor cuts two batches; the catalog change of the second must make the
+    automation sensor refresh the manifest. The second batch lands after the CLI paths are done
+    (`cli_done`): a CLI materialization of the manifest after it would count as handling that change
+    (`since_last_handled`), and the automation would rightly not run again."""
     import dagster as dg
 
     started = u.run("dagster", "sensor", "start", "landing_zone_live_sensor", "-w", "workspace.yaml")
@@ -244,6 +248,7 @@ def daemon_sensor(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
         with u.instance() as instance:
             synth(landing, n, duration, px, seed=2)
             first = wait_runs(u, instance, 1, 300)
+            cli_done.wait(600)
             before = {p: p.stat().st_mtime_ns for p in (u.state / "containers").rglob("*.rdep")}
             synth(landing, n, duration, px, seed=3)
             runs = wait_runs(u, instance, 2, 300)
@@ -352,15 +357,20 @@ def main(argv: list[str] | None = None) -> None:
         if not result["wheel_load_ok"]:
             result["wheel_errors"] = wheel_detail
         u.init_instance()
-        # The daemon path is mostly waiting (sensor ticks, run start-up): it runs alongside the CLI
-        # paths, on the same instance, as a deployment would; the webserver starts meanwhile too.
+        # The daemon path is mostly waiting (sensor ticks, run start-up): its first batch runs
+        # alongside the CLI paths, on the same instance, as a deployment would, and its second
+        # once they are done (see daemon_sensor); the webserver starts meanwhile too.
         daemon: dict[str, Any] = {}
-        thread = threading.Thread(target=lambda: daemon.update(daemon_sensor(u, n, duration, px)))
+        cli_done = threading.Event()
+        thread = threading.Thread(target=lambda: daemon.update(daemon_sensor(u, n, duration, px, cli_done)))
         thread.start()
         web = start_webserver(u)
         try:
-            result.update(cli_materialize(u, n, duration, px))
-            result.update(lineage(u))
+            try:
+                result.update(cli_materialize(u, n, duration, px))
+                result.update(lineage(u))
+            finally:
+                cli_done.set()
             thread.join()
             result.update(daemon)
             result["run_kind_tagged_on_cli_path"] = cli_run_kinds(u)
