@@ -300,3 +300,22 @@ def upload_once(cfg: Path, kill_after_verified: int | None = None) -> subprocess
         cmd = [sys.executable, "-c", "from tests.core.helpers_upload import kill_after_verified_main as m; m()"]
     cmd += ["upload", "once", "-c", str(cfg), "--no-progress"]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def in_process_uploader(spool: Path, url: str, **kw):
+    """An Uploader in this process on `spool` and the server at `url`, with quick retries."""
+    from robodata.upload.config import RetryConfig, UploadConfig
+    from robodata.upload.uploader import Uploader
+
+    kw.setdefault("retry", RetryConfig(max_attempts=2, base_delay_s=0.001, max_delay_s=0.01))
+    return Uploader(UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=url, **kw))
+
+
+def upload_world(tmp_path: Path, monkeypatch) -> Iterator[tuple[Path, str, object]]:
+    """(spool, server url, client) for in-process uploads; use as `name = pytest.fixture(upload_world)`."""
+    for k, v in CREDS.items():
+        monkeypatch.setenv(k, v)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with moto_server() as url:
+        yield spool, url, s3(url)

@@ -15,6 +15,7 @@ from tests.core.helpers_upload import (
     BUCKET,
     PREFIX,
     episodes_in,
+    in_process_uploader,
     moto_server,
     s3,
     upload_once,
@@ -97,16 +98,6 @@ def test_killed_after_verified_then_tampered_is_uploaded_again_before_delete(tmp
             assert client.head_object(Bucket=BUCKET, Key=key)["VersionId"] == stamp
 
 
-def _uploader(spool, url, **kw):
-    from robodata.upload.config import RetryConfig, UploadConfig
-    from robodata.upload.uploader import Uploader
-
-    retry = RetryConfig(max_attempts=2, base_delay_s=0.001, max_delay_s=0.01)
-    return Uploader(
-        UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=url, retry=retry, **kw)
-    )
-
-
 def test_a_write_between_the_last_check_and_the_rename_puts_the_episode_back(tmp_path, monkeypatch):
     from tests.core.helpers_upload import CREDS
 
@@ -116,7 +107,7 @@ def test_a_write_between_the_last_check_and_the_rename_puts_the_episode_back(tmp
     spool.mkdir()
     (spool / "ep.mcap").write_bytes(b"x" * 1000)
     with moto_server() as url:
-        up = _uploader(spool, url)
+        up = in_process_uploader(spool, url)
         original = up.journal.set_episode
 
         def late_writer(name, state, *args, **kwargs):
@@ -155,7 +146,7 @@ def test_one_process_hashes_an_unchanged_file_once_and_any_change_again(tmp_path
     spool.mkdir()
     f = spool / "ep.mcap"
     f.write_bytes(b"y" * 5000)
-    up = _uploader(spool, f"http://127.0.0.1:{free_port()}", connect_timeout_s=0.2)  # offline
+    up = in_process_uploader(spool, f"http://127.0.0.1:{free_port()}", connect_timeout_s=0.2)  # offline
     assert up.run_pass() == {"offline": 1}
     assert up.run_pass() == {"offline": 1}
     assert len(calls) == 1, "an offline daemon does not re-read its spool every pass"

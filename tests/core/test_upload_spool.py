@@ -12,19 +12,12 @@ import pytest
 from robodata.stateful import Stateful
 from robodata.upload.config import RetryConfig, UploadConfig
 from robodata.upload.uploader import Uploader
-from tests.core.helpers_upload import BUCKET, CREDS, PART, PREFIX, episodes_in, moto_server, s3, upstream_identical
+from tests.core.helpers_upload import BUCKET, PART, PREFIX, episodes_in, upload_world, upstream_identical
 
 RNG = random.Random(0)
 
 
-@pytest.fixture()
-def env(tmp_path, monkeypatch):
-    for k, v in CREDS.items():
-        monkeypatch.setenv(k, v)
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    with moto_server() as url:
-        yield spool, url, s3(url)
+env = pytest.fixture(upload_world)
 
 
 def uploader(spool, url, **kw):

@@ -14,11 +14,10 @@ import pytest
 from robodata.upload.status import collect, prometheus
 from tests.core.helpers_upload import (
     BUCKET,
-    CREDS,
     PREFIX,
     episodes_in,
-    moto_server,
-    s3,
+    in_process_uploader,
+    upload_world,
     upstream_identical,
     write_episode,
 )
@@ -28,24 +27,7 @@ class Killed(BaseException):
     """Stands for a SIGKILL: nothing after it runs in the dying process."""
 
 
-def _uploader(spool, url, **kw):
-    from robodata.upload.config import RetryConfig, UploadConfig
-    from robodata.upload.uploader import Uploader
-
-    retry = RetryConfig(max_attempts=2, base_delay_s=0.001, max_delay_s=0.01)
-    return Uploader(
-        UploadConfig(spool=str(spool), bucket=BUCKET, site_prefix=PREFIX, endpoint_url=url, retry=retry, **kw)
-    )
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    for k, v in CREDS.items():
-        monkeypatch.setenv(k, v)
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    with moto_server() as url:
-        yield spool, url, s3(url)
+world = pytest.fixture(upload_world)
 
 
 def _killed_inside_the_delete(spool, url, name: str, kind: str, purged: int) -> dict[str, bytes]:
@@ -55,7 +37,7 @@ def _killed_inside_the_delete(spool, url, name: str, kind: str, purged: int) -> 
         expected[f"{PREFIX}/{name}/extra/z.bin"] = b"z" * 5000
         (spool / name / "extra").mkdir()
         (spool / name / "extra" / "z.bin").write_bytes(b"z" * 5000)
-    up = _uploader(spool, url)
+    up = in_process_uploader(spool, url)
     done = [0]
 
     def rmtree(path, *a, **k):
@@ -97,7 +79,7 @@ def test_the_next_start_finishes_the_delete_without_the_episode_re_entering_the_
     name = "a.mcap" if kind == "file" else "b"
     expected = _killed_inside_the_delete(spool, url, name, kind, purged)
     manifest = _manifest(client, name) if kind == "dir" else None
-    up = _uploader(spool, url)  # the next start settles the trash
+    up = in_process_uploader(spool, url)  # the next start settles the trash
     assert not episodes_in(spool), "the episode came back into the spool"
     assert not any(_trash(spool).iterdir())
     assert up.journal.episode_state(name) is None and up.journal.files_of(name) == []
@@ -116,7 +98,7 @@ def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_un
     client.delete_object(Bucket=BUCKET, Key=lost)
     manifest = _manifest(client, "b")
     before = sorted(p.relative_to(_trash(spool)) for p in _trash(spool).rglob("*"))
-    up = _uploader(spool, url)
+    up = in_process_uploader(spool, url)
     assert sorted(p.relative_to(_trash(spool)) for p in _trash(spool).rglob("*")) == before, "held untouched"
     assert not episodes_in(spool), "a partly purged directory must not be uploaded again"
     assert up.run_pass() == {"held": 1}
@@ -138,10 +120,10 @@ def _meta(up, key: str) -> dict[str, str]:
 def test_a_partly_purged_directory_is_held_while_upstream_is_unreachable(world, tmp_path):
     spool, url, client = world
     _killed_inside_the_delete(spool, url, "b", "dir", 2)
-    up = _uploader(spool, "http://127.0.0.1:9")  # nothing listens there
+    up = in_process_uploader(spool, "http://127.0.0.1:9")  # nothing listens there
     assert up.trash.entries() == ["b"] and not episodes_in(spool)
     up.close()
-    up = _uploader(spool, url)
+    up = in_process_uploader(spool, url)
     assert up.trash.entries() == [] and up.journal.episode_state("b") is None
     up.close()
 
@@ -152,7 +134,7 @@ def test_a_whole_entry_changed_in_the_trash_goes_back_and_is_uploaded_again(worl
     with open(_trash(spool) / "a.mcap", "ab") as f:  # a writer that still held the file open
         f.write(b"late bytes")
     expected[f"{PREFIX}/a.mcap"] += b"late bytes"
-    up = _uploader(spool, url)
+    up = in_process_uploader(spool, url)
     assert episodes_in(spool) == {"a.mcap"} and up.trash.entries() == []
     assert up.run_pass() == {"uploaded": 1}
     assert upstream_identical(client, expected) == []
@@ -163,7 +145,7 @@ def test_a_whole_entry_whose_upstream_manifest_is_gone_goes_back_and_is_uploaded
     spool, url, client = world
     expected = _killed_inside_the_delete(spool, url, "b", "dir", 0)
     client.delete_object(Bucket=BUCKET, Key=f"{PREFIX}/b/_UPLOADED.json")
-    up = _uploader(spool, url)
+    up = in_process_uploader(spool, url)
     assert episodes_in(spool) == {"b"}
     assert up.run_pass() == {"uploaded": 1}
     assert upstream_identical(client, expected) == [] and _manifest(client, "b")
