@@ -101,7 +101,10 @@ def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_un
     up = in_process_uploader(spool, url)
     assert sorted(p.relative_to(_trash(spool)) for p in _trash(spool).rglob("*")) == before, "held untouched"
     assert not episodes_in(spool), "a partly purged directory must not be uploaded again"
+    failures = up.journal.counters().get("verify_failures", 0)
     assert up.run_pass() == {"held": 1}
+    assert up.run_pass() == {"held": 1}
+    assert up.journal.counters().get("verify_failures", 0) == failures, "a held entry is not counted every pass"
     status = collect(up.journal, up.ready(), up.trash.entries())
     assert status["held"] == ["b"] and "robodata_upload_episodes_held_in_trash 1" in prometheus(status)
     assert up.journal.episode_state("b") == ("verified", "")

@@ -30,7 +30,7 @@ from robodata.upload.digest import digest_file
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import episode_key
 from robodata.upload.spool import DONE_SUFFIX, MANIFEST_NAME, describe
-from robodata.upload.verify import Verifier
+from robodata.upload.verify import Verifier, matches
 
 log = logging.getLogger("robodata.upload")
 
@@ -111,8 +111,12 @@ class Trash:
             d = digest_file(f.path, rec.part_size)
             if (d.size, d.sha256, d.etag) != (rec.size, rec.sha256, rec.etag):
                 return f"{f.path} changed after it was verified"
-        for rec in recs.values():
-            self.verifier.verify(rec.key, rec.size, rec.etag, rec.sha256)  # raises on a mismatch
+        for rec in recs.values():  # a HEAD first: a mismatch is reported, not journaled (a held entry
+            head = self.verifier.head(rec.key)  # would count it again every pass)
+            if head is None or not matches(head, rec.size, rec.etag, rec.sha256):
+                return f"s3://{self.verifier.bucket}/{rec.key} is not upstream as it was verified"
+            if self.verifier.mode == "download":
+                self.verifier.verify(rec.key, rec.size, rec.etag, rec.sha256)  # re-reads the bytes too
         if ep.is_dir and not self._manifest_lists(name, recs):
             return "its upstream manifest does not list the verified files"
         return ""
