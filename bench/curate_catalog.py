@@ -22,7 +22,7 @@ from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 
 GENERATOR_VERSION = 1
-OPTIMIZE_VERSION = 5  # bump when robodata.catalog.maintenance's layout changes
+OPTIMIZE_VERSION = 6  # bump when robodata.catalog.maintenance's layout changes
 # The bench specs' split.salt. The optimized catalogs are laid out for it (OptimizeConfig.split_salt),
 # as a deployment's compaction job is configured with the salt of the specs it serves.
 SPLIT_SALT = "bench"

@@ -1,4 +1,4 @@
-"""`robodata catalog optimize`: compacts days, keeps every row, and Z-orders so row-group statistics skip."""
+"""`robodata catalog optimize`: compacts days, keeps every row, and clusters so row-group statistics skip."""
 
 from __future__ import annotations
 
@@ -60,6 +60,23 @@ def test_optimize_compacts_a_day_keeps_rows_and_lets_row_groups_be_skipped(tmp_p
     assert pl.read_delta(cat.uri).sort("episode_id").equals(before)
     admit, total = _row_groups_admitting(cat, "2024-01-01", "task", "fold_towel")
     assert total == 4 and admit < total  # a spec for one task skips row groups of the day
+
+
+def test_optimize_writes_one_row_group_a_day_unless_told_otherwise(tmp_path):
+    cat = Catalog(str(tmp_path / "cat"))
+    for start in range(0, 8000, 1000):
+        cat.merge(synthetic.rows(SHAPE, start, 1000))
+    out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, "--no-sidecars"])
+    assert out.exit_code == 0, out.output
+    assert [_row_groups_admitting(cat, day, "task", "fold_towel")[1] for day in ("2024-01-01", "2024-01-02")] == [1, 1]
+    args = ["--day", "2024-01-02", "--row-group-rows", "1024", "--compression", "ZSTD", "--no-sidecars"]
+    out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, *args])
+    assert out.exit_code == 0, out.output
+    assert _row_groups_admitting(cat, "2024-01-02", "task", "fold_towel")[1] == 4
+    (uri,) = _day_files(cat, "2024-01-02")
+    assert pq.ParquetFile(uri).metadata.row_group(0).column(0).compression == "ZSTD"  # the other options kept
+    out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, "--row-group-rows", "10"])
+    assert out.exit_code == 2 and "row_group_rows" in out.output
 
 
 def test_optimize_config_is_checked_and_errors_are_clear(tmp_path):

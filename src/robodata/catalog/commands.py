@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import typer
@@ -25,7 +26,9 @@ def optimize_cmd(
     ),
     day: list[str] = typer.Option([], "--day", help="a day (YYYY-MM-DD) to rewrite; repeat for more"),
     recent: int = typer.Option(0, "--recent", help="rewrite the last N UTC days (0: --day, else every day)"),
-    row_group_rows: int = typer.Option(8192, "--row-group-rows", help="rows per Parquet row group"),
+    row_group_rows: int | None = typer.Option(
+        None, "--row-group-rows", help="rows per Parquet row group, at most (default: OptimizeConfig's, 128Ki)"
+    ),
     compression: str = typer.Option(
         "LZ4_RAW", "--compression", help="Parquet codec: LZ4_RAW, ZSTD, SNAPPY, UNCOMPRESSED"
     ),
@@ -50,9 +53,9 @@ def optimize_cmd(
         today = datetime.now(UTC).date()
         days += [(today - timedelta(days=k)).isoformat() for k in range(recent)]
     try:
-        config = OptimizeConfig(
-            row_group_rows=row_group_rows, compression=compression, sidecars=sidecars, split_salt=split_salt
-        )
+        config = OptimizeConfig(compression=compression, sidecars=sidecars, split_salt=split_salt)
+        if row_group_rows is not None:
+            config = replace(config, row_group_rows=row_group_rows)  # checked again
         cat = Catalog(CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options()))
         metrics = optimize(cat, sorted(set(days)) or None, config)
     except RobodataError as exc:

@@ -10,9 +10,9 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   (`t.day = s.day AND t.episode_id = s.episode_id`), so delta-rs rewrites only files of
   the days present in the batch (and of the days its episodes left).
 * **Clustered within each day on the filter columns** (task, qc_status, success, site, robot)
-  by `optimize()` (robodata.catalog.maintenance), in 8k-row row groups: the Delta log keeps
-  per-file min/max statistics of every column, and Parquet keeps them per row group, so
-  filters on those columns skip files and row groups inside a partition.
+  by `optimize()` (robodata.catalog.maintenance), in row groups of up to 128Ki rows (one a day
+  at ~50k episodes a day): the Delta log keeps per-file min/max statistics of every column, and
+  Parquet keeps them per row group, so filters on those columns skip files and row groups.
 * **Target file size 128 MiB** for compaction (`delta.targetFileSize`), ZSTD pages.
   A day of a large fleet (~50k episodes) is a few MiB, so one file per day after
   compaction; merges leave small files that `optimize()` folds back.
