@@ -153,3 +153,22 @@ def test_a_whole_entry_whose_upstream_manifest_is_gone_goes_back_and_is_uploaded
     assert up.run_pass() == {"uploaded": 1}
     assert upstream_identical(client, expected) == [] and _manifest(client, "b")
     up.close()
+
+
+def test_a_purge_the_file_system_refuses_is_held_and_finished_on_a_later_pass(world, monkeypatch):
+    spool, url, client = world
+    expected = _killed_inside_the_delete(spool, url, "b", "dir", 1)
+    real = shutil.rmtree
+
+    def refuse(path, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(shutil, "rmtree", refuse)
+    up = in_process_uploader(spool, url)  # settling does not raise
+    assert up.trash.entries() == ["b"] and up.run_pass() == {"held": 1}
+    assert up.journal.episode_state("b") == ("verified", "")
+    monkeypatch.setattr(shutil, "rmtree", real)
+    assert up.run_pass() == {}
+    assert up.trash.entries() == [] and up.journal.episode_state("b") is None
+    assert upstream_identical(client, expected) == [] and not episodes_in(spool)
+    up.close()

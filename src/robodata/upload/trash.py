@@ -10,7 +10,8 @@ then whole, or a directory partly removed. Every start settles what it finds (`T
   (also when upstream could not be reached: the pass decides, as for any episode);
 * a partly purged directory that cannot be re-verified stays in the trash, untouched ("held",
   in the status and in `upload once`'s outcome) and is tried again each pass. Putting it back
-  would upload a manifest that lacks the purged files.
+  would upload a manifest that lacks the purged files. So does an entry the file system refuses
+  to purge or move back (an OSError): it never stops the pass.
 """
 
 from __future__ import annotations
@@ -77,15 +78,19 @@ class Trash:
                 problem = self._problem(entry)
             except (RobodataError, ClientError, BotoCoreError, OSError) as exc:
                 problem = f"could not be re-verified: {exc}"
-            if not problem:
-                self.purge(entry)
-                log.info("finished the delete of %r after re-verifying its upstream copy", entry)
-            elif whole:
-                back = self.restore(entry)
-                log.warning("episode %r is back in the spool as %s: %s", entry, back.name, problem)
-            else:
-                held.append(entry)
-                log.error("episode %r stays in %s, partly purged and not re-verified: %s", entry, self.path, problem)
+            try:
+                if not problem:
+                    self.purge(entry)
+                    log.info("finished the delete of %r after re-verifying its upstream copy", entry)
+                    continue
+                if whole:
+                    back = self.restore(entry)
+                    log.warning("episode %r is back in the spool as %s: %s", entry, back.name, problem)
+                    continue
+            except OSError as exc:  # a file system refusing the purge or the rename: tried again next pass
+                problem = f"{problem or 'verified'}, but {exc}"
+            held.append(entry)
+            log.error("episode %r stays in %s: %s", entry, self.path, problem)
         return held
 
     def _whole(self, name: str) -> bool:
