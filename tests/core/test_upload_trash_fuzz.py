@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from tests.core.helpers_trash import killed_inside_the_delete, upstream_manifest
 from tests.core.helpers_upload import (
     BUCKET,
     CREDS,
@@ -23,7 +24,6 @@ from tests.core.helpers_upload import (
     s3,
     upstream_identical,
 )
-from tests.core.test_upload_trash import _killed_inside_the_delete, _manifest
 
 _names = itertools.count()
 
@@ -58,9 +58,9 @@ def test_settling_any_interrupted_delete_keeps_every_byte(server, kind, purged, 
         spool = Path(d) / "spool"
         spool.mkdir()
         name = f"e{next(_names)}" + (".mcap" if kind == "file" else "")
-        expected = _killed_inside_the_delete(spool, url, name, kind, purged)
+        expected = killed_inside_the_delete(spool, url, name, kind, purged)
         keys = sorted(expected)
-        manifest = _manifest(client, name) if kind == "dir" else b""
+        manifest = upstream_manifest(client, name) if kind == "dir" else b""
         left = _trash_files(spool)
         whole = len(left) == len(expected)
         if upstream == "deleted":
@@ -92,9 +92,9 @@ def test_settling_any_interrupted_delete_keeps_every_byte(server, kind, purged, 
             assert held == [] and not episodes_in(spool), (held, os.listdir(spool))
             assert upstream_identical(client, expected) == []
             if kind == "dir" and not (tampered or appended or offline_first):  # purged there, not re-sent
-                assert _manifest(client, name) == manifest
+                assert upstream_manifest(client, name) == manifest
         else:  # partly purged and not re-verifiable: held untouched, its manifest never rewritten
             assert held == [name] and _trash_files(spool) == left and not episodes_in(spool)
             if upstream != "manifest_gone":
-                assert _manifest(client, name) == manifest
+                assert upstream_manifest(client, name) == manifest
         up.close()
