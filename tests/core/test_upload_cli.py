@@ -45,6 +45,11 @@ def test_once_then_status(tmp_path, monkeypatch):
         r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg)])
         st = json.loads(r.output)
         assert st["counters"]["episodes_deleted"] == 4 and list(st["rejected"]) == ["ep..\\evil"]
+        assert st["held"] == []
+        (spool / ".robodata-upload" / "trash" / "ep9").mkdir(parents=True)  # what a settle left held
+        r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg)])
+        assert json.loads(r.output)["held"] == ["ep9"]
+        (spool / ".robodata-upload" / "trash" / "ep9").rmdir()
         r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg), "--format", "prometheus"])
         assert "robodata_upload_episodes_deleted_total 4" in r.output
         assert "# TYPE robodata_upload_retries_total counter" in r.output

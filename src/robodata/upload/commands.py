@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +137,7 @@ def status_cmd(
 ) -> None:
     """Counters, ready/open/rejected episodes, read from the journal (safe while the daemon runs)."""
     from robodata.upload.journal import Journal
-    from robodata.upload.spool import ready_names
+    from robodata.upload.spool import entries_in, ready_names
     from robodata.upload.status import collect, prometheus
 
     cfg = _config(config, spool=spool, bucket=bucket or "unset", site_prefix=site_prefix or "unset")
@@ -148,8 +147,7 @@ def status_cmd(
         raise typer.Exit(2)
     journal = Journal(journal_path)
     try:
-        trash = cfg.state_path / "trash"  # an entry there is held, or a delete in progress
-        held = sorted(os.listdir(trash)) if trash.is_dir() else []
+        held = entries_in(cfg.trash_path)
         st = collect(journal, ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s), held)
     finally:
         journal.close()

@@ -86,6 +86,11 @@ class UploadConfig:
     def state_path(self) -> Path:
         return Path(self.state_dir) if self.state_dir else Path(self.spool) / ".robodata-upload"
 
+    @property
+    def trash_path(self) -> Path:
+        """Where a verified episode goes for its delete (robodata.upload.trash)."""
+        return self.state_path / "trash"
+
     def part_size_for(self, size: int) -> int:
         """The configured part size, grown (by whole MiB) when a file would need > 10,000 parts."""
         ps = self.part_size

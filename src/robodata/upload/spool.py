@@ -64,6 +64,12 @@ class Episode:
         return self.path.with_name(self.name + DONE_SUFFIX)
 
 
+def entries_in(folder: Path) -> list[str]:
+    """The names in `folder`, sorted (none if it is missing): for the trash (robodata.upload.trash),
+    its held entries or a delete in progress."""
+    return sorted(os.listdir(folder)) if folder.is_dir() else []
+
+
 def ready_names(spool: Path, completion: str, min_age_s: float = 0.0) -> list[str]:
     """Names of finished episodes, oldest first. Never lists in-progress writes."""
     entries: dict[str, float] = {}

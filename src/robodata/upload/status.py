@@ -28,7 +28,8 @@ COUNTER_HELP = {
 
 
 def collect(journal: Journal, ready: list[str], held: list[str] | None = None) -> dict[str, Any]:
-    """`held`: trash entries partly purged and not yet re-verified (robodata.upload.trash)."""
+    """`held`: trash entries not yet settled (robodata.upload.trash: partly purged and not
+    re-verified, or refused by the file system)."""
     counters = {k: journal.counters().get(k, 0.0) for k in COUNTER_HELP}
     return {
         "time": time.time(),

@@ -30,7 +30,7 @@ from robodata.errors import RobodataError
 from robodata.upload.digest import digest_file
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import episode_key
-from robodata.upload.spool import DONE_SUFFIX, MANIFEST_NAME, describe
+from robodata.upload.spool import DONE_SUFFIX, MANIFEST_NAME, describe, entries_in
 from robodata.upload.verify import Verifier, matches
 
 log = logging.getLogger("robodata.upload")
@@ -42,7 +42,7 @@ class Trash:
         self.site_prefix = site_prefix
 
     def entries(self) -> list[str]:
-        return sorted(os.listdir(self.path)) if self.path.is_dir() else []
+        return entries_in(self.path)
 
     def take(self, name: str) -> Path:
         """Rename spool/name into the trash (atomic: the episode leaves the spool in one step)."""
