@@ -265,7 +265,7 @@ class Catalog:
 
         config = OptimizeConfig(split_salt=split_salt)
         if target_size is not None:
-            config = OptimizeConfig(target_size_bytes=target_size, split_salt=split_salt)
+            config = dataclasses.replace(config, target_size_bytes=target_size)  # checked again
         return optimize(self, days, config)
 
     def checkpoint(self) -> None:
