@@ -151,8 +151,7 @@ def _sample_each(ds, c: _Count, key: str, what: str) -> int:
 def _patterns(sub: pa.Table) -> list:
     """The presets laid over a stream set; one without an action stream (ROS 1 JointState holds no
     command) gets the vla shape without the action window."""
-    from robodata.dataset.dataset import preset_for
-    from robodata.dataset.pattern import ReadPattern, StreamWindow
+    from robodata.dataset.pattern import ReadPattern, StreamWindow, preset_for
 
     if "cmd" in json.loads(sub.column("stream_rates_json")[0].as_py()):
         return [preset_for(sub, p) for p in ("wam", "vla")]

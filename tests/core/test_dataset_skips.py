@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from robodata.dataset import DatasetConfig, PatternDataset
-from robodata.dataset.dataset import preset_for
+from robodata.dataset.pattern import preset_for
 from robodata.errors import ConfigError
 from tests.core.helpers_container import write_small
 from tests.core.helpers_dataset import RATES, manifest

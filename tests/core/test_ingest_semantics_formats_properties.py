@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 
 from robodata.container import EpisodeReader
 from robodata.dataset import PatternDataset
-from robodata.dataset.dataset import preset_for
-from robodata.dataset.pattern import ReadPattern, StreamWindow
+from robodata.dataset.pattern import ReadPattern, StreamWindow, preset_for
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import ImportOptions, open_raw

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from robodata.container import EpisodeReader
 from robodata.dataset import PatternDataset
-from robodata.dataset.dataset import preset_for
+from robodata.dataset.pattern import preset_for
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
 from robodata.ingest.qc import DEFAULT_BLOCKING, QCThresholds, evaluate_pre

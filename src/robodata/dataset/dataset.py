@@ -38,7 +38,7 @@ from robodata.config import require
 from robodata.container import EpisodeReader
 from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest
 from robodata.dataset.index import Anchor, SampleIndex
-from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
+from robodata.dataset.pattern import ReadPattern, StreamWindow, preset_for
 from robodata.dataset.ring import Arena
 from robodata.dataset.skips import SkipLog, fill_skipping, open_error
 from robodata.errors import ContainerError
@@ -116,7 +116,7 @@ class PatternDataset(Dataset):
             path: a manifest file written by curation (local path or object-store URI); its
                 content hash is verified.
             pattern: a ReadPattern, or a preset name ("wam", "vla") laid over the manifest's
-                cameras and stream rates (those of its first row).
+                cameras and stream rates (`preset_for`: those most of its episodes have).
             cache: a page cache to read containers through, or None.
             config: see DatasetConfig; defaults if None.
             storage_options: object-store options for reading the manifest file.
@@ -368,28 +368,6 @@ class _Batch:
             elif a.shape[1:] != shape:
                 raise ValueError(f"{name}: samples of one batch have different shapes {a.shape[1:]} and {shape}")
             return a
-
-
-def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
-    """Preset `name` over the cameras and rates of the manifest's first row (see `preset`).
-
-    Raises:
-        ConfigError: an empty manifest, no cameras, or an unknown preset name.
-    """
-    import json
-
-    from robodata.errors import ConfigError
-
-    if manifest.num_rows == 0:
-        raise ConfigError("manifest has no rows; cannot lay a read pattern over it")
-    cams = tuple(manifest.column("cameras")[0].as_py() or ())
-    if not cams:
-        raise ConfigError("manifest's first episode has no cameras; pass a ReadPattern instead of a preset name")
-    rates = json.loads(manifest.column("stream_rates_json")[0].as_py() or "{}")
-    fps = float(rates.get(cams[0]) or 30.0)
-    state_hz = float(rates.get("joint_pos") or rates.get("cmd") or 100.0)
-    action_hz = float(rates.get("cmd") or state_hz)
-    return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)
 
 
 def raise_missing(r: EpisodeReader, stream: str, ts: list[float]) -> None:

@@ -14,10 +14,16 @@ overlapping windows share decoded frames.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from robodata.config import from_dict, require
 from robodata.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 KINDS = ("video", "array")
 
@@ -154,3 +160,51 @@ def preset(
             anchor_jitter=False,
         )
     raise ConfigError(f"unknown read pattern preset {name!r}; known: ['vla', 'wam']")
+
+
+def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
+    """Preset `name` over the camera set most of the manifest's episodes have, at the stream rates
+    most of those have (ties: the first in manifest order); see `preset`.
+
+    A fleet mixes camera sets: episodes without one of the chosen cameras are skipped and
+    reported by the index (robodata.dataset.index), so the choice serves the most episodes
+    of one set, never only the first row's.
+
+    Raises:
+        ConfigError: an empty manifest, no cameras, or an unknown preset name.
+    """
+    import polars as pl
+
+    if manifest.num_rows == 0:
+        raise ConfigError("manifest has no rows; cannot lay a read pattern over it")
+    frame = pl.from_arrow(manifest.select(["cameras", "stream_rates_json"]))
+    assert isinstance(frame, pl.DataFrame)
+    combos = frame.group_by("cameras", "stream_rates_json", maintain_order=True).len().rows()  # few
+    per_set: dict[tuple[str, ...], int] = {}
+    for cameras, _, n in combos:  # in first-appearance order: max() keeps the first of equals
+        per_set[tuple(cameras or ())] = per_set.get(tuple(cameras or ()), 0) + n
+    cams = max(per_set, key=lambda k: per_set[k])
+    if not cams:
+        raise ConfigError(
+            "most episodes of the manifest have no cameras (column 'cameras'); "
+            "pass a ReadPattern instead of a preset name"
+        )
+    raw = max((c for c in combos if tuple(c[0] or ()) == cams), key=lambda c: c[2])[1]
+    try:
+        rates = json.loads(raw or "{}")
+    except ValueError as exc:
+        raise ConfigError(f"manifest column 'stream_rates_json' holds {raw!r}, not JSON: {exc}") from exc
+    rates = rates if isinstance(rates, dict) else {}
+    fps = _hz(rates.get(cams[0])) or 30.0
+    state_hz = _hz(rates.get("joint_pos")) or _hz(rates.get("cmd")) or 100.0
+    action_hz = _hz(rates.get("cmd")) or state_hz
+    return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)
+
+
+def _hz(value: Any) -> float | None:
+    """A positive, finite rate, else None (a missing or bogus rate takes the preset's default)."""
+    try:
+        hz = float(value)
+    except (TypeError, ValueError):
+        return None
+    return hz if math.isfinite(hz) and hz > 0 else None

@@ -1,0 +1,62 @@
+"""preset_for lays a preset over the camera set and rates most of a manifest's episodes have."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from robodata.dataset.pattern import preset_for
+from robodata.errors import ConfigError
+
+RATES = {"cam_left": 30.0, "wrist": 30.0, "joint_pos": 100.0, "cmd": 100.0}
+
+
+def _manifest(rows: list[tuple[list[str] | None, dict | str | None]]) -> pa.Table:
+    return pa.table(
+        {
+            "cameras": pa.array([c for c, _ in rows], pa.list_(pa.string())),
+            "stream_rates_json": pa.array([r if not isinstance(r, dict) else json.dumps(r) for _, r in rows]),
+        }
+    )
+
+
+def _cameras(pattern) -> tuple[str, ...]:
+    return next(w.streams for w in pattern.windows if w.name == "cameras")
+
+
+def test_the_camera_set_most_episodes_have_wins_over_the_first_row():
+    odd = (["cam_left", "cam_right", "wrist"], {**RATES, "cam_right": 30.0})
+    common = (["cam_left", "wrist"], RATES)
+    pattern = preset_for(_manifest([odd, common, common, odd, common]), "wam")
+    assert _cameras(pattern) == ("cam_left", "wrist")
+
+
+def test_equal_counts_take_the_first_set_in_manifest_order():
+    a, b = (["a"], {"a": 30.0}), (["b"], {"b": 30.0})
+    assert _cameras(preset_for(_manifest([b, a, a, b]), "vla")) == ("b",)
+    assert _cameras(preset_for(_manifest([a, b]), "vla")) == ("a",)
+
+
+def test_rates_come_from_the_episodes_of_that_set_and_bogus_ones_take_defaults():
+    slow = (["cam_left", "wrist"], {**RATES, "cam_left": 15.0})
+    fast = (["cam_left", "wrist"], {**RATES, "cam_left": 60.0})
+    other = (["top"], {"top": 10.0})
+    pattern = preset_for(_manifest([other, slow, fast, fast, other]), "vla")  # 3 of the pair, 2 "top"
+    assert pattern.anchor_stride_s == pytest.approx(1 / 60.0)
+    bogus = (["cam_left"], {"cam_left": "fast", "joint_pos": -5, "cmd": float("nan")})
+    wam = preset_for(_manifest([bogus]), "wam")
+    video = next(w for w in wam.windows if w.name == "cameras")
+    assert (video.length, video.every) == (40, 3)  # the 30 fps default: every 3rd frame for 4 s at 10 Hz
+
+
+def test_no_cameras_or_no_rows_or_no_json_is_a_config_error():
+    with pytest.raises(ConfigError, match="no rows"):
+        preset_for(_manifest([]), "wam")
+    with pytest.raises(ConfigError, match="most episodes of the manifest have no cameras"):
+        preset_for(_manifest([(None, RATES), ([], RATES), (["wrist"], RATES)]), "wam")
+    with pytest.raises(ConfigError, match="stream_rates_json"):
+        preset_for(_manifest([(["wrist"], "{not json")]), "wam")
+    with pytest.raises(ConfigError, match="unknown read pattern preset"):
+        preset_for(_manifest([(["wrist"], RATES)]), "nope")
