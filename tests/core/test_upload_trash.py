@@ -42,19 +42,23 @@ def test_the_next_start_finishes_the_delete_without_the_episode_re_entering_the_
     up.close()
 
 
-def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_until_it_verifies(world):
+def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_until_it_verifies(world, monkeypatch):
     spool, url, client = world
     expected = killed_inside_the_delete(spool, url, "b", "dir", 1)
     lost = sorted(expected)[-1]
     client.delete_object(Bucket=BUCKET, Key=lost)
     manifest = upstream_manifest(client, "b")
     before = sorted(p.relative_to(trash_of(spool)) for p in trash_of(spool).rglob("*"))
+    settles = _count_settles(monkeypatch)
     up = in_process_uploader(spool, url)
+    assert settles[0] == 1, "the start re-checks the held entry once"
     assert sorted(p.relative_to(trash_of(spool)) for p in trash_of(spool).rglob("*")) == before, "held untouched"
     assert not episodes_in(spool), "a partly purged directory must not be uploaded again"
     failures = up.journal.counters().get("verify_failures", 0)
     assert up.run_pass() == {"held": 1}
+    assert settles[0] == 1, "the first pass reports what the start found, without re-checking it"
     assert up.run_pass() == {"held": 1}
+    assert settles[0] == 2, "each later pass tries it again"
     assert up.journal.counters().get("verify_failures", 0) == failures, "a held entry is not counted every pass"
     status = collect(up.journal, up.ready(), up.trash.entries())
     assert status["held"] == ["b"] and "robodata_upload_episodes_held_in_trash 1" in prometheus(status)
@@ -65,6 +69,20 @@ def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_un
     assert not any(trash_of(spool).iterdir()) and up.journal.episode_state("b") is None
     assert upstream_identical(client, expected) == []
     up.close()
+
+
+def _count_settles(monkeypatch) -> list[int]:
+    """How many times the trash was settled (each re-checks its entries upstream)."""
+    from robodata.upload.trash import Trash
+
+    count, real = [0], Trash.settle
+
+    def settle(self):
+        count[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(Trash, "settle", settle)
+    return count
 
 
 def _meta(up, key: str) -> dict[str, str]:

@@ -87,7 +87,7 @@ class Uploader:
         self.current: str | None = None
         # key -> (episode, file identity, digest) of files this process hashed; see _digest
         self._digests: dict[str, tuple[str, tuple[int, int, int, int], Digest]] = {}
-        self._recover()
+        self._held_at_start: list[str] | None = self._recover()  # the first pass reports it, not settle again
 
     # lifecycle --------------------------------------------------------------------------
     def _on_retry(self, what: str, exc: BaseException) -> None:
@@ -119,10 +119,11 @@ class Uploader:
     def run_pass(self, names: list[str] | None = None) -> dict[str, int]:
         """Upload every ready episode once. Returns outcome -> count."""
         outcomes: dict[str, int] = {}
-        if self.trash.entries():  # held by an earlier settle: try again
+        held, self._held_at_start = self._held_at_start, None
+        if held is None and self.trash.entries():  # held by an earlier pass's settle: try again
             held = self._recover()
-            if held:
-                outcomes["held"] = len(held)
+        if held:
+            outcomes["held"] = len(held)
         self._prune()
         for name in self.ready() if names is None else names:
             out = self.process(name)
