@@ -45,11 +45,17 @@ def test_once_then_status(tmp_path, monkeypatch):
         r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg)])
         st = json.loads(r.output)
         assert st["counters"]["episodes_deleted"] == 4 and list(st["rejected"]) == ["ep..\\evil"]
-        assert st["held"] == []
-        (spool / ".robodata-upload" / "trash" / "ep9").mkdir(parents=True)  # what a settle left held
+        assert st["held"] == [] and st["in_trash"] == []
+        state = spool / ".robodata-upload"
+        (state / "trash" / "ep9").mkdir(parents=True)  # a delete in progress: in the trash, not held
         r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg)])
-        assert json.loads(r.output)["held"] == ["ep9"]
-        (spool / ".robodata-upload" / "trash" / "ep9").rmdir()
+        st = json.loads(r.output)
+        assert st["held"] == [] and st["in_trash"] == ["ep9"]
+        (state / "held.json").write_text(json.dumps({"ep9": "an object is missing upstream", "gone": "x"}))
+        r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg)])  # what a settle left held
+        st = json.loads(r.output)
+        assert st["held"] == ["ep9"] and st["held_reasons"] == {"ep9": "an object is missing upstream"}
+        (state / "trash" / "ep9").rmdir()
         r = CliRunner().invoke(app, ["upload", "status", "-c", str(cfg), "--format", "prometheus"])
         assert "robodata_upload_episodes_deleted_total 4" in r.output
         assert "# TYPE robodata_upload_retries_total counter" in r.output

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from robodata.upload.spool import held_in
 from robodata.upload.status import collect, prometheus
 from tests.core.helpers_trash import killed_inside_the_delete, trash_of, upstream_manifest
 from tests.core.helpers_upload import (
@@ -60,8 +61,9 @@ def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_un
     assert up.run_pass() == {"held": 1}
     assert settles[0] == 2, "each later pass tries it again"
     assert up.journal.counters().get("verify_failures", 0) == failures, "a held entry is not counted every pass"
-    status = collect(up.journal, up.ready(), up.trash.entries())
+    status = collect(up.journal, up.ready(), held_in(up.cfg.trash_path, up.cfg.held_path), up.trash.entries())
     assert status["held"] == ["b"] and "robodata_upload_episodes_held_in_trash 1" in prometheus(status)
+    assert status["held_reasons"] == {"b": f"s3://{BUCKET}/{lost} is not upstream as it was verified"}
     assert up.journal.episode_state("b") == ("verified", "")
     assert upstream_manifest(client, "b") == manifest
     client.put_object(Bucket=BUCKET, Key=lost, Body=expected[lost], Metadata=_meta(up, lost))

@@ -137,7 +137,7 @@ def status_cmd(
 ) -> None:
     """Counters, ready/open/rejected episodes, read from the journal (safe while the daemon runs)."""
     from robodata.upload.journal import Journal
-    from robodata.upload.spool import entries_in, ready_names
+    from robodata.upload.spool import entries_in, held_in, ready_names
     from robodata.upload.status import collect, prometheus
 
     cfg = _config(config, spool=spool, bucket=bucket or "unset", site_prefix=site_prefix or "unset")
@@ -147,8 +147,9 @@ def status_cmd(
         raise typer.Exit(2)
     journal = Journal(journal_path)
     try:
-        held = entries_in(cfg.trash_path)
-        st = collect(journal, ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s), held)
+        held = held_in(cfg.trash_path, cfg.held_path)
+        ready = ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s)
+        st = collect(journal, ready, held, entries_in(cfg.trash_path))
     finally:
         journal.close()
     typer.echo(prometheus(st) if fmt == "prometheus" else json.dumps(st, indent=1, sort_keys=True))

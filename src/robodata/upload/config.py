@@ -91,6 +91,11 @@ class UploadConfig:
         """Where a verified episode goes for its delete (robodata.upload.trash)."""
         return self.state_path / "trash"
 
+    @property
+    def held_path(self) -> Path:
+        """The trash entries the last settle held, with why (robodata.upload.trash)."""
+        return self.state_path / "held.json"
+
     def part_size_for(self, size: int) -> int:
         """The configured part size, grown (by whole MiB) when a file would need > 10,000 parts."""
         ps = self.part_size

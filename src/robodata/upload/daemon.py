@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 
 from robodata.upload.config import UploadConfig
+from robodata.upload.spool import held_in
 from robodata.upload.status import collect, write_status
 from robodata.upload.uploader import Uploader
 
@@ -29,13 +30,17 @@ def run_daemon(cfg: UploadConfig, stop: threading.Event | None = None, max_passe
             passes += 1
             if outcomes:
                 log.info("pass %d: %s", passes, outcomes)
-            write_status(cfg.state_path, collect(up.journal, up.ready(), up.trash.entries()))
+            write_status(cfg.state_path, _status(cfg, up))
             if max_passes is not None and passes >= max_passes:
                 break
             stop.wait(cfg.poll_interval_s)
     finally:
         up.close()
     return 0
+
+
+def _status(cfg: UploadConfig, up: Uploader) -> dict:
+    return collect(up.journal, up.ready(), held_in(cfg.trash_path, cfg.held_path), up.trash.entries())
 
 
 def run_once(
@@ -54,7 +59,7 @@ def run_once(
                     total += describe(up.spool, n).bytes
             on_total(total)
         outcomes = up.run_pass(names)
-        write_status(cfg.state_path, collect(up.journal, up.ready(), up.trash.entries()))
+        write_status(cfg.state_path, _status(cfg, up))
         return outcomes
     finally:
         up.close()

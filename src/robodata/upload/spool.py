@@ -5,6 +5,7 @@ See the package docstring for the completion protocols (``rename`` and ``marker`
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import time
@@ -62,6 +63,17 @@ class Episode:
 
     def marker(self) -> Path:
         return self.path.with_name(self.name + DONE_SUFFIX)
+
+
+def held_in(trash: Path, record: Path) -> dict[str, str]:
+    """The trash entries the last settle held (robodata.upload.trash) that are still there, with
+    why. An entry its record does not name is a delete in progress, or one the next start settles."""
+    try:
+        recorded = json.loads(record.read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}
+    return {name: str(recorded[name]) for name in entries_in(trash) if name in recorded}
 
 
 def entries_in(folder: Path) -> list[str]:

@@ -27,9 +27,12 @@ COUNTER_HELP = {
 }
 
 
-def collect(journal: Journal, ready: list[str], held: list[str] | None = None) -> dict[str, Any]:
-    """`held`: trash entries not yet settled (robodata.upload.trash: partly purged and not
-    re-verified, or refused by the file system)."""
+def collect(
+    journal: Journal, ready: list[str], held: dict[str, str] | None = None, in_trash: list[str] | None = None
+) -> dict[str, Any]:
+    """`held`: the trash entries the last settle held, with why (robodata.upload.trash: partly
+    purged and not re-verified, or refused by the file system); `in_trash`: every entry there,
+    a delete in progress included."""
     counters = {k: journal.counters().get(k, 0.0) for k in COUNTER_HELP}
     return {
         "time": time.time(),
@@ -39,7 +42,9 @@ def collect(journal: Journal, ready: list[str], held: list[str] | None = None) -
         "uploading": [n for n, _ in journal.episodes("uploading")],
         "rejected": {n: d for n, d in journal.episodes("rejected")},
         "conflict": {n: d for n, d in journal.episodes("conflict")},
-        "held": list(held or []),
+        "held": sorted(held or {}),
+        "held_reasons": dict(sorted((held or {}).items())),
+        "in_trash": list(in_trash or []),
     }
 
 

@@ -31,15 +31,17 @@ from robodata.upload.digest import digest_file
 from robodata.upload.journal import FileRecord, Journal
 from robodata.upload.keys import episode_key
 from robodata.upload.spool import DONE_SUFFIX, MANIFEST_NAME, describe, entries_in
+from robodata.upload.status import write_atomic
 from robodata.upload.verify import Verifier, matches
 
 log = logging.getLogger("robodata.upload")
 
 
 class Trash:
-    def __init__(self, path: Path, spool: Path, journal: Journal, verifier: Verifier, site_prefix: str):
+    def __init__(self, path: Path, spool: Path, journal: Journal, verifier: Verifier, site_prefix: str, record: Path):
+        """`record`: where each settle writes the entries it held, with why (`held_in`)."""
         self.path, self.spool, self.journal, self.verifier = path, spool, journal, verifier
-        self.site_prefix = site_prefix
+        self.site_prefix, self.record = site_prefix, record
 
     def entries(self) -> list[str]:
         return entries_in(self.path)
@@ -70,8 +72,9 @@ class Trash:
         self.journal.drop_episode(name, counters={"episodes_deleted": 1})
 
     def settle(self) -> list[str]:
-        """Finish, undo or hold every delete a kill interrupted; returns the entries held."""
-        held = []
+        """Finish, undo or hold every delete a kill interrupted; returns the entries held (and
+        records them with why in `record`)."""
+        held: dict[str, str] = {}
         for entry in self.entries():
             whole, problem = self._whole(entry), ""
             try:
@@ -89,9 +92,10 @@ class Trash:
                     continue
             except OSError as exc:  # a file system refusing the purge or the rename: tried again next pass
                 problem = f"{problem or 'verified'}, but {exc}"
-            held.append(entry)
+            held[entry] = problem
             log.error("episode %r stays in %s: %s", entry, self.path, problem)
-        return held
+        write_atomic(self.record, json.dumps(held, indent=1, sort_keys=True))
+        return sorted(held)
 
     def _whole(self, name: str) -> bool:
         """False only when the entry provably lost recorded files to an interrupted purge."""

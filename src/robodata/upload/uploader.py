@@ -82,7 +82,7 @@ class Uploader:
         self.transfer = Transfer(
             self.client, cfg.bucket, self.retrier, self.journal, self.verifier, throttle, self._sent
         )
-        self.trash = Trash(cfg.trash_path, self.spool, self.journal, self.verifier, cfg.site_prefix)
+        self.trash = Trash(cfg.trash_path, self.spool, self.journal, self.verifier, cfg.site_prefix, cfg.held_path)
         self.on_bytes = on_bytes
         self.current: str | None = None
         # key -> (episode, file identity, digest) of files this process hashed; see _digest
