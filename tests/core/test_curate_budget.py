@@ -120,3 +120,19 @@ def test_equal_hashes_need_the_ids_and_follow_the_old_rule_with_them():
     assert budget.fast_keep(codes, dur, caps, same) is None  # declines: equal hashes
     # equal hashes: episode_id order (ep-a 20 s, ep-b 30 s: over the cap)
     assert budget.exact_keep(codes, dur, caps, same, ids).tolist() == [False, True, False, False]
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_group_codes_are_ranks_of_the_sorted_groups_nulls_as_empty(monkeypatch, dense):
+    """Each candidate's code is its group's rank among the sorted distinct groups (null: ""), for
+    String and Categorical input, through the table of ids or, for ids far apart, a search."""
+    if not dense:
+        monkeypatch.setattr(budget, "_DENSE_IDS", 0)
+    values = ["pour", None, "fold", "zz", "fold", "pour", None, "a"]
+    for series in (pl.Series(values), pl.Series(values).cast(pl.Categorical)):
+        names, codes = budget.group_codes(series)
+        assert names == ["", "a", "fold", "pour", "zz"]
+        assert codes.dtype == np.int32
+        assert [names[c] for c in codes] == [v or "" for v in values]
+    names, codes = budget.group_codes(pl.Series([], dtype=pl.String))
+    assert names == [] and len(codes) == 0

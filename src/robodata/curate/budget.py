@@ -33,6 +33,7 @@ from robodata.curate.stablehash import stable_hash64
 
 _U = 2.0**-53  # unit roundoff of float64
 _TWO64 = float(2**64)
+_DENSE_IDS = 1 << 24  # group_codes: category ids below this map through a table as long as the largest
 
 
 Hashes = Callable[[np.ndarray | None], np.ndarray]  # candidate positions (None: all) -> their stable_hash64
@@ -152,7 +153,7 @@ def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
     if not len(phys):
         return [], np.zeros(0, dtype=np.int32)
     top = int(phys.max())
-    if top < 1 << 24:  # one pass: a row of each category (ids are the process's, usually few)
+    if top < _DENSE_IDS:  # one pass: a row of each category (ids are the process's, usually few)
         first = np.full(top + 1, -1, dtype=np.int64)
         kernels.first_rows(phys, first)
         present = np.flatnonzero(first >= 0)
@@ -162,9 +163,16 @@ def group_codes(group: pl.Series) -> tuple[list[str], np.ndarray]:
         present, values = uniq.to_physical().to_numpy().astype(np.int64), uniq.cast(pl.String).to_list()
     names = sorted(values)
     rank = {name: i for i, name in enumerate(names)}
-    lut = np.zeros(int(present.max()) + 1, dtype=np.int32)
-    lut[present] = [rank[v] for v in values]
-    return names, lut[phys]  # 4 bytes a candidate
+    codes = np.empty(len(phys), dtype=np.int32)  # 4 bytes a candidate
+    if top < _DENSE_IDS:
+        lut = np.zeros(top + 1, dtype=np.int32)
+        lut[present] = [rank[v] for v in values]
+        kernels.map_codes(phys, lut, codes)
+    else:  # ids far apart (a process that made many categories): no table as large as the largest
+        by_id = np.argsort(present)
+        ranks = np.array([rank[v] for v in values], dtype=np.int32)[by_id]
+        codes[:] = ranks[np.searchsorted(present[by_id], phys)]
+    return names, codes
 
 
 def exact_keep(

@@ -152,6 +152,13 @@ def first_rows(values: Any, first: Any) -> None:
 
 
 @_jit
+def map_codes(values: Any, lut: Any, out: Any) -> None:
+    """out[i] = lut[values[i]] (values < len(lut)): NumPy's `lut[values]` first widens the indices."""
+    for i in range(values.shape[0]):
+        out[i] = lut[values[i]]
+
+
+@_jit
 def row_checks(records: Any, id_offs: Any, id_data: Any, uri_offs: Any, uri_data: Any, out: Any) -> int:
     """out[i] = FNV-1a-64 + splitmix64 of row i: its record's bytes but the last 8 (the check
     itself), then its episode_id and uri bytes; the first row whose strings lie outside their
