@@ -56,6 +56,8 @@ def test_no_cameras_or_no_rows_or_no_json_is_a_config_error():
         preset_for(_manifest([]), "wam")
     with pytest.raises(ConfigError, match="most episodes of the manifest have no cameras"):
         preset_for(_manifest([(None, RATES), ([], RATES), (["wrist"], RATES)]), "wam")
+    with pytest.raises(ConfigError, match="camera names must be non-empty strings"):
+        preset_for(_manifest([(["wrist", None], RATES), (["", "x"], RATES), (["wrist", None], RATES)]), "wam")
     with pytest.raises(ConfigError, match="stream_rates_json"):
         preset_for(_manifest([(["wrist"], "{not json")]), "wam")
     with pytest.raises(ConfigError, match="unknown read pattern preset"):

@@ -189,6 +189,8 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
             "most episodes of the manifest have no cameras (column 'cameras'); "
             "pass a ReadPattern instead of a preset name"
         )
+    if not all(isinstance(c, str) and c for c in cams):
+        raise ConfigError(f"manifest column 'cameras' holds {list(cams)!r}: camera names must be non-empty strings")
     raw = max((c for c in combos if tuple(c[0] or ()) == cams), key=lambda c: c[2])[1]
     try:
         rates = json.loads(raw or "{}")
