@@ -61,7 +61,8 @@ def test_a_partly_purged_directory_whose_upstream_copy_lost_an_object_is_held_un
     assert up.run_pass() == {"held": 1}
     assert settles[0] == 2, "each later pass tries it again"
     assert up.journal.counters().get("verify_failures", 0) == failures, "a held entry is not counted every pass"
-    status = collect(up.journal, up.ready(), held_in(up.cfg.trash_path, up.cfg.held_path), up.trash.entries())
+    in_trash = up.trash.entries()
+    status = collect(up.journal, up.ready(), held_in(in_trash, up.cfg.held_path), in_trash)
     assert status["held"] == ["b"] and "robodata_upload_episodes_held_in_trash 1" in prometheus(status)
     assert status["held_reasons"] == {"b": f"s3://{BUCKET}/{lost} is not upstream as it was verified"}
     assert up.journal.episode_state("b") == ("verified", "")

@@ -147,9 +147,9 @@ def status_cmd(
         raise typer.Exit(2)
     journal = Journal(journal_path)
     try:
-        held = held_in(cfg.trash_path, cfg.held_path)
+        in_trash = entries_in(cfg.trash_path)
         ready = ready_names(Path(cfg.spool), cfg.completion, cfg.min_age_s)
-        st = collect(journal, ready, held, entries_in(cfg.trash_path))
+        st = collect(journal, ready, held_in(in_trash, cfg.held_path), in_trash)
     finally:
         journal.close()
     typer.echo(prometheus(st) if fmt == "prometheus" else json.dumps(st, indent=1, sort_keys=True))

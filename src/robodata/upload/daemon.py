@@ -40,7 +40,8 @@ def run_daemon(cfg: UploadConfig, stop: threading.Event | None = None, max_passe
 
 
 def _status(cfg: UploadConfig, up: Uploader) -> dict:
-    return collect(up.journal, up.ready(), held_in(cfg.trash_path, cfg.held_path), up.trash.entries())
+    in_trash = up.trash.entries()
+    return collect(up.journal, up.ready(), held_in(in_trash, cfg.held_path), in_trash)
 
 
 def run_once(

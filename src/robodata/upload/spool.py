@@ -65,15 +65,15 @@ class Episode:
         return self.path.with_name(self.name + DONE_SUFFIX)
 
 
-def held_in(trash: Path, record: Path) -> dict[str, str]:
-    """The trash entries the last settle held (robodata.upload.trash) that are still there, with
-    why. An entry its record does not name is a delete in progress, or one the next start settles."""
+def held_in(entries: list[str], record: Path) -> dict[str, str]:
+    """Of the trash's `entries` (`entries_in`), those the last settle held (robodata.upload.trash),
+    with why. An entry its record does not name is a delete in progress, or one the next start settles."""
     try:
         recorded = json.loads(record.read_text())
     except (OSError, ValueError):
         recorded = {}
     recorded = recorded if isinstance(recorded, dict) else {}
-    return {name: str(recorded[name]) for name in entries_in(trash) if name in recorded}
+    return {name: str(recorded[name]) for name in entries if name in recorded}
 
 
 def entries_in(folder: Path) -> list[str]:
