@@ -10,9 +10,16 @@ import time
 import pytest
 
 from robodata.stateful import Stateful
-from robodata.upload.config import RetryConfig, UploadConfig
-from robodata.upload.uploader import Uploader
-from tests.core.helpers_upload import BUCKET, PART, PREFIX, episodes_in, upload_world, upstream_identical
+from robodata.upload.config import RetryConfig
+from tests.core.helpers_upload import (
+    BUCKET,
+    PART,
+    PREFIX,
+    episodes_in,
+    in_process_uploader,
+    upload_world,
+    upstream_identical,
+)
 
 RNG = random.Random(0)
 
@@ -22,17 +29,7 @@ env = pytest.fixture(upload_world)
 
 def uploader(spool, url, **kw):
     kw.setdefault("retry", RetryConfig(max_attempts=3, base_delay_s=0.001, max_delay_s=0.01))
-    return Uploader(
-        UploadConfig(
-            spool=str(spool),
-            bucket=BUCKET,
-            site_prefix=PREFIX,
-            endpoint_url=url,
-            part_size=PART,
-            min_part_size=PART,
-            **kw,
-        )
-    )
+    return in_process_uploader(spool, url, part_size=PART, min_part_size=PART, **kw)
 
 
 def keys(client):
