@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.dataset.pattern import ReadPattern
+from robodata.dataset.pattern import ReadPattern, stream_rate
 from robodata.errors import ConfigError
 
 
@@ -24,13 +24,6 @@ from robodata.errors import ConfigError
 class Anchor:
     row: int  # manifest row
     t: float  # seconds from episode start
-
-
-def _rate(value: object) -> float:
-    """A stream rate from stream_rates_json: a finite positive number, else 0.0 (no such stream)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    return float(value) if math.isfinite(value) and value > 0 else 0.0
 
 
 def _splitmix(x: int) -> int:
@@ -73,7 +66,7 @@ class SampleIndex:
         why: dict[int, str] = {}
         for g, raw in enumerate(uniq.to_pylist()):
             rates = json.loads(raw or "{}")
-            missing = sorted({s for w in pattern.windows for s in w.streams if not _rate(rates.get(s))})
+            missing = sorted({s for w in pattern.windows for s in w.streams if not stream_rate(rates.get(s))})
             if missing:  # these episodes cannot serve the pattern: no samples, reported
                 unusable[g] = True
                 why[g] = f"pattern {pattern.name!r} reads {missing}, which episodes with stream rates {raw} do not have"
@@ -126,7 +119,7 @@ class SampleIndex:
         """(lead, tail, video grid) of the pattern's windows at these rates (every stream present)."""
         lo, hi, grid = 0.0, 0.0, 0.0
         for w in self.pattern.windows:
-            rate = min(_rate(rates[s]) for s in w.streams)
+            rate = min(stream_rate(rates[s]) for s in w.streams)
             a, b = w.span_s(rate)
             lo, hi = max(lo, -a), max(hi, b)
             if w.kind == "video" and not grid:

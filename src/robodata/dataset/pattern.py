@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from robodata.config import from_dict, require
 from robodata.errors import ConfigError
@@ -197,16 +197,15 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     except ValueError as exc:
         raise ConfigError(f"manifest column 'stream_rates_json' holds {raw!r}, not JSON: {exc}") from exc
     rates = rates if isinstance(rates, dict) else {}
-    fps = _hz(rates.get(cams[0])) or 30.0
-    state_hz = _hz(rates.get("joint_pos")) or _hz(rates.get("cmd")) or 100.0
-    action_hz = _hz(rates.get("cmd")) or state_hz
+    fps = stream_rate(rates.get(cams[0])) or 30.0
+    state_hz = stream_rate(rates.get("joint_pos")) or stream_rate(rates.get("cmd")) or 100.0
+    action_hz = stream_rate(rates.get("cmd")) or state_hz
     return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)
 
 
-def _hz(value: Any) -> float | None:
-    """A positive, finite rate, else None (a missing or bogus rate takes the preset's default)."""
-    try:
-        hz = float(value)
-    except (TypeError, ValueError):
-        return None
-    return hz if math.isfinite(hz) and hz > 0 else None
+def stream_rate(value: object) -> float:
+    """A stream rate from stream_rates_json: a finite positive number, else 0.0 (no such stream;
+    `preset_for` then takes the preset's default, and robodata.dataset.index skips the episodes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0 else 0.0
