@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from robodata.catalog import rowpack, sidecar, synthetic
+from robodata.catalog import headpack, rowpack, sidecar, synthetic
 from robodata.catalog.maintenance import OptimizeConfig, optimize
 from robodata.catalog.table import Catalog
 from robodata.cli import app
@@ -49,10 +49,14 @@ def test_optimize_compacts_a_day_keeps_rows_and_lets_row_groups_be_skipped(tmp_p
     args = ["--day", "2024-01-01", "--row-group-rows", "1024", "--split-salt", "s1"]
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, *args])
     assert out.exit_code == 0, out.output
-    (car,) = (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("day%3D2024-01-01*")
+    (car,) = (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("day%3D2024-01-01*" + sidecar.SUFFIX)
     f = rowpack.RowFile(car, 4000)
     assert f.order_salt == "s1/budget"  # its rows in the budget order of specs with split salt s1
     f.close()
+    (head,) = (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("day%3D2024-01-01*" + sidecar.HEAD_SUFFIX)
+    h = headpack.HeadFile(head, 4000)
+    assert h.order_salt == "s1/budget"  # and its head, in the same order
+    h.close()
     metrics = json.loads(out.stdout.strip().splitlines()[-1])
     assert metrics["numFilesRemoved"] == 4 and metrics["numFilesAdded"] == 1 and metrics["rows"] == 4000
     assert len(_day_files(cat, "2024-01-01")) == 1

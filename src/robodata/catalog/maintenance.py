@@ -29,7 +29,9 @@ Specs filter on `day` (partition pruning from the Delta log) and, across every d
   sidecars of files that are gone are removed. Curation takes its kept rows from them. Their
   rows lie in the budget order of `split_salt` (the specs' `split.salt` the catalog mostly
   serves): such a spec's kept rows are near the start of each sidecar, and its candidates'
-  hashes are stored there.
+  hashes are stored there. Each sidecar has a *head* (robodata.catalog.headpack): the filter
+  columns in the same order, so a budgeted spec evaluates its filters on a prefix of each file
+  (robodata.curate.prefix). A sidecar written before heads gets its head on the next run.
 
 The rewrite of a group of days is one Delta commit (`overwrite` with a `day IN (...)` predicate)
 carrying the merge lock (robodata.catalog.identity.locked_commit): a merge that commits in
@@ -144,8 +146,9 @@ def optimize(catalog: Catalog, days: list[str] | None = None, config: OptimizeCo
 
 def write_sidecars(dt: DeltaTable, split_salt: str = "") -> tuple[int, int]:
     """Write the sidecar of every live data file that has none (in the budget order of specs whose
-    split salt is `split_salt`); remove those of files gone. A sidecar written for another salt is
-    kept: it serves every spec, those of its own salt fastest.
+    split salt is `split_salt`), and the head of every sidecar without one; remove those of files
+    gone. A sidecar written for another salt is kept: it serves every spec, those of its own salt
+    fastest.
 
     Returns:
         (sidecars written, sidecars removed); (0, 0) for an object-store table.
@@ -163,6 +166,10 @@ def write_sidecars(dt: DeltaTable, split_salt: str = "") -> tuple[int, int]:
     written = sum(
         sidecar.write(dt.table_uri, p, n, salt) is not None for p, n in zip(paths, sizes, strict=True) if p not in have
     )
+    for p, car in have.items():  # written before heads: the head, in the sidecar's order
+        if car.head is None:
+            sidecar.write_head(car, dt.table_uri, p)
+            written += 1
     return written, sidecar.prune(dt.table_uri, set(paths))
 
 

@@ -55,12 +55,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from robodata.catalog import rowpack
+from robodata.catalog import headpack, rowpack
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
 SUFFIX = ".rows5"  # format 5 (robodata.catalog.rowpack); 3, 4: ".rows3", ".rows4"; 2: ".rows"; 1: ".arrow"
+HEAD_SUFFIX = ".head1"  # its head (robodata.catalog.headpack), same name otherwise
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
 
@@ -73,6 +74,7 @@ class Sidecar:
     rows: int
     loadable: bool  # L: every row has a non-empty uri
     no_failed_checks: bool  # Q: every row's qc_failed is null or empty
+    head: Path | None = None  # its head (robodata.catalog.headpack), where written
 
 
 def local_root(table_uri: str) -> Path | None:
@@ -106,13 +108,16 @@ def find(table_uri: str, files: list[tuple[str, int, int]]) -> dict[str, Sidecar
     wanted = {_quote(p): (p, size, rows) for p, size, rows in files}
     out: dict[str, Sidecar] = {}
     with os.scandir(folder) as entries:
-        for entry in entries:
-            parts = entry.name.removesuffix(SUFFIX).rsplit("~", 3)
-            if len(parts) != 4 or not entry.name.endswith(SUFFIX) or parts[0] not in wanted:
-                continue
-            path, size, rows = wanted[parts[0]]
-            if parts[1] == str(size) and parts[2] == str(rows):
-                out[path] = Sidecar(Path(entry.path), rows, "L" in parts[3], "Q" in parts[3])
+        names = [entry.name for entry in entries]
+    heads = {name.removesuffix(HEAD_SUFFIX) for name in names if name.endswith(HEAD_SUFFIX)}
+    for name in names:
+        parts = name.removesuffix(SUFFIX).rsplit("~", 3)
+        if len(parts) != 4 or not name.endswith(SUFFIX) or parts[0] not in wanted:
+            continue
+        path, size, rows = wanted[parts[0]]
+        if parts[1] == str(size) and parts[2] == str(rows):
+            head = folder / (name.removesuffix(SUFFIX) + HEAD_SUFFIX) if name.removesuffix(SUFFIX) in heads else None
+            out[path] = Sidecar(folder / name, rows, "L" in parts[3], "Q" in parts[3], head)
     return out
 
 
@@ -132,21 +137,49 @@ def write(table_uri: str, rel_path: str, size: int, order_salt: str = "") -> Sid
     loadable = pc.all(pc.fill_null(pc.not_equal(uri, ""), False)).as_py() in (True, None)
     lengths = pc.list_value_length(table.column("qc_failed"))
     no_failed = int(pc.max(pc.fill_null(lengths, 0)).as_py() or 0) == 0
-    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA), rowpack.footer_crc32c(data_file), order_salt)
+    footer = rowpack.footer_crc32c(data_file)
+    image = rowpack.encode(table.select(COLUMNS).cast(PLAIN_SCHEMA), footer, order_salt)
     folder = root / SIDECAR_DIR
     folder.mkdir(exist_ok=True)
     target = folder / _name(rel_path, size, table.num_rows, loadable, no_failed)
+    head = _write_head(table, footer, order_salt, target)  # first: a sidecar found has its head
+    _put(folder, target, image)
+    return Sidecar(target, table.num_rows, loadable, no_failed, head)
+
+
+def write_head(car: Sidecar, table_uri: str, rel_path: str) -> Sidecar:
+    """Write the head of a data file whose sidecar has none (one written before heads), in the
+    sidecar's order; returns the sidecar with it."""
+    root = local_root(table_uri)
+    assert root is not None  # a sidecar was found there
+    data_file = root / unquote(rel_path)
+    rf = rowpack.RowFile(car.path, car.rows)
+    try:
+        salt = rf.order_salt
+    finally:
+        rf.close()
+    head = _write_head(_read(data_file), rowpack.footer_crc32c(data_file), salt, car.path)
+    return Sidecar(car.path, car.rows, car.loadable, car.no_failed_checks, head)
+
+
+def _write_head(table: pa.Table, footer: int, order_salt: str, sidecar_path: Path) -> Path:
+    target = sidecar_path.with_name(sidecar_path.name.removesuffix(SUFFIX) + HEAD_SUFFIX)
+    _put(target.parent, target, headpack.encode(table, footer, order_salt))
+    return target
+
+
+def _put(folder: Path, target: Path, image: bytes) -> None:
     tmp = folder / f".tmp-{uuid.uuid4().hex}"
     tmp.write_bytes(image)
     os.replace(tmp, target)  # readers see a whole file or none
-    return Sidecar(target, table.num_rows, loadable, no_failed)
 
 
 def _read(path: Path) -> pa.Table:
-    """The data file's manifest columns plus uri and qc_failed (columns an older file lacks: nulls)."""
+    """The data file's manifest and head columns plus uri and qc_failed (columns an older file
+    lacks: nulls)."""
     pf = pq.ParquetFile(path)
     present = set(pf.schema_arrow.names)
-    wanted = list(dict.fromkeys([*COLUMNS, "qc_failed"]))
+    wanted = list(dict.fromkeys([*COLUMNS, "qc_failed", *headpack.COLUMNS]))
     table = pf.read(columns=[c for c in wanted if c in present])
     for c in wanted:
         if c not in present:
@@ -202,8 +235,8 @@ def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
         for entry in entries:
             if entry.name.startswith(".tmp-"):
                 gone = now - entry.stat().st_mtime > tmp_age_s
-            elif not entry.name.endswith(SUFFIX):
-                gone = True  # an older format's sidecar: this one is written in its place
+            elif not entry.name.endswith((SUFFIX, HEAD_SUFFIX)):
+                gone = True  # an older format's sidecar or head: this one is written in its place
             else:
                 path = unquote(entry.name.rsplit("~", 3)[0])
                 gone = path not in live and not (root / unquote(path)).exists()

@@ -111,6 +111,18 @@ def decide(
     n = len(durations)
     dur = durations.fill_null(0.0).cast(pl.Float64).to_numpy()
     names, codes = (["all"], np.zeros(n, dtype=np.int32)) if group is None else group_codes(group)
+    shares, caps = caps_of(spec, names)
+    if not np.isfinite(caps).any():
+        mask = np.ones(n, dtype=bool)
+    else:
+        fast = fast_keep(codes, dur, caps, hashes, under)
+        mask = fast if fast is not None else exact_keep(codes, dur, caps, hashes, ids)
+    return Decision(np.flatnonzero(mask).astype(np.int64), names, codes, dur, shares)
+
+
+def caps_of(spec: CurationSpec, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(each group's share of the mix, its cap in seconds; inf: uncapped) for the groups `names`
+    present among the candidates (the shares are normalized over them)."""
     shares = np.array([spec.mix.weight(g) if spec.mix else 1.0 for g in names], dtype=np.float64)
     total_w = shares.sum()
     shares = shares / total_w if total_w > 0 else shares
@@ -120,12 +132,13 @@ def decide(
     for i, g in enumerate(names):
         if g in spec.budget.per_group_hours:
             caps[i] = min(caps[i], spec.budget.per_group_hours[g] * 3600.0)
-    if not np.isfinite(caps).any():
-        mask = np.ones(n, dtype=bool)
-    else:
-        fast = fast_keep(codes, dur, caps, hashes, under)
-        mask = fast if fast is not None else exact_keep(codes, dur, caps, hashes, ids)
-    return Decision(np.flatnonzero(mask).astype(np.int64), names, codes, dur, shares)
+    return shares, caps
+
+
+def error_slope(total: float, n: int) -> float:
+    """The rounding bound per position of `fast_keep`'s proof, for `n` candidates whose
+    durations (finite, >= 0) sum to `total` (upper bounds of both give a valid, wider bound)."""
+    return total * (1.0 + 4.0 * (n + 2) * _U) * 4.0 * _U
 
 
 def weigh(decided: Decision, kept: np.ndarray) -> Plan:
@@ -195,7 +208,8 @@ def exact_keep(
     cum = np.cumsum(sorted_dur)
     starts = np.searchsorted(sorted_codes, np.arange(len(caps)))
     base = np.concatenate([[0.0], cum])[starts]
-    within = cum - base[sorted_codes]
+    with np.errstate(invalid="ignore"):  # inf - inf (an infinite duration): NaN, not kept, as before
+        within = cum - base[sorted_codes]
     keep = np.ones(n, dtype=bool)
     keep[order] = within <= caps[sorted_codes]
     return keep
@@ -215,7 +229,7 @@ def fast_keep(
     totals, sizes = np.zeros(len(caps)), np.zeros(len(caps), dtype=np.int64)
     if not kernels.group_sums(codes, dur, len(caps), totals, sizes):  # one pass; False: a duration < 0 or NaN/inf
         return None
-    bound = float(totals.sum()) * (1.0 + 4.0 * (n + 2) * _U) * 4.0 * _U  # per-position error slope
+    bound = error_slope(float(totals.sum()), n)
     need = [g for g in range(len(caps)) if np.isfinite(caps[g]) and totals[g] + (sizes[g] + 2) * bound > caps[g]]
     if not need:
         return keep
@@ -246,7 +260,7 @@ def fast_keep(
         edges = np.searchsorted(codes[rows], np.arange(len(caps) + 1))
         for g in list(frac):
             at = slice(int(edges[g]), int(edges[g + 1]))  # this group's, in candidate order
-            cut = _prefix(h[at], dur[rows[at]], float(caps[g]), bound, frac[g] < 1.0)
+            cut = prefix_cut(h[at], dur[rows[at]], float(caps[g]), bound, frac[g] < 1.0)
             if cut is False:
                 return None
             if cut is None:
@@ -265,7 +279,7 @@ def _under(hashes: np.ndarray, last: np.ndarray, codes: np.ndarray, block: int =
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _prefix(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: bool) -> np.ndarray | None | bool:
+def prefix_cut(h: np.ndarray, d: np.ndarray, cap: float, bound: float, partial: bool) -> np.ndarray | None | bool:
     """Positions (into `h`) of the members the cap keeps; None when the cap is not reached and the
     members are below a threshold (`partial`: look further); False when undecidable here."""
     order = np.argsort(h, kind="stable")

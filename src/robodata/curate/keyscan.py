@@ -72,6 +72,9 @@ class CatalogSource(SidecarHashes):
         self.prepare: Callable[[pl.LazyFrame], pl.LazyFrame] = lambda lf: lf
         self.checked: set[Path] = set()  # sidecars `hashes` verified (RowFile.verify)
         self._actions = pa.table({})  # the log's add actions, flattened (their statistics)
+        self.partitions: list[str] = list(dt.metadata().partition_columns)
+        self._footers: dict[str, int] = {}  # data file uri -> its footer's CRC-32C (`_footer`)
+        self.pruned = False
         files = self._files(filters or []) if _addressable(dt) else None
         self.usable = files is not None
         self.files: list[DataFile] = files or []
@@ -181,9 +184,13 @@ class CatalogSource(SidecarHashes):
         return np.searchsorted(starts, rows, side="right") - 1
 
     def _footer(self, f: DataFile) -> int:
-        """CRC-32C of the data file's Parquet footer (what its sidecar must have been written for)."""
-        path = Path(unquote(f.uri[len("file://") :])) if f.uri.startswith("file://") else Path(f.uri)
-        return rowpack.footer_crc32c(path)
+        """CRC-32C of the data file's Parquet footer (what its sidecar must have been written for),
+        read once per evaluation (Delta data files are immutable)."""
+        crc = self._footers.get(f.uri)
+        if crc is None:
+            path = Path(unquote(f.uri[len("file://") :])) if f.uri.startswith("file://") else Path(f.uri)
+            crc = self._footers[f.uri] = rowpack.footer_crc32c(path)
+        return crc
 
     def _scan(self, files: list[DataFile], offset: int) -> pl.LazyFrame:
         parts = self.dt.metadata().partition_columns
@@ -231,6 +238,7 @@ class CatalogSource(SidecarHashes):
         if len(uris) != len(paths) or not all(u.endswith("/" + unquote(p)) for u, p in zip(uris, paths, strict=True)):
             return None
         wanted = _in_partitions(self.dt, actions, filters)
+        self.pruned = wanted is not None  # the filters on partition columns left out the files they reject
         index = list(range(len(paths))) if wanted is None else wanted
         if wanted is not None:
             at = pa.array(wanted, type=pa.int64())

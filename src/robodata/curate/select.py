@@ -17,6 +17,10 @@ the filters, never all their manifest columns:
    A spec without hour caps keeps every candidate, so it reads the manifest columns in the
    first scan instead.
 
+A budgeted spec over a catalog whose data files all have heads (robodata.catalog.headpack, in
+the order of the spec's salt) skips steps 1 and 2: robodata.curate.prefix decides it on the
+prefixes of the heads, where it can prove the same result, and step 3 fetches what it keeps.
+
 The split is then taken over the kept rows only.
 """
 
@@ -34,11 +38,14 @@ from deltalake.exceptions import DeltaError
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
-from robodata.curate import budget
-from robodata.curate.filters import Filter, column_kind
-from robodata.curate.keyscan import ROW, CatalogSource, Excluded, PredicateFor
+from robodata.curate import budget, prefix
+from robodata.curate.keyscan import ROW, CatalogSource, PredicateFor
+from robodata.curate.predicate import excluded_terms, mix_terms
+from robodata.curate.predicate import spec_predicate as _predicate
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
+
+_CATALOG_TYPES = pl.Schema(pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,10 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
         return _predicate(spec, base_dir, loadable, no_failed, proven)
 
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
-    if capped:
+    prefixed = _prefixed(spec, base_dir, source, fields) if capped and isinstance(source, _Addressed) else None
+    if prefixed is not None:
+        rows, planned = prefixed
+    elif capped:
         try:
             rows, planned = _capped(spec, source, predicate_for, fields, ids_aside=True)
         except _Retry:  # a sidecar failed a check, or equal hashes need the ids: read them from Parquet
@@ -125,6 +135,27 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
     return df.select(MANIFEST_SCHEMA.names), planned.groups
+
+
+def _prefixed(
+    spec: CurationSpec, base_dir: Path | None, source: _Addressed, fields: list[str]
+) -> tuple[pl.DataFrame, budget.Plan] | None:
+    """The kept rows and the plan, decided on the prefixes of the data files' heads
+    (robodata.curate.prefix); None where that cannot be proven or a read failed a check (then
+    the key scan decides)."""
+    narrowed = prefix.needs(spec, source.source)
+    if narrowed is None:
+        return None
+    no_failed = all(f.no_failed for f in source.source.files)
+    predicate = _predicate(narrowed, base_dir, loadable=True, no_failed=no_failed)
+    try:
+        found = prefix.decide(narrowed, source.source, predicate, mix_terms(narrowed))
+        if found is None:
+            return None
+        rows, kept = source.fetch(found.first, found.decided.keep, fields, _CATALOG_TYPES)
+    except (_Retry, ValueError, OSError, pl.exceptions.PolarsError):
+        return None
+    return rows, budget.weigh(found.decided, kept)
 
 
 class _Retry(Exception):
@@ -310,80 +341,3 @@ def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame) -> pl.LazyFrame:
 def _null_column(name: str) -> pl.Expr:
     dtype = pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema[name]  # type: ignore[union-attr]
     return pl.lit(None, dtype=dtype).alias(name)
-
-
-def qc_predicate(allowed: list[str], loadable: bool = False, no_failed: bool = False) -> pl.Expr | None:
-    """Rows a spec may select: a container, and no failed check outside `allowed` (["*"]: any).
-
-    `loadable` / `no_failed`: known to hold for every row (robodata.curate.keyscan), so that term
-    is left out; None when nothing is left to check.
-    """
-    terms = [] if loadable else [pl.col("uri").fill_null("") != ""]
-    if "*" not in allowed and not no_failed:
-        if not allowed:  # the default: no failed check at all (a length, not a per-element evaluation)
-            terms.append(pl.col("qc_failed").list.len().fill_null(0) == 0)
-        else:
-            outside = pl.col("qc_failed").list.eval(~pl.element().is_in(list(allowed))).list.sum().fill_null(0)
-            terms.append(outside == 0)
-    return terms[0] & terms[1] if len(terms) == 2 else terms[0] if terms else None
-
-
-def excluded_terms(spec: CurationSpec) -> Excluded:
-    """The predicate's "string column not in values" terms, in `_predicate`'s order (exclusions
-    are rare values: a data file's statistics often prove such a term for all its rows)."""
-    terms: Excluded = []
-    if spec.exclude.robots:
-        terms.append(("robot", list(spec.exclude.robots)))
-    if spec.exclude.batches:
-        terms.append(("ingest_batch", list(spec.exclude.batches)))
-    for f in spec.filters:
-        if _excludes(f):
-            terms.append((f.column, [str(v) for v in (f.value if isinstance(f.value, list) else [f.value])]))
-    return terms
-
-
-def _excludes(f: Filter) -> bool:
-    """A `string column not in values` filter (one of `excluded_terms`)."""
-    values = f.value if isinstance(f.value, list) else [f.value]
-    return f.op in ("not_in", "!=") and column_kind(f.column) == "string" and all(isinstance(v, str) for v in values)
-
-
-def _predicate(
-    spec: CurationSpec,
-    base_dir: Path | None,
-    loadable: bool = False,
-    no_failed: bool = False,
-    proven: frozenset[int] = frozenset(),
-) -> pl.Expr | None:
-    """The spec's predicate; `loadable` / `no_failed`: see `qc_predicate`; `proven`: indices into
-    `excluded_terms` known to hold for every row (left out)."""
-    qc = qc_predicate(spec.allow_failed_checks, loadable, no_failed)
-    k = 0  # the next excluded term's index, counted as `excluded_terms` does
-    exprs: list[pl.Expr] = []
-    ex = spec.exclude
-    for values, column in ((ex.robots, "robot"), (ex.batches, "ingest_batch")):
-        if values:
-            if k not in proven:
-                exprs.append(~pl.col(column).is_in(list(values)))
-            k += 1
-    for f in spec.filters:
-        excluded = _excludes(f)
-        if not (excluded and k in proven):
-            exprs.append(f.expr())
-        k += excluded
-    if qc is not None:
-        exprs.append(qc)
-    if ids := spec.excluded_ids(base_dir):
-        exprs.append(~pl.col("episode_id").is_in(ids))
-    if spec.mix is not None:
-        dropped = [g for g, w in spec.mix.weights.items() if w == 0]
-        if spec.mix.default_weight == 0:
-            exprs.append(pl.col(spec.mix.by).is_in([g for g, w in spec.mix.weights.items() if w > 0]))
-        elif dropped:
-            exprs.append(~pl.col(spec.mix.by).is_in(dropped))
-    if not exprs:
-        return None
-    out = exprs[0]
-    for e in exprs[1:]:
-        out = out & e
-    return out

@@ -1,0 +1,332 @@
+"""A budgeted spec decided on the prefix of each data file's head, not on a scan of every row.
+
+The budget keeps, in each capped group, the candidates whose running duration in
+`stable_hash64(episode_id, salt)` order stays within the cap (robodata.curate.budget). A head
+(robodata.catalog.headpack) holds a data file's filter columns in that order, so the candidates
+under a hash threshold are the rows of each head's prefix up to it that pass the predicate. At
+5M rows the bench's full-table spec reads ~5 % of the rows this way, at 50M ~0.5 %: about the
+same number of rows at every catalog size, where the key scan decodes the filter columns of all.
+
+`decide` widens the threshold until every capped group's cut is proven as `budget.fast_keep`
+proves it, with the files' facts in place of the candidates' totals (an upper bound of the sum of
+the durations and of their count give a wider, still valid, rounding bound). It gives up (None:
+curation takes the key scan) where it cannot prove the result the key scan would give:
+
+* a spec without caps (every candidate is kept), one that excludes episode ids, or one whose
+  predicate reads a column heads do not hold;
+* a data file without a head, or a head of another order, rows or data file;
+* a duration that is negative or not finite in any file;
+* a group that may have candidates but that the prefixes do not show (the caps are shares of the
+  groups present among *all* candidates), or an uncapped group;
+* equal hashes, or a running sum within rounding of a cap.
+
+Reads are checked (headpack: each block's CRC-32C); a failure raises ValueError or OSError, and
+curation takes the key scan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from robodata.catalog import headpack
+from robodata.catalog.headpack import KEYS, HeadFile
+from robodata.catalog.schema import CATALOG_SCHEMA
+from robodata.curate import budget
+from robodata.curate.keyscan import CatalogSource, DataFile
+from robodata.curate.spec import CurationSpec
+
+HASH, ROW = "__hash", "__row"
+_TOP = 2**64 - 1
+_DTYPES = pl.Schema(pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What `decide` found: the candidates it read and what the budget keeps of them."""
+
+    first: pl.DataFrame  # episode_id (null: the sidecars hold them), duration_s, the row address
+    decided: budget.Decision  # positions into `first`
+
+
+def needs(spec: CurationSpec, source: CatalogSource) -> CurationSpec | None:
+    """The spec whose predicate the prefixes evaluate (its filters on partition columns left out:
+    the files they reject are not in `source`), or None where `decide` cannot serve it."""
+    capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
+    if not capped or spec.exclude.episode_ids or spec.exclude.episode_ids_file or not source.files:
+        return None
+    on_parts = [f for f in spec.filters if f.column in source.partitions]
+    if on_parts and not source.pruned:
+        return None
+    read = {f.column for f in spec.filters if f.column not in source.partitions}
+    read |= {spec.mix.by} if spec.mix else set()
+    read |= {"robot"} if spec.exclude.robots else set()
+    read |= {"ingest_batch"} if spec.exclude.batches else set()
+    if not read <= set(headpack.COLUMNS):
+        return None
+    if any(f.sidecar is None or f.sidecar.head is None for f in source.files):
+        return None
+    return replace(spec, filters=[f for f in spec.filters if f.column not in source.partitions])
+
+
+def decide(
+    spec: CurationSpec, source: CatalogSource, predicate: pl.Expr | None, mix_terms: list[pl.Expr]
+) -> Prefix | None:
+    """The candidates under the budget's thresholds and what it keeps of them, or None (see the
+    module docstring). `predicate`: the spec's (from `needs`), without its container term;
+    `mix_terms`: its terms that read the mix column alone. Numbers `source.files` as a key scan
+    would (their row addresses)."""
+    offset, numbered = 0, []
+    for f in source.files:
+        numbered.append(replace(f, offset=offset))
+        offset += f.rows
+    source.files = numbered
+    heads: list[tuple[DataFile, HeadFile]] = []
+    try:
+        for f in source.files:
+            assert f.sidecar is not None and f.sidecar.head is not None  # needs() checked
+            h = HeadFile(f.sidecar.head, f.rows)
+            heads.append((f, h))
+            if h.order_salt != budget.salt(spec) or h.footer_crc != source._footer(f):
+                return None
+        return _decide(spec, heads, predicate, mix_terms)
+    finally:
+        for _, h in heads:
+            h.close()
+
+
+def _decide(
+    spec: CurationSpec, heads: list[tuple[DataFile, HeadFile]], predicate: pl.Expr | None, mix_terms: list[pl.Expr]
+) -> Prefix | None:
+    group_col = spec.mix.by if spec.mix else None
+    names = _groups(group_col, [h for _, h in heads], mix_terms)
+    if names is None:
+        return None
+    shares, caps = budget.caps_of(spec, names)
+    if not np.isfinite(caps).all():
+        return None
+    read = set(predicate.meta.root_names()) if predicate is not None else set()
+    if not read <= set(headpack.COLUMNS):
+        return None
+    columns = sorted(read | {"duration_s"})
+    rows = sum(f.rows for f, _ in heads)
+    total = math.nextafter(math.fsum(h.duration_sum for _, h in heads), math.inf)
+    bound = budget.error_slope(total, rows)
+    # each group's threshold, as a fraction of the hash range: twice its cap's share of all durations
+    if _unsure(heads, columns, predicate, group_col, names):
+        return None
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        frac = np.minimum(1.0, 2.0 * caps / total) if total > 0 else np.ones(len(caps))
+    done: np.ndarray | None = None  # the thresholds read up to (None: nothing read yet)
+    parts: list[pl.DataFrame] = []
+    while True:
+        limit = np.array([_TOP if f >= 1.0 else int(f * 2.0**64) for f in frac], dtype=np.uint64)
+        parts.append(_read(heads, done, limit, columns, predicate, group_col, names))
+        done = limit
+        cands = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+        parts = [cands]
+        codes = cands["__g"].to_numpy()
+        h, dur = cands[HASH].to_numpy(), cands["duration_s"].fill_null(0.0).to_numpy()
+        keep, pending = _cuts(codes, h, dur, caps, bound, limit < np.uint64(_TOP))
+        if keep is None:
+            return None
+        if not pending:
+            break
+        if any(limit[g] == _TOP for g in pending):
+            return None  # a group without candidates: the shares differ from the prefixes'
+        for g in pending:  # its cap lies past its threshold: widened to where its pace reaches it
+            s = float(dur[codes == g].sum())
+            frac[g] = min(1.0, max(frac[g] * 1.5, frac[g] * caps[g] / s * 1.25 if s > 0 else frac[g] * 4))
+    first = pl.DataFrame(
+        {
+            "episode_id": pl.Series([None] * len(cands), dtype=pl.String),
+            "duration_s": cands["duration_s"],
+            "__row": cands[ROW],
+        }
+    )
+    return Prefix(first, budget.Decision(keep, names, codes, dur, shares))
+
+
+def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Expr]) -> list[str] | None:
+    """The groups that may have candidates (sorted, nulls as ""): the mix column's values in the
+    files that its own terms of the predicate admit."""
+    if group_col is None:
+        return ["all"]
+    values: set[str | None] = set()
+    for h in heads:
+        held = h.values(group_col)
+        if held is None:
+            return None
+        values |= set(held[0]) | ({None} if held[1] else set())
+    frame = pl.DataFrame({group_col: sorted(values, key=lambda v: (v is None, v or ""))}, schema={group_col: pl.String})
+    for term in mix_terms:
+        frame = frame.filter(term)
+    return sorted({v or "" for v in frame[group_col].to_list()})
+
+
+def _cuts(
+    codes: np.ndarray, h: np.ndarray, dur: np.ndarray, caps: np.ndarray, bound: float, partial: np.ndarray
+) -> tuple[np.ndarray | None, list[int]]:
+    """(positions kept so far, ascending; None: undecidable) and the groups whose cap lies past
+    their threshold (`partial`: below the top), or that have no candidate under it."""
+    order = np.argsort(codes, kind="stable")
+    edges = np.searchsorted(codes[order], np.arange(len(caps) + 1))
+    kept, pending = [], []
+    for g in range(len(caps)):
+        at = order[edges[g] : edges[g + 1]]
+        cut = budget.prefix_cut(h[at], dur[at], float(caps[g]), bound, bool(partial[g]))
+        if cut is False:
+            return None, []
+        if cut is None or not len(at):
+            pending.append(g)
+            continue
+        kept.append(at[cut])
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, np.int64), pending
+
+
+def _read(
+    heads: list[tuple[DataFile, HeadFile]],
+    done: np.ndarray | None,
+    limit: np.ndarray,
+    columns: list[str],
+    predicate: pl.Expr | None,
+    group_col: str | None,
+    names: list[str],
+) -> pl.DataFrame:
+    """The rows of each head whose hash lies in (`done`, `limit`] of their group and that pass the
+    predicate: their hash, address, duration and group (`__g`, an index into `names`)."""
+    spans: list[tuple] = []
+    luts: dict[tuple, np.ndarray] = {}
+    top = int(limit.max())
+    for f, h in heads:
+        lo = h.end(int(done.min())) if done is not None else 0
+        hi = max(lo, h.end(top))
+        spans.append(_span(f, h, lo, hi, group_col, names, luts, done, limit))
+    return _passing(spans, columns, predicate)
+
+
+def _unsure(
+    heads: list[tuple[DataFile, HeadFile]],
+    columns: list[str],
+    predicate: pl.Expr | None,
+    group_col: str | None,
+    names: list[str],
+) -> bool:
+    """Whether a row whose duration is negative or not finite passes the predicate (the budget's
+    proof then does not hold, and the key scan decides)."""
+    spans: list[tuple] = []
+    luts: dict[tuple, np.ndarray] = {}
+    for f, h in heads:
+        if len(h.bad_durations):
+            lo, hi = int(h.bad_durations.min()), int(h.bad_durations.max()) + 1
+            spans.append(_span(f, h, lo, hi, group_col, names, luts, None, None, h.bad_durations - lo))
+    return bool(spans) and _passing(spans, columns, predicate).height > 0
+
+
+def _span(
+    f: DataFile,
+    h: HeadFile,
+    lo: int,
+    hi: int,
+    group_col: str | None,
+    names: list[str],
+    luts: dict,
+    done: np.ndarray | None,
+    limit: np.ndarray | None,
+    only: np.ndarray | None = None,
+) -> tuple:
+    """Rows [lo, hi) of a head that may be candidates: with a container, in a group of `names`,
+    their hash in (`done`, `limit`] of it (None: any), among `only` (positions from lo) if given."""
+    keys = h.read(KEYS, lo, hi).values
+    g = _group_of(h, group_col, names, lo, hi, luts)
+    mine = (g >= 0) & (keys["loadable"] != 0)
+    gm = np.where(mine, g, 0)
+    if limit is not None:
+        mine &= keys["hash"] <= limit[gm]
+    if done is not None:
+        mine &= keys["hash"] > done[gm]
+    if only is not None:
+        chosen = np.zeros(len(mine), bool)
+        chosen[only] = True
+        mine &= chosen
+    at = np.flatnonzero(mine)
+    return f, h, lo, hi, at, keys[at], g[at]
+
+
+def _passing(spans: list[tuple], columns: list[str], predicate: pl.Expr | None) -> pl.DataFrame:
+    """The spans' rows that pass the predicate: hash, address, duration, group."""
+    frame = pl.DataFrame(
+        {
+            HASH: pl.Series(_joined([s[5]["hash"] for s in spans], np.uint64)),
+            ROW: pl.Series(_joined([s[5]["row"].astype(np.int64) + s[0].offset for s in spans], np.int64)),
+            "__g": pl.Series(_joined([s[6] for s in spans], np.int32)),
+            **{c: _column(spans, c) for c in columns},
+        }
+    )
+    return (frame.filter(predicate) if predicate is not None else frame).select(HASH, ROW, "duration_s", "__g")
+
+
+def _group_of(h: HeadFile, group_col: str | None, names: list[str], lo: int, hi: int, luts: dict) -> np.ndarray:
+    """Each row's group (index into `names`); -1 where its value is none of them (the mix terms
+    reject it). Nulls count as "" (a null the terms reject is left to the predicate)."""
+    if group_col is None:
+        return np.zeros(hi - lo, np.int32)
+    got = h.read(group_col, lo, hi)
+    assert got.dictionary is not None  # _groups checked
+    key = tuple(got.dictionary)
+    lut = luts.get(key)
+    if lut is None:
+        index = {name: i for i, name in enumerate(names)}
+        lut = luts[key] = np.array([index.get(v, -1) for v in key] + [index.get("", -1)], np.int32)
+    return lut[got.values.astype(np.int64)]  # code -1: the last entry, nulls
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+
+def _column(spans: list, name: str) -> pl.Series:
+    """A catalog column of the spans' chosen rows, as the Parquet scan reads it (type and nulls)."""
+    dtype = _DTYPES[name]
+    slices = []
+    for _, h, lo, hi, at, _, _ in spans:
+        s = h.read(name, lo, hi)
+        slices.append(headpack.Slice(s.values[at], s.present[at] if s.present is not None else None, s.dictionary))
+    if slices and slices[0].dictionary is not None:
+        return _coded(name, dtype, slices)
+    values = np.concatenate([s.values for s in slices]) if slices else np.zeros(0)
+    absent = None
+    if any(s.present is not None for s in slices):
+        absent = ~np.concatenate([s.present if s.present is not None else np.ones(len(s.values), bool) for s in slices])
+    series = pl.Series(name, pa.array(values, mask=absent))
+    return series.cast(pl.Int64).cast(dtype) if dtype == pl.Datetime("us", "UTC") else series.cast(dtype)
+
+
+def _coded(name: str, dtype: pl.DataType, slices: list[headpack.Slice]) -> pl.Series:
+    """A coded column: each file's codes mapped into one list of values, then gathered."""
+    values: list = []
+    index: dict = {}
+    listed = isinstance(dtype, pl.List)  # values are lists (hashed as tuples)
+    known: dict[tuple, np.ndarray] = {}  # files mostly share their values: one lookup each
+    codes = []
+    for s in slices:
+        if s.dictionary is None:
+            raise ValueError(f"column {name}: coded in one head, not in another")
+        key = tuple(s.dictionary) if not listed else tuple(tuple(v) for v in s.dictionary if v is not None)
+        lut = known.get(key)
+        if lut is None:
+            lut = np.empty(len(key) + 1, np.int64)
+            for k, v in enumerate(key):
+                lut[k] = index.setdefault(v, len(values))
+                if lut[k] == len(values):
+                    values.append(list(v) if isinstance(v, tuple) else v)
+            lut[-1] = -1  # code -1: null
+            known[key] = lut
+        codes.append(lut[s.values.astype(np.int64)])
+    joined = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    at = pl.Series(pa.array(joined, mask=joined < 0))
+    return pl.Series(name, values, dtype=dtype).gather(at).alias(name)
