@@ -226,7 +226,7 @@ class HeadFile:
             self._base = _PRE.size + size
             blocks = -(-rows // BLOCK)
             length = os.fstat(self._fd).st_size
-            if len(self._fences) != blocks:
+            if len(self._fences) != blocks or not bool((self._fences[1:] >= self._fences[:-1]).all()):
                 raise ValueError("its fences are not its blocks'")
             for name, s in self._sections.items():
                 width = _dtype(s["dtype"]).itemsize
@@ -248,19 +248,16 @@ class HeadFile:
         return (list(s["dict"]), bool(s["nulls"])) if "dict" in s else None
 
     def end(self, limit: int) -> int:
-        """How many rows have a hash <= `limit`: the block the fences put it in, read and checked
-        (with the first hash past it, which bounds it)."""
+        """How many rows have a hash <= `limit`: searched in the one block the fences (each block's
+        first hash, in the checked header) put it in, that block read and checked."""
         if not self.n:
             return 0
         b = max(0, int(np.searchsorted(self._fences, np.uint64(limit), side="right")) - 1)
         lo = b * BLOCK
-        hashes = self.read(KEYS, lo, min(lo + BLOCK + 1, self.n)).values["hash"]
+        hashes = self.read(KEYS, lo, min(lo + BLOCK, self.n)).values["hash"]
         if int(hashes[0]) != int(self._fences[b]) or not bool((hashes[1:] >= hashes[:-1]).all()):
             raise ValueError(f"{self.path}: its hashes are not in order")
-        end = lo + int(np.searchsorted(hashes, np.uint64(limit), side="right"))
-        if end == lo + len(hashes) and end < self.n:
-            raise ValueError(f"{self.path}: its hashes are not in order")  # the next fence lied
-        return end
+        return lo + int(np.searchsorted(hashes, np.uint64(limit), side="right"))
 
     def read(self, name: str, lo: int, hi: int) -> Slice:
         """Rows [lo, hi) of a section, checked block by block (its CRC-32C)."""

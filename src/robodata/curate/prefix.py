@@ -42,6 +42,7 @@ from robodata.curate.spec import CurationSpec
 
 HASH, ROW = "__hash", "__row"
 _TOP = 2**64 - 1
+_SAMPLE_FILES = 4  # files read first to place each group's threshold (`_start`)
 _DTYPES = pl.Schema(pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
 
 
@@ -116,11 +117,9 @@ def _decide(
     rows = sum(f.rows for f, _ in heads)
     total = math.nextafter(math.fsum(h.duration_sum for _, h in heads), math.inf)
     bound = budget.error_slope(total, rows)
-    # each group's threshold, as a fraction of the hash range: twice its cap's share of all durations
     if _unsure(heads, columns, predicate, group_col, names):
         return None
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        frac = np.minimum(1.0, 2.0 * caps / total) if total > 0 else np.ones(len(caps))
+    frac = _start(heads, caps, total, columns, predicate, group_col, names)
     done: np.ndarray | None = None  # the thresholds read up to (None: nothing read yet)
     parts: list[pl.DataFrame] = []
     while True:
@@ -149,6 +148,40 @@ def _decide(
         }
     )
     return Prefix(first, budget.Decision(keep, names, codes, dur, shares))
+
+
+def _start(
+    heads: list[tuple[DataFile, HeadFile]],
+    caps: np.ndarray,
+    total: float,
+    columns: list[str],
+    predicate: pl.Expr | None,
+    group_col: str | None,
+    names: list[str],
+) -> np.ndarray:
+    """Each group's first threshold, as a fraction of the hash range: where a sample of
+    `_SAMPLE_FILES` files spread over the catalog puts its cap, with a margin (only the cost
+    depends on it: a group short of its cap is widened). Without a sample (few files), twice
+    the cap's share of all durations."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        base = np.minimum(1.0, 2.0 * caps / total) if total > 0 else np.ones(len(caps))
+    if len(heads) <= 2 * _SAMPLE_FILES:
+        return base
+    sample = heads[:: len(heads) // _SAMPLE_FILES][:_SAMPLE_FILES]
+    share = sum(f.rows for f, _ in sample) / max(1, sum(f.rows for f, _ in heads))
+    f = np.minimum(1.0, 8.0 * base)
+    for _ in range(3):
+        limit = np.array([_TOP if x >= 1.0 else int(x * 2.0**64) for x in f], dtype=np.uint64)
+        got = _read(sample, None, limit, columns, predicate, group_col, names)
+        seen = np.bincount(
+            got["__g"].to_numpy(), weights=got["duration_s"].fill_null(0.0).to_numpy(), minlength=len(caps)
+        )
+        if (seen > 0).all() or (f >= 1.0).all():
+            break
+        f = np.where(seen > 0, f, np.minimum(1.0, 4.0 * f))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        want = np.where(seen > 0, 1.3 * caps * f * share / seen, base)
+    return np.minimum(1.0, np.maximum(base, want))
 
 
 def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Expr]) -> list[str] | None:
