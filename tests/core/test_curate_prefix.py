@@ -5,6 +5,7 @@ another salt), curation takes the key scan and still selects them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -255,6 +256,7 @@ def _tables(draw) -> pa.Table:
         return pl.Series(rng.random(n) < p)
 
     hostile = draw(st.sampled_from([0.0, 0.01, 0.2]))
+    undated = some(draw(st.sampled_from([0.0, 0.02])))
     odd = pl.Series(rng.choice([-5.0, float("nan"), float("inf"), 0.0], n))
     return df.with_columns(
         duration_s=pl.when(some(hostile)).then(odd).when(some(0.05)).then(None).otherwise("duration_s"),
@@ -263,6 +265,9 @@ def _tables(draw) -> pa.Table:
         quality_score=pl.when(some(0.05)).then(None).otherwise("quality_score"),
         uri=pl.when(some(0.05)).then(pl.lit("")).otherwise("uri"),
         qc_failed=pl.when(some(0.05)).then(pl.lit(["clock"])).otherwise("qc_failed"),
+        start_time=pl.when(undated).then(None).otherwise("start_time"),  # quarantined, day unknown
+        day=pl.when(undated).then(None).otherwise("day"),
+        qc_status=pl.when(undated).then(pl.lit("quarantined")).otherwise("qc_status"),
     ).to_arrow()
 
 
@@ -281,6 +286,8 @@ def _budgeted(draw) -> dict:
                 st.just({"column": "success", "op": "==", "value": True}),
                 st.just({"column": "cameras", "op": "contains", "value": "wrist"}),
                 st.just({"column": "day", "op": ">=", "value": "2024-01-02"}),
+                st.just({"column": "day", "op": "<", "value": "2024-01-03"}),
+                st.just({"column": "start_time", "op": "not_null"}),
             ),
             max_size=3,
         )
@@ -298,7 +305,11 @@ def _budgeted(draw) -> dict:
     return doc
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("PREFIX_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(table=_tables(), doc=_budgeted())
 def test_random_catalogs_x_budgeted_specs_select_the_plain_scans_rows(tmp_path_factory, table, doc):
     cat = Catalog(str(tmp_path_factory.mktemp("c") / "cat"))
@@ -307,3 +318,42 @@ def test_random_catalogs_x_budgeted_specs_select_the_plain_scans_rows(tmp_path_f
     spec = spec_from_dict(doc)
     want, _ = evaluate(spec, pl.scan_delta(cat.table()))
     assert select(spec, cat).rows.equals(want)
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory) -> tuple[Catalog, pl.DataFrame]:
+    """The golden catalog (hostile rows) optimized for fold_full_clean's salt, and that spec's rows
+    by the plain scan."""
+    from tests.core.test_curate_golden import SPECS, golden_catalog
+
+    cat = golden_catalog(tmp_path_factory.mktemp("golden") / "catalog")
+    optimize(cat, None, OptimizeConfig(row_group_rows=1024, split_salt="bench"))
+    return cat, _plain(SPECS["fold_full_clean"], cat)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.integers(0, 10**6), at=st.floats(0, 1, exclude_max=True), flip=st.integers(1, 255))
+def test_a_byte_altered_anywhere_in_a_head_never_reaches_a_manifest(golden, which, at, flip):
+    """Fuzz (fixed seed): one byte of one head changed (its header, its keys, any column, the
+    padding); fold_full_clean, decided on the prefixes when they check, still selects exactly
+    the plain scan's rows."""
+    from tests.core.test_curate_golden import SPECS
+
+    cat, want = golden
+    heads = sorted((Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.HEAD_SUFFIX))
+    head = heads[which % len(heads)]
+    good = head.read_bytes()
+    pos = int(at * len(good))
+    head.write_bytes(good[:pos] + bytes([good[pos] ^ flip]) + good[pos + 1 :])
+    try:
+        assert select(spec_from_dict(SPECS["fold_full_clean"]), cat).rows.equals(want), (head.name, pos)
+    finally:
+        head.write_bytes(good)
+
+
+def test_the_golden_fold_clean_spec_is_decided_on_the_prefixes(golden, decided):
+    from tests.core.test_curate_golden import SPECS
+
+    cat, want = golden
+    assert select(spec_from_dict(SPECS["fold_full_clean"]), cat).rows.equals(want)
+    assert decided  # so the fuzz above alters what the prefixes read
