@@ -11,7 +11,9 @@ writes and reads 0; manifest cases >= 500 with 0 round-trip failures; >= 3 concu
 writers with 0 duplicate ids; uploader kills including >= 3 after "verified", 0 lost, 0 deleted
 unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over every importer (MCAP, JPEG,
 LeRobot, ROS 1/2 bags, HDF5 ALOHA/robomimic, Zarr, RLDS) with every other figure 0
-(bench/robustness_semantics.py).
+(bench/robustness_semantics.py). Curation (issue 28): sidecars and heads damaged (a byte, cut
+short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
+(bench/robustness_curation.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from bench.common import emit, parse, size_of
 
-SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec", "semantics")
+SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec", "semantics", "curation")
 
 
 KEYS = (
@@ -47,6 +49,9 @@ KEYS = (
     "semantics.reingested_unchanged",
     "semantics.orphan_containers",
     "semantics.raw_errors",
+    "curation.cases",
+    "curation.silent_wrong",
+    "curation.raw_errors",
     "wall_s",
     "peak_rss_mb",
 )

@@ -33,7 +33,7 @@ def optimize_cmd(
         "LZ4_RAW", "--compression", help="Parquet codec: LZ4_RAW, ZSTD, SNAPPY, UNCOMPRESSED"
     ),
     sidecars: bool = typer.Option(
-        True, "--sidecars/--no-sidecars", help="write curation's row sidecars (local tables)"
+        True, "--sidecars/--no-sidecars", help="write curation's row sidecars and their heads (local tables)"
     ),
     split_salt: str = typer.Option(
         "", "--split-salt", help="split.salt of the specs this catalog mostly serves (sidecars in their budget order)"

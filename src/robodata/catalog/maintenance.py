@@ -75,7 +75,7 @@ class OptimizeConfig:
     cluster_by: list[str] = field(default_factory=lambda: list(CLUSTER_BY))
     row_group_rows: int = 128 * 1024  # one row group a day at ~50k episodes a day (module docstring)
     compression: str = "LZ4_RAW"  # Parquet codec of the rewritten files (ZSTD: smaller, slower to decode)
-    sidecars: bool = True  # write robodata.catalog.sidecar files (local tables only)
+    sidecars: bool = True  # write robodata.catalog.sidecar files and their heads (local tables only)
     # the `split.salt` of the specs this catalog mostly serves: sidecars hold rows in their budget
     # order (robodata.catalog.rowpack), so a budgeted spec with that salt reads few of their pages
     # and their stored hashes; another salt gives the same manifests, hashing ids instead
