@@ -105,7 +105,7 @@ def _decided(cat: Any, specs: dict, want: dict) -> int:
         count += got is not None
         return got
 
-    prefix.decide = decide
+    prefix.decide = decide  # type: ignore[assignment]  # counted, then put back
     try:
         for n, spec in specs.items():
             assert select(spec, cat).rows.equals(want[n]), n
