@@ -228,9 +228,8 @@ def test_a_head_holds_its_files_columns_in_hash_order(tmp_path):
     keys = h.read(headpack.KEYS, 0, 500).values
     assert np.array_equal(keys["row"], order)
     assert np.array_equal(keys["loadable"] != 0, (df["uri"].fill_null("") != "").to_numpy()[order])
-    spans = [(type("F", (), {"offset": 0})(), h, 0, 500, np.arange(500), keys, np.zeros(500, np.int32))]
     for c in headpack.COLUMNS:
-        got = prefix._column(spans, c)
+        got = prefix._column(c, [h.read(c, 0, 200), h.read(c, 200, 500)])
         assert got.equals(df[c].gather(order), check_names=False), c
     h.close()
 
@@ -357,3 +356,28 @@ def test_the_golden_fold_clean_spec_is_decided_on_the_prefixes(golden, decided):
     cat, want = golden
     assert select(spec_from_dict(SPECS["fold_full_clean"]), cat).rows.equals(want)
     assert decided  # so the fuzz above alters what the prefixes read
+
+
+def test_heads_are_open_one_at_a_time(cat, decided, monkeypatch):
+    """A catalog of thousands of days must not hold a descriptor per head."""
+    import os as os_module
+
+    opened: set[int] = set()
+    most = [0]
+    real_open, real_close = os_module.open, os_module.close
+
+    def counting_open(path, *args, **kwargs):
+        fd = real_open(path, *args, **kwargs)
+        if str(path).endswith(sidecar.HEAD_SUFFIX):
+            opened.add(fd)
+            most[0] = max(most[0], len(opened))
+        return fd
+
+    def counting_close(fd):
+        opened.discard(fd)
+        return real_close(fd)
+
+    monkeypatch.setattr(headpack.os, "open", counting_open)
+    monkeypatch.setattr(headpack.os, "close", counting_close)
+    assert select(spec_from_dict(SPEC), cat).rows.height > 0
+    assert decided and most[0] == 1 and not opened

@@ -31,10 +31,12 @@ block before it is returned.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,7 +200,11 @@ def _crc(raw: bytes, mask: bytes | None, lo: int, hi: int, width: int) -> int:
 
 class HeadFile:
     """One head, read by `pread` (a memory map of it would count whole page-cache folios, ~2 MB
-    each, in the reader's RSS); raises ValueError unless it is a head of `rows` rows."""
+    each, in the reader's RSS); raises ValueError unless it is a head of `rows` rows.
+
+    Its file stays open only while `held` (a catalog of thousands of days would otherwise hold
+    as many descriptors); reads outside it open it for the read.
+    """
 
     def __init__(self, path: Path, rows: int):
         self.path, self.n = path, rows
@@ -226,6 +232,7 @@ class HeadFile:
             self._base = _PRE.size + size
             blocks = -(-rows // BLOCK)
             length = os.fstat(self._fd).st_size
+            self._size = length
             if len(self._fences) != blocks or not bool((self._fences[1:] >= self._fences[:-1]).all()):
                 raise ValueError("its fences are not its blocks'")
             for name, s in self._sections.items():
@@ -238,6 +245,21 @@ class HeadFile:
         except (ValueError, KeyError, TypeError, OverflowError, struct.error) as exc:
             self.close()
             raise ValueError(f"{path}: not a readable head: {exc}") from exc
+        self.close()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Its file open for the reads inside (the same file: its size as when it was checked)."""
+        if self._fd >= 0:
+            yield
+            return
+        self._fd = os.open(self.path, os.O_RDONLY)
+        try:
+            if os.fstat(self._fd).st_size != self._size:
+                raise ValueError(f"{self.path}: changed since it was opened")
+            yield
+        finally:
+            self.close()
 
     def holds(self, column: str) -> bool:
         return column in self._sections
@@ -266,6 +288,9 @@ class HeadFile:
         width = dtype.itemsize
         if hi <= lo:
             return Slice(np.zeros(0, dtype), None if s["mask"] is None else np.zeros(0, bool), s.get("dict"))
+        if self._fd < 0:
+            with self.held():
+                return self.read(name, lo, hi)
         first, last = lo // BLOCK, -(-hi // BLOCK)
         r0, r1 = first * BLOCK, min(last * BLOCK, self.n)
         raw = os.pread(self._fd, (r1 - r0) * width, self._base + s["at"] + r0 * width)

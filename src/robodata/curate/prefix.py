@@ -236,9 +236,10 @@ def _read(
     luts: dict[tuple, np.ndarray] = {}
     top = int(limit.max())
     for f, h in heads:
-        lo = h.end(int(done.min())) if done is not None else 0
-        hi = max(lo, h.end(top))
-        spans.append(_span(f, h, lo, hi, group_col, names, luts, done, limit))
+        with h.held():  # one file open at a time
+            lo = h.end(int(done.min())) if done is not None else 0
+            hi = max(lo, h.end(top))
+            spans.append(_span(f, h, lo, hi, columns, group_col, names, luts, done, limit))
     return _passing(spans, columns, predicate)
 
 
@@ -256,7 +257,8 @@ def _unsure(
     for f, h in heads:
         if len(h.bad_durations):
             lo, hi = int(h.bad_durations.min()), int(h.bad_durations.max()) + 1
-            spans.append(_span(f, h, lo, hi, group_col, names, luts, None, None, h.bad_durations - lo))
+            with h.held():
+                spans.append(_span(f, h, lo, hi, columns, group_col, names, luts, None, None, h.bad_durations - lo))
     return bool(spans) and _passing(spans, columns, predicate).height > 0
 
 
@@ -265,6 +267,7 @@ def _span(
     h: HeadFile,
     lo: int,
     hi: int,
+    columns: list[str],
     group_col: str | None,
     names: list[str],
     luts: dict,
@@ -273,7 +276,8 @@ def _span(
     only: np.ndarray | None = None,
 ) -> tuple:
     """Rows [lo, hi) of a head that may be candidates: with a container, in a group of `names`,
-    their hash in (`done`, `limit`] of it (None: any), among `only` (positions from lo) if given."""
+    their hash in (`done`, `limit`] of it (None: any), among `only` (positions from lo) if given:
+    (the file, their keys, their groups, their `columns`)."""
     keys = h.read(KEYS, lo, hi).values
     g = _group_of(h, group_col, names, lo, hi, luts)
     mine = (g >= 0) & (keys["loadable"] != 0)
@@ -287,17 +291,21 @@ def _span(
         chosen[only] = True
         mine &= chosen
     at = np.flatnonzero(mine)
-    return f, h, lo, hi, at, keys[at], g[at]
+    slices = {}
+    for c in columns:
+        s = h.read(c, lo, hi)
+        slices[c] = headpack.Slice(s.values[at], s.present[at] if s.present is not None else None, s.dictionary)
+    return f, keys[at], g[at], slices
 
 
 def _passing(spans: list[tuple], columns: list[str], predicate: pl.Expr | None) -> pl.DataFrame:
     """The spans' rows that pass the predicate: hash, address, duration, group."""
     frame = pl.DataFrame(
         {
-            HASH: pl.Series(_joined([s[5]["hash"] for s in spans], np.uint64)),
-            ROW: pl.Series(_joined([s[5]["row"].astype(np.int64) + s[0].offset for s in spans], np.int64)),
-            "__g": pl.Series(_joined([s[6] for s in spans], np.int32)),
-            **{c: _column(spans, c) for c in columns},
+            HASH: pl.Series(_joined([s[1]["hash"] for s in spans], np.uint64)),
+            ROW: pl.Series(_joined([s[1]["row"].astype(np.int64) + s[0].offset for s in spans], np.int64)),
+            "__g": pl.Series(_joined([s[2] for s in spans], np.int32)),
+            **{c: _column(c, [s[3][c] for s in spans]) for c in columns},
         }
     )
     return (frame.filter(predicate) if predicate is not None else frame).select(HASH, ROW, "duration_s", "__g")
@@ -322,13 +330,9 @@ def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
-def _column(spans: list, name: str) -> pl.Series:
+def _column(name: str, slices: list[headpack.Slice]) -> pl.Series:
     """A catalog column of the spans' chosen rows, as the Parquet scan reads it (type and nulls)."""
     dtype = _DTYPES[name]
-    slices = []
-    for _, h, lo, hi, at, _, _ in spans:
-        s = h.read(name, lo, hi)
-        slices.append(headpack.Slice(s.values[at], s.present[at] if s.present is not None else None, s.dictionary))
     if slices and slices[0].dictionary is not None:
         return _coded(name, dtype, slices)
     values = np.concatenate([s.values for s in slices]) if slices else np.zeros(0)
