@@ -242,6 +242,14 @@ def test_heads_are_written_for_sidecars_written_before_them(tmp_path):
     assert write_sidecars(cat.table(), SALT) == (2, 0)  # the heads, in their sidecars' order
     assert len(list(folder.glob("*" + sidecar.HEAD_SUFFIX))) == 2
     assert select(spec_from_dict(SPEC), cat).rows.equals(_plain(SPEC, cat))
+    head = next(folder.glob("*" + sidecar.HEAD_SUFFIX))
+    car = head.with_name(head.name.removesuffix(sidecar.HEAD_SUFFIX) + sidecar.SUFFIX)
+    head.unlink()
+    car.write_bytes(b"not a sidecar" + car.read_bytes()[13:])  # unreadable: rewritten with its head
+    assert write_sidecars(cat.table(), SALT) == (1, 0)
+    rf = sidecar.rowpack.RowFile(car, 1000)
+    assert head.exists() and rf.order_salt == SALT + "/budget"
+    rf.close()
 
 
 @st.composite

@@ -166,9 +166,13 @@ def write_sidecars(dt: DeltaTable, split_salt: str = "") -> tuple[int, int]:
     written = sum(
         sidecar.write(dt.table_uri, p, n, salt) is not None for p, n in zip(paths, sizes, strict=True) if p not in have
     )
-    for p, car in have.items():  # written before heads: the head, in the sidecar's order
-        if car.head is None:
-            sidecar.write_head(car, dt.table_uri, p)
+    size_of = dict(zip(paths, sizes, strict=True))
+    for p, car in have.items():
+        if car.head is None:  # written before heads: the head, in the sidecar's order
+            try:
+                sidecar.write_head(car, dt.table_uri, p)
+            except ValueError:  # the sidecar cannot be read: both written anew
+                sidecar.write(dt.table_uri, p, size_of[p], salt)
             written += 1
     return written, sidecar.prune(dt.table_uri, set(paths))
 
