@@ -45,16 +45,6 @@ def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catal
     done = path / ".complete"
     if done.exists():
         return Catalog(str(path.resolve()))
-    older = path.with_name(catalog_path(n_rows, shape).name + f"-opt{_HEADS_ADDED}")
-    if (older / ".complete").exists():
-        shutil.rmtree(path, ignore_errors=True)
-        older.rename(path)
-        catalog = Catalog(str(path.resolve()))
-        t0 = time.perf_counter()
-        written, _ = write_sidecars(catalog.table(), SPLIT_SALT)
-        log(f"  heads for {path.name} (from -opt{_HEADS_ADDED}): {written} in {time.perf_counter() - t0:.0f}s")
-        done.write_text("ok\n")
-        return catalog
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     catalog = Catalog(str(path.resolve()))

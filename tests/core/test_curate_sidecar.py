@@ -50,22 +50,6 @@ def counted_takes(monkeypatch) -> list[int]:
     return calls
 
 
-@pytest.fixture
-def passes(monkeypatch) -> list[bool]:
-    """`ids_aside` of each budgeted evaluation pass (a second pass, False: the first one failed)."""
-    from robodata.curate import select as select_module
-
-    calls: list[bool] = []
-    real = select_module._capped
-
-    def capped(spec, source, predicate_for, fields, ids_aside):
-        calls.append(ids_aside)
-        return real(spec, source, predicate_for, fields, ids_aside)
-
-    monkeypatch.setattr(select_module, "_capped", capped)
-    return calls
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_sidecars_give_the_rows_of_the_plain_scan(optimized, counted_takes, passes, name):
     got = select(spec_from_dict(SPECS[name]), optimized).rows

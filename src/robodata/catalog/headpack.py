@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from robodata.catalog import rowpack
 from robodata.catalog.schema import CATALOG_SCHEMA
 
 MAGIC = b"RDHEAD01"
@@ -163,7 +164,7 @@ def _numbers(col: pa.Array) -> np.ndarray:
 def _codes(col: pa.Array) -> tuple[np.ndarray, list[Any]]:
     """Per-row codes into the column's distinct values, sorted (files then share the same
     values, and readers map them once); -1: null."""
-    codes, values = _first_seen(col)
+    codes, values = rowpack.value_codes(pa.chunked_array([col]))
     if not values:
         return codes, values
     keys = [tuple(v) if isinstance(v, list) else v for v in values]
@@ -172,24 +173,6 @@ def _codes(col: pa.Array) -> tuple[np.ndarray, list[Any]]:
     rank[order] = np.arange(len(values), dtype=np.int32)
     rank[-1] = -1
     return rank[codes], [values[i] for i in order]
-
-
-def _first_seen(col: pa.Array) -> tuple[np.ndarray, list[Any]]:
-    """Per-row codes into the column's distinct values, in order of first appearance (-1: null)."""
-    if pa.types.is_list(col.type):
-        seen: dict[Any, int] = {}
-        values: list[Any] = []
-        codes = np.empty(len(col), np.int32)
-        for i, v in enumerate(col.to_pylist()):
-            if v is None:
-                codes[i] = -1
-                continue
-            codes[i] = seen.setdefault(tuple(v), len(values))
-            if codes[i] == len(values):
-                values.append(v)
-        return codes, values
-    enc = pc.dictionary_encode(col)
-    return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32), enc.dictionary.to_pylist()
 
 
 def _crc(raw: bytes, mask: bytes | None, lo: int, hi: int, width: int) -> int:

@@ -82,7 +82,7 @@ def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
         valid |= np.where(col.is_valid().to_numpy(zero_copy_only=False), VALID[c], 0).astype(np.uint16)
     dicts: dict[str, list[Any]] = {}
     for c in CODED:
-        codes, dicts[c] = _codes(table.column(c))
+        codes, dicts[c] = value_codes(table.column(c))
         rec[c] = codes
     strings: list[np.ndarray] = []
     for c in STRINGS:  # Arrow's layout: n + 1 offsets, then the bytes
@@ -119,8 +119,8 @@ def encode(table: pa.Table, footer_crc: int = 0, order_salt: str = "") -> bytes:
     return _HEAD.pack(MAGIC, len(head)) + head + body
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """Per-row codes into the column's distinct values (-1: null)."""
+def value_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Per-row codes into the column's distinct values, in order of first appearance (-1: null)."""
     arr = col.combine_chunks()
     if pa.types.is_list(arr.type):
         seen: dict[Any, int] = {}
