@@ -23,10 +23,11 @@ from robodata.catalog.maintenance import write_sidecars
 from robodata.catalog.table import Catalog
 
 GENERATOR_VERSION = 1
-OPTIMIZE_VERSION = 7  # bump when robodata.catalog.maintenance's layout changes
-# 7 is 6 with heads beside the sidecars (robodata.catalog.headpack): a cached version-6 copy gets
-# them in place, as `catalog optimize` gives them to a catalog optimized before heads.
-_HEADS_ADDED = 6
+OPTIMIZE_VERSION = 8  # bump when robodata.catalog.maintenance's layout changes
+# 8 is 6 with heads beside the sidecars (robodata.catalog.headpack; 7: their first format): a
+# cached version-6 or -7 copy gets them in place, as `catalog optimize` gives them to a catalog
+# optimized before heads (or before their format).
+_HEADS_ADDED = (7, 6)
 # The bench specs' split.salt. The optimized catalogs are laid out for it (OptimizeConfig.split_salt),
 # as a deployment's compaction job is configured with the salt of the specs it serves.
 SPLIT_SALT = "bench"
@@ -69,16 +70,17 @@ def ensure_optimized(n_rows: int, shape: synthetic.FleetShape, log=print) -> Cat
     done = path / ".complete"
     if done.exists():
         return Catalog(str(path.resolve()))
-    older = path.with_name(catalog_path(n_rows, shape).name + f"-opt{_HEADS_ADDED}")
-    if (older / ".complete").exists():
-        shutil.rmtree(path, ignore_errors=True)
-        older.rename(path)
-        catalog = Catalog(str(path.resolve()))
-        t0 = time.perf_counter()
-        written, _ = write_sidecars(catalog.table(), SPLIT_SALT)
-        log(f"  heads for {path.name} (from -opt{_HEADS_ADDED}): {written} in {time.perf_counter() - t0:.0f}s")
-        done.write_text("ok\n")
-        return catalog
+    for version in _HEADS_ADDED:
+        older = path.with_name(catalog_path(n_rows, shape).name + f"-opt{version}")
+        if (older / ".complete").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            older.rename(path)
+            catalog = Catalog(str(path.resolve()))
+            t0 = time.perf_counter()
+            written, _ = write_sidecars(catalog.table(), SPLIT_SALT)
+            log(f"  heads for {path.name} (from -opt{version}): {written} in {time.perf_counter() - t0:.0f}s")
+            done.write_text("ok\n")
+            return catalog
     shutil.rmtree(path, ignore_errors=True)
     shutil.copytree(Path(source.uri), path)
     (path / ".complete").unlink()

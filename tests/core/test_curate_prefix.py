@@ -201,6 +201,7 @@ def test_a_head_holds_its_files_columns_in_hash_order(tmp_path):
         start_time=pl.when(i % 11 == 0).then(None).otherwise("start_time"),
         qc_failed=pl.when(i % 13 == 0).then(pl.lit(["clock", "frames"])).otherwise("qc_failed"),
         uri=pl.when(i % 17 == 0).then(pl.lit("")).otherwise("uri"),
+        duration_s=pl.when(i % 19 == 0).then(-1.0).when(i % 23 == 0).then(float("nan")).otherwise("duration_s"),
     )
     table = df.to_arrow()
     from robodata.curate.stablehash import stable_hash64
@@ -217,6 +218,16 @@ def test_a_head_holds_its_files_columns_in_hash_order(tmp_path):
     for c in headpack.COLUMNS:
         got = prefix._column(c, [h.read(c, 0, 200), h.read(c, 200, 500)])
         assert got.equals(df[c].gather(order), check_names=False), c
+    bad = df.with_row_index("r").filter((i % 19 == 0) | (i % 23 == 0))  # durations < 0 or NaN
+    assert h.bad_durations == bad.height
+    again = h.read(headpack.KEYS + headpack.BAD, 0, bad.height).values  # those rows, on their own
+    assert sorted(again["row"].tolist()) == bad["r"].to_list()
+    at = again["row"].astype(np.int64)
+    for c in headpack.COLUMNS:
+        got = prefix._column(c, [h.read(c + headpack.BAD, 0, bad.height)])
+        assert got.equals(df[c].gather(at), check_names=False), c
+    good = df["duration_s"].filter(df["duration_s"].is_finite() & (df["duration_s"] >= 0)).sum()
+    assert good <= h.duration_sum <= good * (1 + 1e-12)
     h.close()
 
 

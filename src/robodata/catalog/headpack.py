@@ -18,9 +18,10 @@ per-episode strings (episode_id, uri, texts, digests), the name lists and the pa
 
 Besides, per row (`KEYS`): its hash (ascending), its row in the data file and whether it has a
 container (uri neither null nor empty); and what the budget's rounding bound needs of the whole
-file without every candidate: the rows whose duration is negative or not finite
-(`bad_durations`, positions in hash order: a spec that admits one takes the key scan) and an
-upper bound of the sum of the others (`duration_sum`).
+file without every candidate: how many rows have a duration that is negative or not finite
+(`bad_durations`; those rows again, in sections of their own, `BAD`, so a spec checks whether it
+admits one without reading the file: if it does, it takes the key scan) and an upper bound of
+the sum of the other durations (`duration_sum`).
 
 Layout: `MAGIC`, the header's length and CRC-32C (u32 each), the header (JSON), then the sections,
 each padded to 8 bytes. The header holds the file's row count, the CRC-32C of its data file's
@@ -49,13 +50,14 @@ import pyarrow.compute as pc
 from robodata.catalog import rowpack
 from robodata.catalog.schema import CATALOG_SCHEMA
 
-MAGIC = b"RDHEAD01"
+MAGIC = b"RDHEAD02"  # 01: the rows with a bad duration listed by position, read from the main sections
 BLOCK = 4096  # rows per checksummed block of a section
 _NOT_HELD = {"episode_id", "uri", "day", "qc_reason", "source_digest", "language", "stream_rates_json"}
 _NOT_HELD |= {"state_names", "action_names", "streams", "footer_offset", "footer_length"}
 COLUMNS = tuple(c for c in CATALOG_SCHEMA.names if c not in _NOT_HELD)
 KEYS = "__keys"  # per row: its hash, its row in the data file, whether it has a container
 KEY = np.dtype([("hash", "<u8"), ("row", "<u4"), ("loadable", "u1"), ("_pad", "V3")])
+BAD = "@bad"  # suffix of the sections holding only the rows whose duration is < 0 or not finite
 _PRE = struct.Struct("<8sII")
 
 
@@ -101,16 +103,20 @@ def encode(table: pa.Table, footer_crc: int, order_salt: str) -> bytes:
     good = np.isfinite(seconds) & (seconds >= 0)
     bad = np.flatnonzero(valid & ~good)  # positions (hash order) of durations < 0, NaN or infinite
     total = math.fsum(seconds[good].tolist())  # correctly rounded: within half an ulp of the sum
+    for name, (values, present) in list(sections.items()) if len(bad) else []:  # those rows again (BAD)
+        sections[name + BAD] = (values[bad], present[bad] if present is not None else None)
+        columns[name + BAD] = {"dict_of": name} if "dict" in columns.get(name, {}) else {}
     body: list[bytes] = []
     places: dict[str, dict[str, Any]] = {}
     at = 0
     for name, (values, present) in sections.items():
         raw = values.tobytes()
         mask = present.tobytes() if present is not None else None
-        width = values.dtype.itemsize
-        crcs = [_crc(raw, mask, lo, min(lo + BLOCK, n), width) for lo in range(0, n, BLOCK)]
+        width, count = values.dtype.itemsize, len(values)
+        crcs = [_crc(raw, mask, lo, min(lo + BLOCK, count), width) for lo in range(0, count, BLOCK)]
         places[name] = {
             "dtype": _dtype_name(values.dtype),
+            "rows": count,
             "at": at,
             "mask": None,
             "crc": crcs,
@@ -128,7 +134,7 @@ def encode(table: pa.Table, footer_crc: int, order_salt: str) -> bytes:
             "footer_crc32c": int(footer_crc),
             "order_salt": order_salt,
             "block": BLOCK,
-            "bad_durations": bad.tolist(),
+            "bad_durations": len(bad),
             "duration_sum": math.nextafter(total, math.inf) if total else 0.0,  # of the others
             "fences": [int(x) for x in hashes[order][::BLOCK]],  # each block's first hash
             "sections": places,
@@ -204,10 +210,10 @@ class HeadFile:
             if head.get("rows") != rows or int(head["block"]) != BLOCK:
                 raise ValueError("holds other rows than its name says")
             self.footer_crc, self.order_salt = int(head["footer_crc32c"]), str(head["order_salt"])
-            self.bad_durations = np.array([int(x) for x in head["bad_durations"]], np.int64)
+            self.bad_durations = int(head["bad_durations"])
             self.duration_sum = float(head["duration_sum"])
-            if len(self.bad_durations) and (self.bad_durations.min() < 0 or self.bad_durations.max() >= rows):
-                raise ValueError("a row with a bad duration outside its rows")
+            if not 0 <= self.bad_durations <= rows:
+                raise ValueError("more rows with a bad duration than rows")
             if not math.isfinite(self.duration_sum) or self.duration_sum < 0:
                 raise ValueError("its sum of durations is not a bound")
             self._fences = np.array([int(x) for x in head["fences"]], np.uint64)
@@ -219,12 +225,19 @@ class HeadFile:
             if len(self._fences) != blocks or not bool((self._fences[1:] >= self._fences[:-1]).all()):
                 raise ValueError("its fences are not its blocks'")
             for name, s in self._sections.items():
+                count = self.bad_durations if name.endswith(BAD) else rows
                 width = _dtype(s["dtype"]).itemsize
-                ends = [s["at"] + rows * width] + ([s["mask"] + rows] if s["mask"] is not None else [])
-                if len(s["crc"]) != blocks or self._base + max(ends) > length or min(s["at"], *ends) < 0:
+                ends = [s["at"] + count * width] + ([s["mask"] + count] if s["mask"] is not None else [])
+                if s["rows"] != count or len(s["crc"]) != -(-count // BLOCK):
+                    raise ValueError(f"section {name} holds other rows")
+                if self._base + max(ends) > length or min(s["at"], *ends) < 0:
                     raise ValueError(f"section {name} cut short")
-            if self._sections.get(KEYS, {}).get("dtype") != "keys":
-                raise ValueError(f"no {KEYS} section")
+            for name in (KEYS, KEYS + BAD) if self.bad_durations else (KEYS,):
+                if self._sections.get(name, {}).get("dtype") != "keys":
+                    raise ValueError(f"no {name} section")
+            for s in self._sections.values():
+                if "dict_of" in s:  # a BAD section's values: its column's
+                    s["dict"] = self._sections[s["dict_of"]]["dict"]
         except (ValueError, KeyError, TypeError, OverflowError, struct.error) as exc:
             self.close()
             raise ValueError(f"{path}: not a readable head: {exc}") from exc
@@ -268,20 +281,22 @@ class HeadFile:
         """Rows [lo, hi) of a section, checked block by block (its CRC-32C)."""
         s = self._sections[name]
         dtype = _dtype(s["dtype"])
-        width = dtype.itemsize
+        width, count = dtype.itemsize, int(s["rows"])
+        if not 0 <= lo <= hi <= count:
+            raise ValueError(f"{self.path}: rows [{lo}, {hi}) outside section {name}'s {count}")
         if hi <= lo:
             return Slice(np.zeros(0, dtype), None if s["mask"] is None else np.zeros(0, bool), s.get("dict"))
         if self._fd < 0:
             with self.held():
                 return self.read(name, lo, hi)
         first, last = lo // BLOCK, -(-hi // BLOCK)
-        r0, r1 = first * BLOCK, min(last * BLOCK, self.n)
+        r0, r1 = first * BLOCK, min(last * BLOCK, count)
         raw = os.pread(self._fd, (r1 - r0) * width, self._base + s["at"] + r0 * width)
         mask = os.pread(self._fd, r1 - r0, self._base + s["mask"] + r0) if s["mask"] is not None else None
         if len(raw) != (r1 - r0) * width or (mask is not None and len(mask) != r1 - r0):
             raise ValueError(f"{self.path}: section {name} cut short")
         for b in range(first, last):
-            a, z = b * BLOCK - r0, min((b + 1) * BLOCK, self.n) - r0
+            a, z = b * BLOCK - r0, min((b + 1) * BLOCK, count) - r0
             if _crc(raw, mask, a, z, width) != int(s["crc"][b]):
                 raise ValueError(f"{self.path}: its {name} rows are not as written (checksum)")
         values = np.frombuffer(raw, dtype)[lo - r0 : hi - r0]
@@ -289,7 +304,7 @@ class HeadFile:
         dictionary = s.get("dict")
         if dictionary is not None and len(values) and (int(values.min()) < -1 or int(values.max()) >= len(dictionary)):
             raise ValueError(f"{self.path}: a {name} code is not in its values")
-        if name == KEYS and len(values) and int(values["row"].max()) >= self.n:
+        if name.startswith(KEYS) and len(values) and int(values["row"].max()) >= self.n:
             raise ValueError(f"{self.path}: a row outside its {self.n} rows")
         return Slice(values, present, dictionary)
 

@@ -61,7 +61,7 @@ from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 SIDECAR_DIR = "_robodata_sidecars"
 COLUMNS = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
 SUFFIX = ".rows5"  # format 5 (robodata.catalog.rowpack); 3, 4: ".rows3", ".rows4"; 2: ".rows"; 1: ".arrow"
-HEAD_SUFFIX = ".head1"  # its head (robodata.catalog.headpack), same name otherwise
+HEAD_SUFFIX = ".head2"  # its head (robodata.catalog.headpack), same name otherwise; 1: ".head1"
 _PLAIN = re.compile(r"[A-Za-z0-9._=/-]*")
 PLAIN_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in COLUMNS])
 

@@ -34,7 +34,7 @@ import polars as pl
 import pyarrow as pa
 
 from robodata.catalog import headpack
-from robodata.catalog.headpack import KEYS, HeadFile
+from robodata.catalog.headpack import BAD, KEYS, HeadFile
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.curate import budget
 from robodata.curate.keyscan import CatalogSource, DataFile
@@ -255,10 +255,9 @@ def _unsure(
     spans: list[tuple] = []
     luts: dict[tuple, np.ndarray] = {}
     for f, h in heads:
-        if len(h.bad_durations):
-            lo, hi = int(h.bad_durations.min()), int(h.bad_durations.max()) + 1
+        if h.bad_durations:  # those rows, on their own in the head (headpack.BAD)
             with h.held():
-                spans.append(_span(f, h, lo, hi, columns, group_col, names, luts, None, None, h.bad_durations - lo))
+                spans.append(_span(f, h, 0, h.bad_durations, columns, group_col, names, luts, None, None, BAD))
     return bool(spans) and _passing(spans, columns, predicate).height > 0
 
 
@@ -273,27 +272,23 @@ def _span(
     luts: dict,
     done: np.ndarray | None,
     limit: np.ndarray | None,
-    only: np.ndarray | None = None,
+    part: str = "",
 ) -> tuple:
     """Rows [lo, hi) of a head that may be candidates: with a container, in a group of `names`,
-    their hash in (`done`, `limit`] of it (None: any), among `only` (positions from lo) if given:
+    their hash in (`done`, `limit`] of it (None: any); `part`: of these sections (headpack.BAD):
     (the file, their keys, their groups, their `columns`)."""
-    keys = h.read(KEYS, lo, hi).values
-    g = _group_of(h, group_col, names, lo, hi, luts)
+    keys = h.read(KEYS + part, lo, hi).values
+    g = _group_of(h, group_col, names, lo, hi, luts, part)
     mine = (g >= 0) & (keys["loadable"] != 0)
     gm = np.where(mine, g, 0)
     if limit is not None:
         mine &= keys["hash"] <= limit[gm]
     if done is not None:
         mine &= keys["hash"] > done[gm]
-    if only is not None:
-        chosen = np.zeros(len(mine), bool)
-        chosen[only] = True
-        mine &= chosen
     at = np.flatnonzero(mine)
     slices = {}
     for c in columns:
-        s = h.read(c, lo, hi)
+        s = h.read(c + part, lo, hi)
         slices[c] = headpack.Slice(s.values[at], s.present[at] if s.present is not None else None, s.dictionary)
     return f, keys[at], g[at], slices
 
@@ -311,12 +306,14 @@ def _passing(spans: list[tuple], columns: list[str], predicate: pl.Expr | None) 
     return (frame.filter(predicate) if predicate is not None else frame).select(HASH, ROW, "duration_s", "__g")
 
 
-def _group_of(h: HeadFile, group_col: str | None, names: list[str], lo: int, hi: int, luts: dict) -> np.ndarray:
+def _group_of(
+    h: HeadFile, group_col: str | None, names: list[str], lo: int, hi: int, luts: dict, part: str = ""
+) -> np.ndarray:
     """Each row's group (index into `names`); -1 where its value is none of them (the mix terms
     reject it). Nulls count as "" (a null the terms reject is left to the predicate)."""
     if group_col is None:
         return np.zeros(hi - lo, np.int32)
-    got = h.read(group_col, lo, hi)
+    got = h.read(group_col + part, lo, hi)
     assert got.dictionary is not None  # _groups checked
     key = tuple(got.dictionary)
     lut = luts.get(key)
