@@ -225,6 +225,9 @@ class HeadFile:
             if len(self._fences) != blocks or not bool((self._fences[1:] >= self._fences[:-1]).all()):
                 raise ValueError("its fences are not its blocks'")
             for name, s in self._sections.items():
+                places = [s["at"], s["rows"], *s["crc"]] + ([s["mask"]] if s["mask"] is not None else [])
+                if not all(type(x) is int for x in places):
+                    raise ValueError(f"section {name}: its places are not integers")
                 count = self.bad_durations if name.endswith(BAD) else rows
                 width = _dtype(s["dtype"]).itemsize
                 ends = [s["at"] + count * width] + ([s["mask"] + count] if s["mask"] is not None else [])
