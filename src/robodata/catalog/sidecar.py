@@ -33,6 +33,10 @@ Arrow calls per file: at 50M rows (1,000 files, 83 rows kept in each) that was m
 * **Facts** about the whole file, in the name: `L` every row has a container (non-empty uri), `Q`
   no row has a failed QC check. Curation drops the matching terms of its predicate for that file
   (they cost a string and a list column decoded per row).
+* **Its head** (robodata.catalog.headpack), beside it under the same name with `HEAD_SUFFIX`:
+  the file's filter columns in the same order, column by column, written with it (a sidecar
+  written before heads gets one on the next maintenance run). Curation decides budgeted specs
+  on the heads' prefixes (robodata.curate.prefix) and fetches the rows they keep from here.
 * Written by catalog maintenance (robodata.catalog.maintenance) for the files it writes and for
   any live file that has none; a sidecar whose data file is gone (vacuum), and one of an older
   format, is removed there. Only local tables (a path or file:// URI) have sidecars; elsewhere
