@@ -65,7 +65,10 @@ def manifest(
         storage_options=catalog.manifest_options(),
         base_dir=spec_file.parent,  # the spec's episode_ids_file is relative to its folder
     )
-    context.log.info(f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}")
+    context.log.info(
+        f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}"
+        f" (decided by {selection.evaluated_by})"
+    )
     ref = ManifestRef(
         partition=context.partition_key,
         path=str(info.path),
@@ -86,6 +89,7 @@ def manifest(
             "train_episodes": info.train_episodes,
             "val_episodes": info.val_episodes,
             "groups": dg.MetadataValue.json(selection.groups),
+            "evaluated_by": selection.evaluated_by,  # "prefixes", or the scan and why
             COLUMN_SCHEMA: table_schema(MANIFEST_SCHEMA),
             ROW_COUNT: info.episodes,
             **manifest_previews(str(info.path), catalog.manifest_options()),

@@ -101,8 +101,8 @@ def _decided(cat: Any, specs: dict, want: dict) -> int:
 
     def decide(*args: Any) -> Any:
         nonlocal count
-        got = real(*args)
-        count += got is not None
+        got = real(*args)  # raises Unproven where the prefixes cannot decide
+        count += 1
         return got
 
     prefix.decide = decide  # type: ignore[assignment]  # counted, then put back

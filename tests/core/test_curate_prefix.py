@@ -62,9 +62,8 @@ def decided(monkeypatch) -> list[tuple[int, int]]:
     real = prefix.decide
 
     def decide(*args):
-        got = real(*args)
-        if got is not None:
-            calls.append((got.first.height, len(got.decided.keep)))
+        got = real(*args)  # raises Unproven where the prefixes cannot decide
+        calls.append((got.first.height, len(got.decided.keep)))
         return got
 
     monkeypatch.setattr(prefix, "decide", decide)
@@ -74,8 +73,9 @@ def decided(monkeypatch) -> list[tuple[int, int]]:
 def test_a_budgeted_spec_of_the_heads_salt_reads_only_their_prefixes(cat, decided, passes):
     want = _plain(SPEC, cat)
     passes.clear()  # the plain scan's
-    got = select(spec_from_dict(SPEC), cat).rows
-    assert not passes  # no key scan
+    selection = select(spec_from_dict(SPEC), cat)
+    got = selection.rows
+    assert not passes and selection.evaluated_by == "prefixes"  # no key scan
     assert got.equals(want) and got.height > 100
     ((read, kept),) = decided
     candidates = pl.scan_delta(cat.table()).filter(pl.col("quality_score") >= 0.3).collect().height
@@ -83,19 +83,20 @@ def test_a_budgeted_spec_of_the_heads_salt_reads_only_their_prefixes(cat, decide
 
 
 @pytest.mark.parametrize(
-    "change",
+    ("change", "why"),
     [
-        {"split": {"val_fraction": 0.1, "salt": "other"}},  # another order
-        {"budget": {"per_group_hours": {"box_pack": 2}}},  # the other groups are uncapped
-        {"budget": {}},  # no caps: every candidate is kept
-        {"exclude": {"episode_ids": ["ep-0000000007"]}},  # ids: not in the heads
-        {"filters": [{"column": "stream_rates_json", "op": "==", "value": "{}"}]},  # a column heads lack
+        ({"split": {"val_fraction": 0.1, "salt": "other"}}, "key scan: heads in the order of salt 'p/budget'"),
+        ({"budget": {"per_group_hours": {"box_pack": 2}}}, "key scan: a group without a cap"),
+        ({"budget": {}}, "key scan"),  # no caps: every candidate is kept, the prefixes are not tried
+        ({"exclude": {"episode_ids": ["ep-0000000007"]}}, "key scan: it excludes episode ids"),
+        ({"filters": [{"column": "stream_rates_json", "op": "==", "value": "{}"}]}, "key scan: heads do not hold"),
     ],
 )
-def test_specs_the_prefixes_cannot_serve_take_the_key_scan(cat, decided, change):
+def test_specs_the_prefixes_cannot_serve_take_the_key_scan(cat, decided, change, why):
     doc = {**SPEC, **change}
-    assert select(spec_from_dict(doc), cat).rows.equals(_plain(doc, cat))
-    assert not decided
+    got = select(spec_from_dict(doc), cat)
+    assert got.rows.equals(_plain(doc, cat))
+    assert not decided and got.evaluated_by.startswith(why), got.evaluated_by
 
 
 def test_a_group_absent_from_the_prefixes_is_not_assumed_absent(tmp_path, decided):

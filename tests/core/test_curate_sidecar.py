@@ -185,7 +185,10 @@ def test_a_spec_of_the_sidecars_salt_reads_only_their_prefixes(optimized, monkey
     tests/core/test_curate_prefix.py.)"""
     from robodata.curate import keyscan, prefix
 
-    monkeypatch.setattr(prefix, "needs", lambda spec, source: None)
+    def no_heads(spec, source):
+        raise prefix.Unproven("heads out of the way")
+
+    monkeypatch.setattr(prefix, "needs", no_heads)
 
     hashed: list[int] = []
     read: list[tuple[int, int]] = []  # (candidates, rows returned under the thresholds)

@@ -80,6 +80,7 @@ def curate_cmd(
         "train": info.train_episodes,
         "val": info.val_episodes,
         "groups": selection.groups,
+        "evaluated_by": selection.evaluated_by,
     }
     if as_json:
         print(json.dumps(result, sort_keys=True))

@@ -9,8 +9,9 @@ same number of rows at every catalog size, where the key scan decodes the filter
 
 `decide` widens the threshold until every capped group's cut is proven as `budget.fast_keep`
 proves it, with the files' facts in place of the candidates' totals (an upper bound of the sum of
-the durations and of their count give a wider, still valid, rounding bound). It gives up (None:
-curation takes the key scan) where it cannot prove the result the key scan would give:
+the durations and of their count give a wider, still valid, rounding bound). It gives up (raises
+Unproven, saying why: curation takes the key scan) where it cannot prove the result the key scan
+would give:
 
 * a spec without caps (every candidate is kept), one that excludes episode ids, or one whose
   predicate reads a column heads do not hold;
@@ -54,33 +55,38 @@ class Prefix:
     decided: budget.Decision  # positions into `first`
 
 
-def needs(spec: CurationSpec, source: CatalogSource) -> CurationSpec | None:
+class Unproven(Exception):
+    """Why the prefixes cannot decide a spec (curation then takes the key scan)."""
+
+
+def needs(spec: CurationSpec, source: CatalogSource) -> CurationSpec:
     """The spec whose predicate the prefixes evaluate (its filters on partition columns left out:
-    the files they reject are not in `source`), or None where `decide` cannot serve it."""
-    capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
-    if not capped or spec.exclude.episode_ids or spec.exclude.episode_ids_file or not source.files:
-        return None
-    on_parts = [f for f in spec.filters if f.column in source.partitions]
-    if on_parts and not source.pruned:
-        return None
+    the files they reject are not in `source`); raises Unproven where `decide` cannot serve it."""
+    if spec.budget.total_hours is None and not spec.budget.per_group_hours:
+        raise Unproven("no hour caps: every candidate is kept")
+    if spec.exclude.episode_ids or spec.exclude.episode_ids_file:
+        raise Unproven("it excludes episode ids, which heads do not hold")
+    if not source.files:
+        raise Unproven("no data files")
+    if any(f.column in source.partitions for f in spec.filters) and not source.pruned:
+        raise Unproven("its filters on partition columns did not prune the files")
     read = {f.column for f in spec.filters if f.column not in source.partitions}
     read |= {spec.mix.by} if spec.mix else set()
     read |= {"robot"} if spec.exclude.robots else set()
     read |= {"ingest_batch"} if spec.exclude.batches else set()
-    if not read <= set(headpack.COLUMNS):
-        return None
-    if any(f.sidecar is None or f.sidecar.head is None for f in source.files):
-        return None
+    if lacking := sorted(read - set(headpack.COLUMNS)):
+        raise Unproven(f"heads do not hold {', '.join(lacking)}")
+    if bare := [f.path for f in source.files if f.sidecar is None or f.sidecar.head is None]:
+        raise Unproven(f"{len(bare)} data files without a head (e.g. {bare[0]}): catalog optimize writes them")
     return replace(spec, filters=[f for f in spec.filters if f.column not in source.partitions])
 
 
-def decide(
-    spec: CurationSpec, source: CatalogSource, predicate: pl.Expr | None, mix_terms: list[pl.Expr]
-) -> Prefix | None:
-    """The candidates under the budget's thresholds and what it keeps of them, or None (see the
-    module docstring). `predicate`: the spec's (from `needs`), without its container term;
-    `mix_terms`: its terms that read the mix column alone. Numbers `source.files` as a key scan
-    would (their row addresses)."""
+def decide(spec: CurationSpec, source: CatalogSource, predicate: pl.Expr | None, mix_terms: list[pl.Expr]) -> Prefix:
+    """The candidates under the budget's thresholds and what it keeps of them; raises Unproven
+    (see the module docstring), or ValueError / OSError where a head fails a check or a read.
+    `predicate`: the spec's (from `needs`), without its container term; `mix_terms`: its terms
+    that read the mix column alone. Numbers `source.files` as a key scan would (their row
+    addresses)."""
     offset, numbered = 0, []
     for f in source.files:
         numbered.append(replace(f, offset=offset))
@@ -92,8 +98,10 @@ def decide(
             assert f.sidecar is not None and f.sidecar.head is not None  # needs() checked
             h = HeadFile(f.sidecar.head, f.rows)
             heads.append((f, h))
-            if h.order_salt != budget.salt(spec) or h.footer_crc != source._footer(f):
-                return None
+            if h.order_salt != budget.salt(spec):
+                raise Unproven(f"heads in the order of salt {h.order_salt!r}, not the spec's")
+            if h.footer_crc != source._footer(f):
+                raise Unproven(f"{f.sidecar.head} was written for another data file")
         return _decide(spec, heads, predicate, mix_terms)
     finally:
         for _, h in heads:
@@ -102,23 +110,21 @@ def decide(
 
 def _decide(
     spec: CurationSpec, heads: list[tuple[DataFile, HeadFile]], predicate: pl.Expr | None, mix_terms: list[pl.Expr]
-) -> Prefix | None:
+) -> Prefix:
     group_col = spec.mix.by if spec.mix else None
     names = _groups(group_col, [h for _, h in heads], mix_terms)
-    if names is None:
-        return None
     shares, caps = budget.caps_of(spec, names)
     if not np.isfinite(caps).all():
-        return None
+        raise Unproven("a group without a cap keeps every candidate")
     read = set(predicate.meta.root_names()) if predicate is not None else set()
-    if not read <= set(headpack.COLUMNS):
-        return None
+    if lacking := sorted(read - set(headpack.COLUMNS)):
+        raise Unproven(f"heads do not hold {', '.join(lacking)}")
     columns = sorted(read | {"duration_s"})
     rows = sum(f.rows for f, _ in heads)
     total = math.nextafter(math.fsum(h.duration_sum for _, h in heads), math.inf)
     bound = budget.error_slope(total, rows)
     if _unsure(heads, columns, predicate, group_col, names):
-        return None
+        raise Unproven("it admits a row whose duration is negative or not finite")
     frac = _start(heads, caps, total, columns, predicate, group_col, names)
     done: np.ndarray | None = None  # the thresholds read up to (None: nothing read yet)
     parts: list[pl.DataFrame] = []
@@ -132,11 +138,11 @@ def _decide(
         h, dur = cands[HASH].to_numpy(), cands["duration_s"].fill_null(0.0).to_numpy()
         keep, pending = _cuts(codes, h, dur, caps, bound, limit < np.uint64(_TOP))
         if keep is None:
-            return None
+            raise Unproven("equal hashes, or a running sum within rounding of a cap")
         if not pending:
             break
-        if any(limit[g] == _TOP for g in pending):
-            return None  # a group without candidates: the shares differ from the prefixes'
+        if any(limit[g] == _TOP for g in pending):  # the shares differ from the prefixes'
+            raise Unproven("a group its mix admits has no candidate")
         for g in pending:  # its cap lies past its threshold: widened to where its pace reaches it
             s = float(dur[codes == g].sum())
             frac[g] = min(1.0, max(frac[g] * 1.5, frac[g] * caps[g] / s * 1.25 if s > 0 else frac[g] * 4))
@@ -184,7 +190,7 @@ def _start(
     return np.minimum(1.0, np.maximum(base, want))
 
 
-def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Expr]) -> list[str] | None:
+def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Expr]) -> list[str]:
     """The groups that may have candidates (sorted, nulls as ""): the mix column's values in the
     files that its own terms of the predicate admit."""
     if group_col is None:
@@ -193,7 +199,7 @@ def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Exp
     for h in heads:
         held = h.values(group_col)
         if held is None:
-            return None
+            raise Unproven(f"{h.path}: {group_col} is not a coded column")
         values |= set(held[0]) | ({None} if held[1] else set())
     frame = pl.DataFrame({group_col: sorted(values, key=lambda v: (v is None, v or ""))}, schema={group_col: pl.String})
     for term in mix_terms:

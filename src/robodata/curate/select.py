@@ -56,6 +56,7 @@ class Selection:
     catalog_version: int
     spec_hash: str
     groups: dict[str, dict[str, float]]  # group -> {episodes, hours, share}
+    evaluated_by: str = ""  # "prefixes", or the scan that decided and why (see `select`)
 
 
 def select(
@@ -70,7 +71,9 @@ def select(
         catalog_version: overrides the spec's `catalog_version` pin when given.
 
     Returns:
-        The Selection (rows sorted by episode_id, the resolved catalog version, the spec hash).
+        The Selection (rows sorted by episode_id, the resolved catalog version, the spec hash, how
+        it was evaluated: "prefixes" (robodata.curate.prefix), "key scan: <why not the
+        prefixes>", "key scan" (no caps) or "scan" (a table without row addresses)).
 
     Raises:
         ConfigError: the exclusion file is invalid or unreachable.
@@ -83,10 +86,13 @@ def select(
     except DeltaError as exc:
         raise CatalogError(f"cannot read the data files of catalog {catalog.uri}: {exc}") from exc
     if source.usable:
-        rows, groups = _evaluate(spec, base_dir, _Addressed(spec, source))
+        rows, groups, how = _evaluate(spec, base_dir, _Addressed(spec, source))
     else:
-        rows, groups = evaluate(spec, source.plain(), base_dir=base_dir)
-    return Selection(rows=rows, catalog_version=dt.version(), spec_hash=spec.spec_hash(base_dir), groups=groups)
+        rows, groups, how = _evaluate(spec, base_dir, _Plain(spec, source.plain()))
+    version = dt.version()
+    return Selection(
+        rows=rows, catalog_version=version, spec_hash=spec.spec_hash(base_dir), groups=groups, evaluated_by=how
+    )
 
 
 def evaluate(
@@ -106,10 +112,12 @@ def evaluate(
         ConfigError: the exclusion file is invalid or unreachable.
         CatalogError: the scan failed (e.g. the catalog lacks a column the spec names).
     """
-    return _evaluate(spec, base_dir, _Plain(spec, lf))
+    rows, groups, _ = _evaluate(spec, base_dir, _Plain(spec, lf))
+    return rows, groups
 
 
-def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addressed) -> tuple[pl.DataFrame, dict]:
+def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addressed) -> tuple[pl.DataFrame, dict, str]:
+    """(rows, groups, how they were decided: see `select`)."""
     group_col = spec.mix.by if spec.mix else None
     fields = [c for c in MANIFEST_SCHEMA.names if c not in ("split", "weight")]
 
@@ -117,7 +125,10 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
         return _predicate(spec, base_dir, loadable, no_failed, proven)
 
     capped = spec.budget.total_hours is not None or bool(spec.budget.per_group_hours)
-    prefixed = _prefixed(spec, base_dir, source, fields) if capped and isinstance(source, _Addressed) else None
+    how = "key scan" if isinstance(source, _Addressed) else "scan"
+    prefixed = None
+    if capped and isinstance(source, _Addressed):
+        prefixed, how = _prefixed(spec, base_dir, source, fields)
     if prefixed is not None:
         rows, planned = prefixed
     elif capped:
@@ -134,28 +145,28 @@ def _evaluate(spec: CurationSpec, base_dir: Path | None, source: _Plain | _Addre
     split = unit_interval(stable_hash64(df["episode_id"], spec.split.salt + "/split"))
     is_val = pl.Series(split < spec.split.val_fraction, dtype=pl.Boolean)
     df = df.with_columns(split=pl.when(is_val).then(pl.lit("val")).otherwise(pl.lit("train")))
-    return df.select(MANIFEST_SCHEMA.names), planned.groups
+    return df.select(MANIFEST_SCHEMA.names), planned.groups, how
 
 
 def _prefixed(
     spec: CurationSpec, base_dir: Path | None, source: _Addressed, fields: list[str]
-) -> tuple[pl.DataFrame, budget.Plan] | None:
+) -> tuple[tuple[pl.DataFrame, budget.Plan] | None, str]:
     """The kept rows and the plan, decided on the prefixes of the data files' heads
-    (robodata.curate.prefix); None where that cannot be proven or a read failed a check (then
-    the key scan decides)."""
-    narrowed = prefix.needs(spec, source.source)
-    if narrowed is None:
-        return None
-    no_failed = all(f.no_failed for f in source.source.files)
-    predicate = _predicate(narrowed, base_dir, loadable=True, no_failed=no_failed)
+    (robodata.curate.prefix), and "prefixes"; or None and why not (then the key scan decides:
+    what cannot be proven there, or a read that failed a check)."""
     try:
+        narrowed = prefix.needs(spec, source.source)
+        no_failed = all(f.no_failed for f in source.source.files)
+        predicate = _predicate(narrowed, base_dir, loadable=True, no_failed=no_failed)
         found = prefix.decide(narrowed, source.source, predicate, mix_terms(narrowed))
-        if found is None:
-            return None
         rows, kept = source.fetch(found.first, found.decided.keep, fields, _CATALOG_TYPES)
-    except (_Retry, ValueError, OSError, pl.exceptions.PolarsError):
-        return None
-    return rows, budget.weigh(found.decided, kept)
+    except prefix.Unproven as exc:
+        return None, f"key scan: {exc}"
+    except _Retry:
+        return None, "key scan: the sidecars' rows are not the heads'"
+    except (ValueError, OSError, pl.exceptions.PolarsError) as exc:
+        return None, f"key scan: a head or sidecar failed a check or a read: {exc}"
+    return (rows, budget.weigh(found.decided, kept)), "prefixes"
 
 
 class _Retry(Exception):
