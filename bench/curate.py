@@ -178,6 +178,8 @@ def full_table(spec: str, cats: dict[str, Catalog], rows: int, work: Path) -> di
         "same_manifest_as_before": same,
         "same_manifest_basis": basis,
         "selected": got["episodes"],
+        "evaluated_by": got["evaluated_by"],
+        "small_evaluated_by": got_small["evaluated_by"],
         "arrival_manifest_s": arrival["best_s"],
         "arrival_manifest_cpu_s": arrival["best_cpu_s"],
     }

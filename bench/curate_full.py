@@ -76,12 +76,12 @@ def run(catalog: str, spec_name: str, out: Path, runs: int) -> dict[str, Any]:
     spec = spec_from_dict(SPECS[spec_name])
     cat = Catalog(catalog)
     times: list[tuple[float, float]] = []
-    info = None
+    info = selection = None
     for i in range(runs):
         t, c = time.perf_counter(), _cpu()
-        info, _ = curate(spec, cat, out / f"run{i}")
+        info, selection = curate(spec, cat, out / f"run{i}")
         times.append((time.perf_counter() - t, _cpu() - c))
-    assert info is not None
+    assert info is not None and selection is not None
     best = min(times)
     return {
         "best_s": round(best[0], 3),
@@ -90,6 +90,7 @@ def run(catalog: str, spec_name: str, out: Path, runs: int) -> dict[str, Any]:
         "content_hash": info.content_hash,
         "rows_hash": content_hash(read_manifest(info.path), "", 0),
         "episodes": info.episodes,
+        "evaluated_by": selection.evaluated_by,  # "prefixes", or the scan and why
         "path": info.path,
         "peak_rss_mb": peak_rss_mb(include_children=False),
     }
