@@ -260,9 +260,6 @@ class HeadFile:
         finally:
             self.close()
 
-    def holds(self, column: str) -> bool:
-        return column in self._sections
-
     def values(self, column: str) -> tuple[list[Any], bool] | None:
         """A coded column's values in this file and whether it has nulls (None: not a coded column)."""
         s = self._sections.get(column, {})

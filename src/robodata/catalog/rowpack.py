@@ -29,6 +29,7 @@ import contextlib
 import json
 import mmap
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,26 @@ def value_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
 def key(value: Any) -> Any:
     """A dictionary value as a dict key (`cameras` values are lists)."""
     return tuple(value) if isinstance(value, list) else value
+
+
+def unify(dictionaries: Iterable[list[Any]]) -> tuple[list[Any], list[np.ndarray]]:
+    """One list of values for several files' dictionaries of a column, and for each file the
+    position in it of each of its values (int32; files with the same dictionary share one)."""
+    values: list[Any] = []
+    index: dict[Any, int] = {}
+    known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
+    luts: list[np.ndarray] = []
+    for d in dictionaries:
+        keys = tuple(map(key, d)) if d and isinstance(d[0], list) else tuple(d)  # a column's are alike
+        lut = known.get(keys)
+        if lut is None:
+            lut = known[keys] = np.empty(len(d), np.int32)
+            for k, v in enumerate(keys):
+                lut[k] = index.setdefault(v, len(values))
+                if lut[k] == len(values):
+                    values.append(d[k])
+        luts.append(lut)
+    return values, luts
 
 
 @dataclass(frozen=True)

@@ -253,26 +253,12 @@ def prune(table_uri: str, live: set[str], tmp_age_s: float = 3600.0) -> int:
 def _gather(picked: list[rowpack.Picked], schema: pa.Schema, order: np.ndarray | None = None) -> pa.Table:
     """The picked rows, files in turn, as `schema` (the manifest columns); `order`: output row j
     is picked row order[j]."""
-    recs: list[np.ndarray] = []
-    strings: dict[str, list[pa.Array]] = {c: [] for c in rowpack.STRINGS}
-    values: dict[str, list[Any]] = {c: [] for c in rowpack.CODED}  # one dictionary per column for all files
-    index: dict[str, dict[Any, int]] = {c: {} for c in rowpack.CODED}  # its values' positions
-    luts: dict[str, list[np.ndarray]] = {c: [] for c in rowpack.CODED}  # per file: its codes -> global codes
-    known: dict[tuple, np.ndarray] = {}  # files mostly share their dictionaries: one lookup each
-    for f in picked:
-        recs.append(f.records)
-        for c in rowpack.STRINGS:
-            strings[c].append(f.strings[c])
-        for c in rowpack.CODED:
-            key = (c, *map(rowpack.key, f.dicts[c]))
-            lut = known.get(key)
-            if lut is None:
-                lut = known[key] = np.empty(len(f.dicts[c]), np.int32)
-                for k, v in enumerate(f.dicts[c]):
-                    lut[k] = index[c].setdefault(rowpack.key(v), len(values[c]))
-                    if lut[k] == len(values[c]):
-                        values[c].append(v)
-            luts[c].append(lut)
+    recs = [f.records for f in picked]
+    strings = {c: [f.strings[c] for f in picked] for c in rowpack.STRINGS}
+    values: dict[str, list[Any]] = {}  # one dictionary per column for all files
+    luts: dict[str, list[np.ndarray]] = {}  # per file: its codes -> codes into that one
+    for c in rowpack.CODED:
+        values[c], luts[c] = rowpack.unify(f.dicts[c] for f in picked)
     rec = np.concatenate(recs) if recs else np.zeros(0, rowpack.RECORD)
     of_file = np.repeat(np.arange(len(recs)), [len(r) for r in recs])
     for c in rowpack.CODED:  # each row's code -> one dictionary for all files; -1 stays null

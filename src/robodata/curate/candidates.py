@@ -42,7 +42,7 @@ class SidecarHashes:
     files: list[DataFile]
     checked: set[Path]  # sidecars verified (their data file's footer)
 
-    def _footer(self, f: DataFile) -> int:
+    def footer_crc(self, f: DataFile) -> int:
         raise NotImplementedError
 
     def _file_of(self, rows: np.ndarray) -> np.ndarray:
@@ -83,7 +83,7 @@ class SidecarHashes:
                 raise ValueError(f"{f.uri}: no sidecar, but its ids were set aside")
             rf = rowpack.RowFile(f.sidecar.path, f.sidecar.rows)
             try:
-                h = rf.hash_ids(addresses[lo:hi].astype(np.int64) - f.offset, salt, self._footer(f))
+                h = rf.hash_ids(addresses[lo:hi].astype(np.int64) - f.offset, salt, self.footer_crc(f))
             finally:
                 rf.close()
             if at is None:
@@ -147,7 +147,7 @@ class SidecarHashes:
             try:
                 if rf.order_salt != salt:
                     return None
-                got, hashes = rf.prefix(limit, self._footer(f))
+                got, hashes = rf.prefix(limit, self.footer_crc(f))
             finally:
                 rf.close()
             self.checked.add(f.sidecar.path)

@@ -24,7 +24,7 @@ reads `pl.scan_delta` as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -35,6 +35,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from robodata.catalog import rowpack, sidecar
+from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.catalog.sidecar import Sidecar
 from robodata.curate.candidates import SidecarHashes
 from robodata.curate.filters import Filter
@@ -45,6 +46,7 @@ ROW = "__row"
 PredicateFor = Callable[[bool, bool, frozenset[int]], "pl.Expr | None"]
 Excluded = list[tuple[str, list[str]]]  # "column not in values" terms of the predicate, by index
 _STATS_CHARS = 32  # delta-rs cuts longer string statistics: they bound nothing then
+CATALOG_TYPES = pl.Schema(pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -101,19 +103,27 @@ class CatalogSource(SidecarHashes):
             proven = proofs[f.at] if proofs else frozenset()
             key = (f.loadable, f.no_failed, proven, ids_aside and f.sidecar is not None)
             groups.setdefault(key, []).append(f)
-        scans, offset, numbered = [], 0, []
-        for (loadable, no_failed, proven, aside), files in sorted(groups.items(), key=lambda g: _order(g[0])):
-            lf = prepare(self._scan(files, offset))
+        ordered = sorted(groups.items(), key=lambda g: _order(g[0]))
+        self.number([f for _, files in ordered for f in files])
+        scans, at = [], 0
+        for (loadable, no_failed, proven, aside), files in ordered:
+            numbered, at = self.files[at : at + len(files)], at + len(files)
+            lf = prepare(self._scan(numbered, numbered[0].offset))
             pred = predicate_for(loadable, no_failed, proven)
             lf = lf.filter(pred) if pred is not None else lf
             scans.append(lf.with_columns(pl.lit(None, pl.String).alias("episode_id")) if aside else lf)
-            for f in files:
-                numbered.append(_with_offset(f, offset))
-                offset += f.rows
-        self.files = numbered
         if not scans:
             return prepare(self.plain()).with_row_index(ROW).head(0)
         return pl.concat(scans, how="vertical") if len(scans) > 1 else scans[0]
+
+    def number(self, files: list[DataFile]) -> None:
+        """`files` become `self.files`, numbered in that order: each one's `offset` is the row
+        address of its first row (addresses continue from file to file)."""
+        offset, numbered = 0, []
+        for f in files:
+            numbered.append(replace(f, offset=offset))
+            offset += f.rows
+        self.files = numbered
 
     def fetch(self, rows: np.ndarray, ids: pl.Series, fields: list[str], schema: pl.Schema) -> pl.DataFrame:
         """`fields` of the rows at addresses `rows` (unique), in that order; `ids`: their episode ids
@@ -139,7 +149,7 @@ class CatalogSource(SidecarHashes):
             picks.append((f.sidecar, rows[lo:hi] - f.offset))
             covered.append(np.arange(lo, hi))
             if aside[lo:hi].any() and f.sidecar.path not in self.checked:
-                footers[f.sidecar.path] = self._footer(f)
+                footers[f.sidecar.path] = self.footer_crc(f)
         parts: list[tuple[np.ndarray, pl.DataFrame]] = []  # (positions in `rows` order, their rows)
         if picks:
             got = np.concatenate(covered)
@@ -183,7 +193,7 @@ class CatalogSource(SidecarHashes):
         starts = np.array([f.offset for f in self.files], dtype=np.int64)
         return np.searchsorted(starts, rows, side="right") - 1
 
-    def _footer(self, f: DataFile) -> int:
+    def footer_crc(self, f: DataFile) -> int:
         """CRC-32C of the data file's Parquet footer (what its sidecar must have been written for),
         read once per evaluation (Delta data files are immutable)."""
         crc = self._footers.get(f.uri)
@@ -276,10 +286,6 @@ def _addressable(dt: DeltaTable) -> bool:
     features = dt.protocol().reader_features or []
     mapping = dt.metadata().configuration.get("delta.columnMapping.mode", "none")
     return "deletionVectors" not in features and mapping in ("none", None)
-
-
-def _with_offset(f: DataFile, offset: int) -> DataFile:
-    return DataFile(f.path, f.uri, f.rows, f.loadable, f.no_failed, f.sidecar, offset, f.at)
 
 
 def _order(key: tuple[bool, bool, frozenset[int], bool]) -> tuple:

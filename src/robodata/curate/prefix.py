@@ -16,7 +16,7 @@ would give:
 * a spec without caps (every candidate is kept), one that excludes episode ids, or one whose
   predicate reads a column heads do not hold;
 * a data file without a head, or a head of another order, rows or data file;
-* a duration that is negative or not finite in any file;
+* a row whose duration is negative or not finite that passes the predicate;
 * a group that may have candidates but that the prefixes do not show (the caps are shares of the
   groups present among *all* candidates), or an uncapped group;
 * equal hashes, or a running sum within rounding of a cap.
@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from robodata.catalog import headpack
+from robodata.catalog import headpack, rowpack
 from robodata.catalog.headpack import BAD, KEYS, HeadFile
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.curate import budget
@@ -70,12 +70,6 @@ def needs(spec: CurationSpec, source: CatalogSource) -> CurationSpec:
         raise Unproven("no data files")
     if any(f.column in source.partitions for f in spec.filters) and not source.pruned:
         raise Unproven("its filters on partition columns did not prune the files")
-    read = {f.column for f in spec.filters if f.column not in source.partitions}
-    read |= {spec.mix.by} if spec.mix else set()
-    read |= {"robot"} if spec.exclude.robots else set()
-    read |= {"ingest_batch"} if spec.exclude.batches else set()
-    if lacking := sorted(read - set(headpack.COLUMNS)):
-        raise Unproven(f"heads do not hold {', '.join(lacking)}")
     if bare := [f.path for f in source.files if f.sidecar is None or f.sidecar.head is None]:
         raise Unproven(f"{len(bare)} data files without a head (e.g. {bare[0]}): catalog optimize writes them")
     return replace(spec, filters=[f for f in spec.filters if f.column not in source.partitions])
@@ -87,11 +81,11 @@ def decide(spec: CurationSpec, source: CatalogSource, predicate: pl.Expr | None,
     `predicate`: the spec's (from `needs`), without its container term; `mix_terms`: its terms
     that read the mix column alone. Numbers `source.files` as a key scan would (their row
     addresses)."""
-    offset, numbered = 0, []
-    for f in source.files:
-        numbered.append(replace(f, offset=offset))
-        offset += f.rows
-    source.files = numbered
+    group_col = spec.mix.by if spec.mix else None
+    read = set(predicate.meta.root_names()) if predicate is not None else set()
+    if lacking := sorted((read | ({group_col} if group_col else set())) - set(headpack.COLUMNS)):
+        raise Unproven(f"heads do not hold {', '.join(lacking)}")
+    source.number(source.files)
     heads: list[tuple[DataFile, HeadFile]] = []
     try:
         for f in source.files:
@@ -100,26 +94,27 @@ def decide(spec: CurationSpec, source: CatalogSource, predicate: pl.Expr | None,
             heads.append((f, h))
             if h.order_salt != budget.salt(spec):
                 raise Unproven(f"heads in the order of salt {h.order_salt!r}, not the spec's")
-            if h.footer_crc != source._footer(f):
+            if h.footer_crc != source.footer_crc(f):
                 raise Unproven(f"{f.sidecar.head} was written for another data file")
-        return _decide(spec, heads, predicate, mix_terms)
+        return _decide(spec, heads, predicate, mix_terms, sorted(read | {"duration_s"}))
     finally:
         for _, h in heads:
             h.close()
 
 
 def _decide(
-    spec: CurationSpec, heads: list[tuple[DataFile, HeadFile]], predicate: pl.Expr | None, mix_terms: list[pl.Expr]
+    spec: CurationSpec,
+    heads: list[tuple[DataFile, HeadFile]],
+    predicate: pl.Expr | None,
+    mix_terms: list[pl.Expr],
+    columns: list[str],
 ) -> Prefix:
+    """`decide` over its opened heads; `columns`: those the predicate reads, and duration_s."""
     group_col = spec.mix.by if spec.mix else None
     names = _groups(group_col, [h for _, h in heads], mix_terms)
     shares, caps = budget.caps_of(spec, names)
     if not np.isfinite(caps).all():
         raise Unproven("a group without a cap keeps every candidate")
-    read = set(predicate.meta.root_names()) if predicate is not None else set()
-    if lacking := sorted(read - set(headpack.COLUMNS)):
-        raise Unproven(f"heads do not hold {', '.join(lacking)}")
-    columns = sorted(read | {"duration_s"})
     rows = sum(f.rows for f, _ in heads)
     total = math.nextafter(math.fsum(h.duration_sum for _, h in heads), math.inf)
     bound = budget.error_slope(total, rows)
@@ -129,7 +124,7 @@ def _decide(
     done: np.ndarray | None = None  # the thresholds read up to (None: nothing read yet)
     parts: list[pl.DataFrame] = []
     while True:
-        limit = np.array([_TOP if f >= 1.0 else int(f * 2.0**64) for f in frac], dtype=np.uint64)
+        limit = _limits(frac)
         parts.append(_read(heads, done, limit, columns, predicate, group_col, names))
         done = limit
         cands = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
@@ -148,7 +143,7 @@ def _decide(
             frac[g] = min(1.0, max(frac[g] * 1.5, frac[g] * caps[g] / s * 1.25 if s > 0 else frac[g] * 4))
     first = pl.DataFrame(
         {
-            "episode_id": pl.Series([None] * len(cands), dtype=pl.String),
+            "episode_id": pl.repeat(None, len(cands), dtype=pl.String, eager=True),
             "duration_s": cands["duration_s"],
             "__row": cands[ROW],
         }
@@ -177,7 +172,7 @@ def _start(
     share = sum(f.rows for f, _ in sample) / max(1, sum(f.rows for f, _ in heads))
     f = np.minimum(1.0, 8.0 * base)
     for _ in range(3):
-        limit = np.array([_TOP if x >= 1.0 else int(x * 2.0**64) for x in f], dtype=np.uint64)
+        limit = _limits(f)
         got = _read(sample, None, limit, columns, predicate, group_col, names)
         seen = np.bincount(
             got["__g"].to_numpy(), weights=got["duration_s"].fill_null(0.0).to_numpy(), minlength=len(caps)
@@ -188,6 +183,11 @@ def _start(
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         want = np.where(seen > 0, 1.3 * caps * f * share / seen, base)
     return np.minimum(1.0, np.maximum(base, want))
+
+
+def _limits(frac: np.ndarray) -> np.ndarray:
+    """Each group's hash threshold for a fraction of the hash range (1: all of it)."""
+    return np.array([_TOP if f >= 1.0 else int(f * 2.0**64) for f in frac], dtype=np.uint64)
 
 
 def _groups(group_col: str | None, heads: list[HeadFile], mix_terms: list[pl.Expr]) -> list[str]:
@@ -348,25 +348,10 @@ def _column(name: str, slices: list[headpack.Slice]) -> pl.Series:
 
 def _coded(name: str, dtype: pl.DataType, slices: list[headpack.Slice]) -> pl.Series:
     """A coded column: each file's codes mapped into one list of values, then gathered."""
-    values: list = []
-    index: dict = {}
-    listed = isinstance(dtype, pl.List)  # values are lists (hashed as tuples)
-    known: dict[tuple, np.ndarray] = {}  # files mostly share their values: one lookup each
-    codes = []
-    for s in slices:
-        if s.dictionary is None:
-            raise ValueError(f"column {name}: coded in one head, not in another")
-        key = tuple(s.dictionary) if not listed else tuple(tuple(v) for v in s.dictionary if v is not None)
-        lut = known.get(key)
-        if lut is None:
-            lut = np.empty(len(key) + 1, np.int64)
-            for k, v in enumerate(key):
-                lut[k] = index.setdefault(v, len(values))
-                if lut[k] == len(values):
-                    values.append(list(v) if isinstance(v, tuple) else v)
-            lut[-1] = -1  # code -1: null
-            known[key] = lut
-        codes.append(lut[s.values.astype(np.int64)])
-    joined = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    if any(s.dictionary is None for s in slices):
+        raise ValueError(f"column {name}: coded in one head, not in another")
+    values, luts = rowpack.unify(s.dictionary or [] for s in slices)
+    codes = [np.append(lut, -1)[s.values.astype(np.int64)] for lut, s in zip(luts, slices, strict=True)]  # -1: null
+    joined = np.concatenate(codes) if codes else np.zeros(0, np.int32)
     at = pl.Series(pa.array(joined, mask=joined < 0))
     return pl.Series(name, values, dtype=dtype).gather(at).alias(name)

@@ -39,13 +39,11 @@ from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget, prefix
-from robodata.curate.keyscan import ROW, CatalogSource, PredicateFor
+from robodata.curate.keyscan import CATALOG_TYPES, ROW, CatalogSource, PredicateFor
 from robodata.curate.predicate import excluded_terms, mix_terms
 from robodata.curate.predicate import spec_predicate as _predicate
 from robodata.curate.spec import CurationSpec
 from robodata.curate.stablehash import stable_hash64, unit_interval
-
-_CATALOG_TYPES = pl.Schema(pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ def _prefixed(
         no_failed = all(f.no_failed for f in source.source.files)
         predicate = _predicate(narrowed, base_dir, loadable=True, no_failed=no_failed)
         found = prefix.decide(narrowed, source.source, predicate, mix_terms(narrowed))
-        rows, kept = source.fetch(found.first, found.decided.keep, fields, _CATALOG_TYPES)
+        rows, kept = source.fetch(found.first, found.decided.keep, fields, CATALOG_TYPES)
     except prefix.Unproven as exc:
         return None, f"key scan: {exc}"
     except _Retry:
@@ -346,9 +344,4 @@ def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame) -> pl.LazyFrame:
     needed |= {"ingest_batch"} if spec.exclude.batches else set()
     have = set(lf.collect_schema().names())
     missing = [c for c in CATALOG_SCHEMA.names if c in needed and c not in have]
-    return lf.with_columns([_null_column(c) for c in missing]) if missing else lf
-
-
-def _null_column(name: str) -> pl.Expr:
-    dtype = pl.from_arrow(CATALOG_SCHEMA.empty_table()).schema[name]  # type: ignore[union-attr]
-    return pl.lit(None, dtype=dtype).alias(name)
+    return lf.with_columns([pl.lit(None, dtype=CATALOG_TYPES[c]).alias(c) for c in missing]) if missing else lf
