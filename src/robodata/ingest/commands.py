@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from robodata.errors import ConfigError, RobodataError
+from robodata.ingest.formats import synth_names
 
 
 def register(app: typer.Typer) -> None:
@@ -24,14 +25,12 @@ def synth(
     width: int = typer.Option(640),
     fps: float = typer.Option(30.0),
     state_hz: float = typer.Option(100.0),
-    fmt: str = typer.Option(
-        "jpeg", "--format", help="jpeg, mcap, ros1-bag, ros2-bag-custom, hdf5-aloha, hdf5-robomimic, zarr, rlds"
-    ),
+    fmt: str = typer.Option("jpeg", "--format", help="one of: " + ", ".join(synth_names())),
     site: str = typer.Option("site-a"),
     seed: int = typer.Option(0),
     drop_prob: float = typer.Option(0.0, help="fraction of frames dropped"),
 ) -> None:
-    """Generate synthetic raw recordings (legacy JPEG folders or MCAP)."""
+    """Generate synthetic raw recordings in any format robodata ingests (robodata.ingest.formats)."""
     from robodata.ingest.synth import SynthConfig, synthesize
 
     try:
@@ -80,9 +79,13 @@ def ingest_cmd(
         "", "--plan", help="LayoutPlan JSON (`robodata advise --source ... --out`): write episodes in its layout"
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+    allow_none: bool = typer.Option(
+        False, "--allow-none", help="exit 0 even when items were found and none passed (default: exit 1)"
+    ),
 ) -> None:
     """Ingest everything complete in a landing zone as one batch, without Dagster. With --plan the
-    containers are written in the plan's layout (one encode), not the ingestion default."""
+    containers are written in the plan's layout (one encode), not the ingestion default. Exits 1
+    when the landing zone held items and none of them passed (their reasons are in the output)."""
     import json
     import time
 
@@ -114,3 +117,11 @@ def ingest_cmd(
             default=str,
         )
     )
+    passed = int(out["qc_results"].get("passed", 0))
+    if items and not passed and not allow_none:
+        typer.echo(
+            f"error: {len(items)} landing item(s) found and none passed QC: see qc_results.quarantine_reasons "
+            "above (--allow-none exits 0)",
+            err=True,
+        )
+        raise typer.Exit(1)

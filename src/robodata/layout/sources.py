@@ -16,6 +16,7 @@ from typing import Any
 
 from robodata.container import VideoSettings
 from robodata.errors import ConfigError
+from robodata.ingest import formats
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.landing.scan import LandingItem, scan
 
@@ -28,10 +29,12 @@ def source_items(specs: list[str]) -> list[LandingItem]:
     out: list[LandingItem] = []
     for spec in specs:
         spec = spec.rstrip("/")
-        found = [it for it in scan(spec) if it.kind != "unrecognized"]
+        found = [it for it in scan(spec) if it.kind != formats.UNRECOGNIZED]
         if not found:  # the item itself: listed from its folder, by name
             parent, _, name = spec.rpartition("/")
-            found = [it for it in scan(parent or ".") if it.name.split("#")[0] == name and it.kind != "unrecognized"]
+            found = [
+                it for it in scan(parent or ".") if it.name.split("#")[0] == name and it.kind != formats.UNRECOGNIZED
+            ]
         if not found:
             raise ConfigError(f"--source {spec}: no recording any importer reads (docs/ingestion.md: landing items)")
         out += found

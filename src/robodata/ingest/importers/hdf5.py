@@ -1,5 +1,6 @@
 """HDF5 episodes (h5py) -> RawEpisode: ALOHA / ACT `episode_N.hdf5` (one episode a file) and
-robomimic / LIBERO `demo.hdf5` (one episode per `data/demo_N` group, uri `<file>#data/demo_N`),
+robomimic / LIBERO `demo.hdf5` (one episode per `data/demo_N` group, uri `<file>#data/demo_N`;
+`demo_N` groups at the file's root likewise, `<file>#demo_N`),
 other layouts by a declared key map (robodata.ingest.importers.keymap).
 
 Camera datasets are read lazily, a chunk of frames at a time (bounded memory): raw uint8
@@ -30,15 +31,19 @@ from robodata.ingest.raw import RawEpisode, RawEpisodeError
 BLOCK = 16  # frames per read when a dataset is not chunked
 
 
+DEMO = __import__("re").compile(r"demo_\d+")  # robomimic's episode groups, also found at the file's root
+
+
 def list_groups(fileobj) -> list[str]:
-    """Episode groups of a robomimic-style file (`data/demo_*`), [] for a one-episode file."""
+    """Episode groups of a robomimic-style file (`data/demo_*`, or `demo_N` groups at the root as
+    some exporters write them), [] for a one-episode file."""
     import h5py
 
     with h5py.File(fileobj, "r") as f:
         data = f.get("data")
-        if not isinstance(data, h5py.Group):
-            return []
-        return sorted((f"data/{k}" for k in data if isinstance(data[k], h5py.Group)), key=_natural)
+        if isinstance(data, h5py.Group):
+            return sorted((f"data/{k}" for k in data if isinstance(data[k], h5py.Group)), key=_natural)
+        return sorted((k for k in f if DEMO.fullmatch(k) and isinstance(f[k], h5py.Group)), key=_natural)
 
 
 def _natural(s: str) -> tuple:

@@ -19,7 +19,8 @@ from pathlib import Path
 import polars as pl
 
 from robodata.catalog.table import Catalog, CatalogConfig
-from robodata.ingest.landing.scan import LandingItem
+from robodata.ingest import formats
+from robodata.ingest.landing.item import LandingItem
 from robodata.storage import StorageLocation, objects
 
 CHUNK = 4 * 1024 * 1024
@@ -42,10 +43,8 @@ def item_digest(uri: str, kind: str, storage_options: dict | None = None, memo: 
     Raises:
         OSError: the item cannot be read.
     """
-    from robodata.ingest.importers import FRAGMENT_KINDS
-
-    fragmented = kind.startswith("lerobot") or kind in FRAGMENT_KINDS
-    base, _, index = uri.partition("#") if fragmented else (uri, "", "")
+    fmt = formats.of(kind)
+    base, _, index = fmt.split(uri) if fmt is not None else (uri, "", "")
     content = memo.get(base) if memo is not None else None
     if content is None:
         content = _content_hash(base, storage_options)
@@ -112,7 +111,7 @@ def not_cataloged(items: Iterable[LandingItem], catalog: str | Catalog, storage_
     digests: dict[str, str] = {}
     memo: dict[str, str] = {}  # one read of a dataset / file / store for all its episodes
     for it in items:
-        if it.kind == "unrecognized":
+        if formats.of(it.kind) is None:  # unrecognized: no content to compare
             continue
         try:
             digests[it.uri] = item_digest(it.uri, it.kind, storage_options, memo)

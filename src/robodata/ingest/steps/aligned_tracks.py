@@ -13,6 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from robodata.errors import RobodataError
+from robodata.ingest import formats
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.landing.dedup import item_digest
@@ -51,7 +52,7 @@ def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
 
 
 def _digest(uri: str, kind: str, memo: dict[str, str]) -> str:
-    if kind == "unrecognized":
+    if kind == formats.UNRECOGNIZED:
         return ""
     try:
         return item_digest(uri, kind, memo=memo)
@@ -60,7 +61,7 @@ def _digest(uri: str, kind: str, memo: dict[str, str]) -> str:
 
 
 def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
-    if kind == "unrecognized":  # listed so that it is a row with its reason; never staged or read
+    if kind == formats.UNRECOGNIZED:  # listed so that it is a row with its reason; never staged or read
         return _failed(uri, kind, unrecognized_reason(uri), "recognized")
     try:
         with staged_raw(uri, kind, None, 0, settings.import_options) as raw:

@@ -169,14 +169,3 @@ def _tfds_features(cams: list[str], meta: dict) -> dict:
     steps = {"pythonClassName": "tensorflow_datasets.core.features.dataset_feature.Dataset",
              "sequence": {"feature": feats({"observation": feats(images)}), "length": "-1"}}  # fmt: skip
     return feats({"steps": steps})
-
-
-def _robomimic(eps: list[SynthEpisode], root: Path, quality: int = 90) -> Path:
-    return write_robomimic(eps, root, quality)
-
-
-def _rlds(eps: list[SynthEpisode], root: Path, quality: int = 90) -> Path:
-    return write_rlds(eps, root, quality)
-
-
-DATASET_WRITERS = {"hdf5-robomimic": _robomimic, "zarr": write_zarr, "rlds": _rlds}

@@ -19,9 +19,6 @@ JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "
 TASKS = ("fold_napkin", "pick_place", "wipe_table", "stack_cups")
 
 
-SYNTH_FORMATS = ("jpeg", "mcap", "ros1-bag", "ros2-bag-custom", "hdf5-aloha", "hdf5-robomimic", "zarr", "rlds")
-
-
 @dataclass(frozen=True)
 class SynthConfig:
     episodes: int = 4
@@ -35,7 +32,7 @@ class SynthConfig:
     clock_offset_max_s: float = 0.05  # per-device clock offset vs the robot clock
     drop_prob: float = 0.0  # probability a frame is dropped
     jpeg_quality: int = 90
-    format: str = "jpeg"  # one of SYNTH_FORMATS (robodata.ingest.synth.synthesize)
+    format: str = "jpeg"  # a synth name of a format's registry entry (robodata.ingest.formats.synth_names)
     site: str = "site-a"
     robots: tuple[str, ...] = ("robot-01", "robot-02")
     vendor: str = "inhouse"
@@ -52,7 +49,9 @@ class SynthConfig:
         require(0 <= self.jitter_frac < 0.5, "jitter_frac must be in [0, 0.5)")
         require(0 <= self.drop_prob < 1, "drop_prob must be in [0, 1)")
         require(1 <= self.jpeg_quality <= 100, "jpeg_quality must be in [1, 100]")
-        require(self.format in SYNTH_FORMATS, f"format must be one of {SYNTH_FORMATS}, got {self.format!r}")
+        from robodata.ingest.formats import synth_names
+
+        require(self.format in synth_names(), f"format must be one of {synth_names()}, got {self.format!r}")
 
 
 @dataclass

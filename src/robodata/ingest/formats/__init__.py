@@ -1,0 +1,182 @@
+"""The formats robodata ingests: one registry entry per format (modelled on mosaicml/streaming's
+`format/__init__.py` `_readers`). The landing scan, dedup, the importer dispatch and
+`robodata synth` ask this registry; no other module spells a format's kind.
+
+A Format says
+  kind        the landing item kind (LandingItem.kind, the batch tables' `kind`, the catalog's
+              `source_format`); a versioned format's items are `<kind>-<version>` (`lerobot-v3.0`)
+  label       how reasons name it
+  suffixes    a file entry whose name ends in one of these is claimed
+  markers     a folder entry holding one of these (a path inside it) is claimed. A marker is the
+              format's completion marker: written last, its modification time is the item's
+              completion time (the landing cursor and settle logic go by it)
+  probe       a local folder claimed by looking inside it (RLDS: dataset_info.json here or in a
+              version folder); remote folders are not probed
+  fragments   its items are `<base>#<episode>`: one item per episode of a file / folder
+  lister      expands one claimed entry into its items (formats.listers); None: the entry is one item
+  unread      the fragment an entry gets when it is listed but never read (a symlink out of the
+              landing zone: quarantined by its importer)
+  opener      (local uri, OpenContext) -> RawEpisode (formats.openers)
+  stage_first a remote item stages only these subfolders, then `stage_rest` stages what one
+              episode reads (LeRobot: meta/, then the episode's files); None: the whole item
+  synth       `robodata synth --format` names writing it -> writer (robodata.ingest.synth.writers)
+
+Checked in this order: files by suffix, folders by marker (the first marker found wins), then
+probes. Any other entry is UNRECOGNIZED (robodata.ingest.landing.kinds gives its reason).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from robodata.ingest.formats import listers, openers
+from robodata.ingest.formats.listers import Entry
+from robodata.ingest.formats.openers import OpenContext
+from robodata.ingest.landing.item import LandingItem
+
+UNRECOGNIZED = "unrecognized"  # the kind of a landing entry no format claims
+
+
+@dataclass(frozen=True)
+class Format:
+    kind: str
+    label: str
+    opener: Callable[[str, OpenContext], Any]
+    suffixes: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+    probe: Callable[[str], bool] | None = None
+    fragments: bool = False
+    lister: Callable[[Entry], Iterator[LandingItem]] | None = None
+    unread: str = ""
+    stage_first: tuple[str, ...] | None = None
+    stage_rest: Callable[[str, str, str, dict], None] | None = None
+    synth: dict[str, str] = field(default_factory=dict)  # synth name -> writer in synth.writers
+
+    def holds(self, kind: str) -> bool:
+        """Whether `kind` (an item's kind, `lerobot-v2.1` included) is this format's."""
+        return kind == self.kind or kind.startswith(self.kind + "-v")
+
+    def split(self, uri: str) -> tuple[str, str, str]:
+        """(base, "#" or "", episode) of an item uri: fragments split at the first `#`."""
+        return uri.partition("#") if self.fragments else (uri, "", "")
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("mcap", "MCAP", openers.bag, suffixes=(".mcap",), synth={"mcap": "mcap"}),
+    Format("ros1-bag", "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"}),
+    Format(
+        "hdf5",
+        "HDF5 (ALOHA, robomimic)",
+        openers.hdf5,
+        suffixes=(".hdf5", ".h5"),
+        fragments=True,
+        lister=listers.hdf5,
+        synth={"hdf5-aloha": "hdf5_aloha", "hdf5-robomimic": "hdf5_robomimic"},
+    ),
+    Format("legacy-jpeg", "legacy JPEG folders", openers.legacy, markers=("_COMPLETE",), synth={"jpeg": "jpeg"}),
+    Format(
+        "ros2-bag",
+        "ROS 2 bag folders",
+        openers.bag,
+        markers=("metadata.yaml",),
+        synth={"ros2-bag-custom": "ros2_bag_custom"},
+    ),
+    Format(
+        "lerobot",
+        "LeRobot",
+        openers.lerobot,
+        markers=("meta/info.json",),
+        fragments=True,
+        lister=listers.lerobot,
+        unread="#0",
+        stage_first=("meta",),
+        stage_rest=openers.lerobot_episode_files,
+        synth={"lerobot-v2.1": "lerobot_v21", "lerobot-v3.0": "lerobot_v30"},
+    ),
+    Format(
+        "zarr",
+        "Zarr replay buffers",
+        openers.zarr,
+        # Zarr v2 (diffusion_policy / UMI) and v3 stores
+        markers=("meta/episode_ends/.zarray", "meta/episode_ends/zarr.json"),
+        fragments=True,
+        lister=listers.zarr,
+        synth={"zarr": "zarr"},
+    ),
+    Format(
+        "rlds",
+        "RLDS/TFDS folders",
+        openers.rlds,
+        probe=listers.is_tfds,
+        fragments=True,
+        lister=listers.rlds,
+        synth={"rlds": "rlds"},
+    ),
+)
+_BY_KIND = {f.kind: f for f in FORMATS}
+
+
+def of(kind: str) -> Format | None:
+    """The format of an item kind (`lerobot-v3.0` is LeRobot's), None for UNRECOGNIZED or unknown."""
+    hit = _BY_KIND.get(kind)
+    if hit is not None:
+        return hit
+    return next((f for f in FORMATS if f.holds(kind)), None)
+
+
+def for_file(name: str) -> Format | None:
+    suffix = os.path.splitext(name)[1].lower()
+    return next((f for f in FORMATS if suffix in f.suffixes), None)
+
+
+def claim_local(path: str | os.PathLike[str]) -> Format | None:
+    """The format claiming a local entry (a file by suffix, a folder by marker or probe), or None."""
+    p = os.fspath(path)
+    if not os.path.isdir(p):
+        return for_file(p)
+    hit = next((f for m, f in markers() if os.path.exists(os.path.join(p, m))), None)
+    return hit or next((f for f in probes() if f.probe is not None and f.probe(p)), None)
+
+
+def markers() -> list[tuple[str, Format]]:
+    """(marker, format) in the order folders are checked."""
+    return [(m, f) for f in FORMATS for m in f.markers]
+
+
+def probes() -> list[Format]:
+    return [f for f in FORMATS if f.probe is not None]
+
+
+def labels() -> str:
+    return ", ".join(f.label for f in FORMATS)
+
+
+def synth_names() -> tuple[str, ...]:
+    return tuple(name for f in FORMATS for name in f.synth)
+
+
+def synth_writer(name: str) -> Callable[..., list]:
+    """The writer of `robodata synth --format name` (robodata.ingest.synth.writers)."""
+    from robodata.ingest.synth import writers
+
+    for f in FORMATS:
+        if name in f.synth:
+            return getattr(writers, f.synth[name])
+    raise KeyError(name)
+
+
+__all__ = [
+    "FORMATS",
+    "UNRECOGNIZED",
+    "Entry",
+    "Format",
+    "OpenContext",
+    "claim_local",
+    "for_file",
+    "of",
+    "markers",
+    "probes",
+]
