@@ -78,8 +78,10 @@ class StreamTiming:
     nonfinite: int = 0
     declared_hz: float | None = None  # the declared rate when it was replaced by the measured one
     jumps: int = 0  # clock discontinuities left in the stream (see AlignConfig)
-    jump_s: float = 0.0  # the largest of them
+    jump_s: float = 0.0  # the largest of them (its size, from the stream's own timestamps)
     rebased: int = 0  # discontinuities removed by re-basing
+    jump_at: int = -1  # the sample the largest jump lands on (-1: none found in the timestamps)
+    jump_back: bool = False  # the largest jump goes back in time
 
 
 @dataclass
@@ -147,17 +149,19 @@ def _rebase(host: np.ndarray, steps: list[list[int]]) -> np.ndarray:
     return out
 
 
-def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit) -> StreamTiming:
+def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit, stamps: np.ndarray) -> StreamTiming:
+    """Rate and order from the stream's own timestamps; gaps on the aligned timeline, unless the
+    clock fit spans a discontinuity (drift off by more than MAX_DRIFT): then from the stamps too."""
     dt = np.diff(t) if len(t) > 1 else np.empty(0, np.int64)
-    pos = dt[dt > 0]
-    med = float(np.median(pos)) if len(pos) else 0.0
+    ds = np.diff(np.asarray(stamps, np.int64)) if len(stamps) > 1 else np.empty(0, np.int64)
+    gaps = dt if abs(fit.drift - 1.0) <= MAX_DRIFT else ds[ds > 0]
     return StreamTiming(
         kind,
         int(len(t)),
         float(nominal),
-        1e9 / med if med > 0 else 0.0,
-        float(dt.max() / 1e9) if len(dt) else 0.0,
-        int((dt <= 0).sum()),
+        _median_rate(stamps),
+        float(gaps.max() / 1e9) if len(gaps) else 0.0,
+        int((ds <= 0).sum()),
         float(t[0] / 1e9) if len(t) else 0.0,
         float(t[-1] / 1e9) if len(t) else 0.0,
         fit.residual_ns / 1e6,
@@ -230,7 +234,12 @@ def aligned_tracks(
     issues = list(raw.issues)
     nominal = {c: float(cam.fps) for c, cam in raw.cameras.items()}
     nominal |= {s: float(a.rate_hz) for s, a in raw.arrays.items()}
-    measured = {k: _median_rate(host[k]) for k in nominal}
+    # rates and backward steps from each stream's own timestamps: a clock fit across a jump maps
+    # them onto a stretched timeline, and its rates and intervals are not the recording's
+    stamps = {c: cam.t_ns for c, cam in raw.cameras.items()} | {s: a.t_ns for s, a in raw.arrays.items()}
+    if len(raw.events_t):
+        stamps["events"] = raw.events_t
+    measured = {k: _median_rate(stamps[k]) for k in nominal}
     declared: dict[str, float] = {}
     for k, hz in nominal.items():
         replace = cfg.on_rate_mismatch == "measured" and measured[k] > 0
@@ -252,9 +261,9 @@ def aligned_tracks(
     t0 = min(firsts) if firsts else 0
     timing: dict[str, StreamTiming] = {}
     for c in raw.cameras:
-        timing[c] = _timing("video", host[c] - t0, nominal[c], clocks[c])
+        timing[c] = _timing("video", host[c] - t0, nominal[c], clocks[c], stamps[c])
     for s, arr in raw.arrays.items():
-        tm = _timing("array", host[s] - t0, nominal[s], clocks[s])
+        tm = _timing("array", host[s] - t0, nominal[s], clocks[s], stamps[s])
         v = arr.values
         finite = np.isfinite(v)
         tm.nonfinite = int((~finite).sum())
@@ -262,16 +271,17 @@ def aligned_tracks(
             tm.vmin, tm.vmax = float(v[finite].min()), float(v[finite].max())
         timing[s] = tm
     for k in nominal:
+        back = _back_steps(stamps[k], measured[k], cfg.jump_periods)
         if abs(clocks[k].drift - 1.0) > MAX_DRIFT and not steps.get(k):  # no real clock drifts that far:
             jumps[k] = max(jumps[k], 1)  # its fit spans a discontinuity (e.g. of the stream it was fit to)
+        jumps[k] = max(jumps[k], len(back))  # a clock stepping back is never a gap
         timing[k].declared_hz = declared.get(k)
         timing[k].rebased = len(steps.get(k, []))
         timing[k].jumps = jumps[k]
-        if jumps[k] and len(host[k]) > 1:
-            t = np.sort(host[k])
-            timing[k].jump_s = float(np.diff(t).max() / 1e9)
+        if jumps[k]:
+            _largest_jump(timing[k], stamps[k], back, measured[k], cfg.jump_periods)
     if "events" in host:
-        timing["events"] = _timing("events", host["events"] - t0, 0.0, clocks["events"])
+        timing["events"] = _timing("events", host["events"] - t0, 0.0, clocks["events"], stamps["events"])
     # Reference timeline: the fastest proprio stream (what a policy's observation is keyed on).
     ref = max(raw.arrays, key=lambda s: nominal[s], default="")
     if ref:
@@ -279,6 +289,32 @@ def aligned_tracks(
             if name in host:
                 timing[name].assign_error_ms = _assign_error_ms(host[ref], host[name])
     return AlignedTracks(raw.episode_id, t0, clocks, timing, ref, issues, steps)
+
+
+def _back_steps(t: np.ndarray, hz: float, n: float) -> list[int]:
+    """Samples whose timestamp is more than `n` periods before the previous one's: the clock stepped
+    back (a smaller step is a reordering, counted as non-increasing)."""
+    if len(t) < 2 or hz <= 0:
+        return []
+    dt = np.diff(np.asarray(t, np.int64))
+    return (np.nonzero(dt.astype(np.float64) < -n * 1e9 / hz)[0] + 1).tolist()
+
+
+def _largest_jump(tm: StreamTiming, t: np.ndarray, back: list[int], hz: float, n: float) -> None:
+    """The largest jump's size, direction and sample, from the stream's own timestamps: the largest
+    backward step, else the largest interval (none over two periods: the clock fit's drift alone
+    says there is one)."""
+    t = np.asarray(t, np.int64)
+    if len(t) < 2:
+        return
+    dt = np.diff(t)
+    if back:
+        i = max(back, key=lambda j: -int(dt[j - 1]))
+        tm.jump_s, tm.jump_at, tm.jump_back = float(-dt[i - 1] / 1e9), int(i), True
+        return
+    i = int(np.argmax(dt)) + 1
+    if hz > 0 and dt[i - 1] > 2e9 / hz:  # a jump found on the aligned timeline, or by the fit's drift
+        tm.jump_s, tm.jump_at = float(dt[i - 1] / 1e9), i
 
 
 def _median_rate(t: np.ndarray) -> float:

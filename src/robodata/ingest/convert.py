@@ -50,7 +50,8 @@ def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
     }
     for s, a in raw.arrays.items():
         rate = stored_rate(al, s, a.rate_hz)
-        streams[s] = StreamSpec(s, "array", rate, (a.values.shape[1],), units=a.units, names=a.names)
+        dtype = "float64" if a.values.dtype == np.float64 else "float32"  # float64: values float32 would change
+        streams[s] = StreamSpec(s, "array", rate, (a.values.shape[1],), dtype, a.units, a.names)
     if raw.events:
         streams["events"] = StreamSpec("events", "events")
     extra = {"source": raw.source, "raw_uri": raw.uri, "alignment_error_ms": round(al.alignment_error_ms, 4)}

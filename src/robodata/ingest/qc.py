@@ -75,12 +75,23 @@ def _rate(al: AlignedTracks, th: QCThresholds):
             continue
         measured = t.measured_hz if t.count >= 3 else 0.0
         if not declared_ok(t.nominal_hz, measured, th.rate_tolerance):
-            bad.append(f"{s}: {t.measured_hz:.2f} Hz measured vs declared {t.nominal_hz:g} Hz")
+            bad.append(f"{s}: {t.measured_hz:.2f} Hz measured (its timestamps) vs declared {t.nominal_hz:g} Hz")
     return (not bad, "; ".join(bad))
 
 
+def _jump(s: str, t) -> str:
+    """One stream's clock jumps, from its own timestamps (robodata.ingest.align._largest_jump)."""
+    if t.jump_at >= 0:
+        way = "back" if t.jump_back else "forward"
+        return f"{s}: {t.jumps} clock jump(s), largest {t.jump_s:.3f} s {way} at sample {t.jump_at} of {t.count}"
+    return (
+        f"{s}: {t.jumps} clock jump(s): its clock fit drifts {t.clock_drift_ppm:+.0f} ppm, a fit across a "
+        "discontinuity (no single interval of its timestamps shows it)"
+    )
+
+
 def _continuous(al: AlignedTracks, th: QCThresholds):
-    bad = [f"{s}: {t.jumps} clock jump(s), largest {t.jump_s:.3f} s" for s, t in al.timing.items() if t.jumps]
+    bad = [_jump(s, t) for s, t in al.timing.items() if t.jumps]
     return (not bad, "; ".join(bad))
 
 

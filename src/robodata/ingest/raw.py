@@ -33,7 +33,7 @@ class CameraTrack:
 @dataclass
 class ArrayTrack:
     t_ns: np.ndarray
-    values: np.ndarray  # (N, D) float32
+    values: np.ndarray  # (N, D) float32; float64 where float32 would change a value (bag `vector` streams)
     rate_hz: float
     units: str = ""
     names: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ events (a string field). `load_topics(FILE.yaml)` reads rules from a file (docs/
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 from robodata.config import require
@@ -23,7 +24,7 @@ TOPIC_KINDS = ("video", "joint_state", "array", "vector", "events", "ignore")
 class TopicRule:
     topic: str  # regex, full match
     kind: str
-    stream: str = "{name}"
+    stream: str = "{name}"  # not used by `ignore` rules
     field: str = ""  # array / events: dotted path into the message
     rate_hz: float = 0.0  # nominal rate; 0 -> measured
     units: str = ""
@@ -32,16 +33,32 @@ class TopicRule:
     def __post_init__(self) -> None:
         require(self.kind in TOPIC_KINDS, f"topic rule {self.topic!r}: kind must be one of {TOPIC_KINDS}")
         try:
-            re.compile(self.topic)
+            rx = re.compile(self.topic)
         except re.error as exc:
             require(False, f"topic rule {self.topic!r}: bad regex ({exc})")
         require(self.kind not in ("array",) or bool(self.field), f"topic rule {self.topic!r}: array needs `field`")
+        if self.kind == "ignore":  # an ignored topic becomes no stream: `stream` is not used
+            return
+        try:
+            named = {f for _, f, _, _ in string.Formatter().parse(self.stream) if f is not None}
+        except ValueError as exc:
+            named = set()
+            require(False, f"topic rule {self.topic!r}: bad stream template {self.stream!r} ({exc})")
+        missing = sorted(named - set(rx.groupindex))
+        require(
+            not missing,
+            f"topic rule {self.topic!r}: stream {self.stream!r} uses {missing} but the topic regex captures "
+            f"{sorted(rx.groupindex) or 'no named group'}: add (?P<{missing[0] if missing else 'name'}>...) to "
+            "`topic`, or give `stream:` a fixed name",
+        )
 
     def match(self, topic: str) -> str | None:
         m = re.fullmatch(self.topic, topic)
         if m is None:
             return None
-        groups = {k: v.replace("/", self.join) if self.join else v for k, v in m.groupdict().items() if v is not None}
+        if self.kind == "ignore":
+            return ""
+        groups = {k: (v or "").replace("/", self.join) if self.join else (v or "") for k, v in m.groupdict().items()}
         return self.stream.format(**groups) if "{" in self.stream else self.stream
 
 

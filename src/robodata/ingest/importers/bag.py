@@ -16,9 +16,17 @@ import numpy as np
 
 from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
+from robodata.ingest import formats
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.flatten import flatten
-from robodata.ingest.importers.messages import decode_image, field, iter_messages, mcap_metadata, stamp_ns
+from robodata.ingest.importers.messages import (
+    decode_image,
+    definitions_used,
+    field,
+    iter_messages,
+    mcap_metadata,
+    stamp_ns,
+)
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.topics import TopicMap
 from robodata.ingest.workers.prefetch import prefetch
@@ -38,6 +46,15 @@ def _numbers(value, path: Path, topic: str, name: str) -> np.ndarray:
         return np.atleast_1d(np.asarray(value, np.float32)).reshape(-1)
     except (TypeError, ValueError) as exc:
         raise RawEpisodeError(f"{path}: topic {topic!r} field {name!r} is not numeric ({exc})") from None
+
+
+def _narrowed(v: np.ndarray) -> np.ndarray:
+    """float32 when that holds every value exactly, else float64 (a `vector` stream's int32 counter
+    past 2**24, a float64 pose): what was recorded is what is stored."""
+    if v.dtype == np.float32:
+        return v
+    v32 = v.astype(np.float32)
+    return v32 if np.array_equal(v32.astype(v.dtype), v, equal_nan=True) else v
 
 
 def _rate(t: np.ndarray) -> float:
@@ -197,7 +214,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
                 a.update(names=tuple(labels), units=rule.units, rate=rule.rate_hz, clock=topic)
                 a["t_dev"].append(t_dev)
                 a["t_host"].append(log_t)
-                a["v"].append(np.asarray(flat, np.float32))
+                a["v"].append(np.asarray(flat, np.float64))
             elif rule.kind == "events":
                 if ev_topic and ev_topic != topic:
                     raise RawEpisodeError(f"{path}: topics {ev_topic!r} and {topic!r} both map to the events stream")
@@ -228,7 +245,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
         clock = f"clock:{a['clock']}"
         if clock not in clocks:
             clocks[clock] = fit_offset(td, th)
-        arrs[s] = ArrayTrack(td, np.stack(a["v"]), a["rate"] or _rate(td), a["units"], a["names"], clock)
+        arrs[s] = ArrayTrack(td, _narrowed(np.stack(a["v"])), a["rate"] or _rate(td), a["units"], a["names"], clock)
     ev_t = np.array([e[0] for e in events], np.int64) - epoch if events else np.empty(0, np.int64)
     if events:
         clocks[f"clock:{ev_topic}"] = fit_offset(ev_t, np.array([e[1] for e in events], np.int64) - epoch)
@@ -240,6 +257,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
             for t, (schema, n) in sorted(unknown.items())
         ]
     )
+    issues += definitions_used(path, msgs)
     topic_of = {v["topic"]: s for s, v in video.items()}
     shapes = {s: v["shape"] for s, v in video.items()}
 
@@ -264,7 +282,8 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
 
         yield from prefetch(jobs(), workers=2, depth=8)
 
-    src = "ros2-bag" if path.is_dir() else ("ros1-bag" if path.suffix.lower() == ".bag" else "mcap")
+    fmt = formats.claim_local(path)
+    src = fmt.kind if fmt is not None else formats.UNRECOGNIZED
     success = md.get("success")
     if success is not None and not isinstance(success, bool):
         raise RawEpisodeError(f"{path}: metadata robodata.episode success must be true or false, not {success!r}")

@@ -7,16 +7,17 @@ rosbags message object; `field()` reads a dotted path from either.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
-from robodata.ingest.importers.typestores import Ros, define_private, new_store, shared
+from robodata.ingest.importers.typestores import Choice, Ros, define_private, new_store, shared
 from robodata.ingest.raw import RawEpisodeError
 
 Message = tuple[str, str, int, Any]
@@ -119,15 +120,15 @@ def _definition(conn) -> tuple[str, Callable[[], dict]]:
     return text, parse
 
 
-def _bag_store(ros: Ros, msgs: str, conns: list, path: Path) -> Any:
+def _bag_store(ros: Ros, msgs: str, conns: list, path: Path, choice: Choice = ()) -> Any:
     """The shared store with every connection's type, or the bag's own store on a conflict."""
-    sh, store = shared(ros, msgs), None
+    sh, store = shared(ros, msgs, choice), None
     for c in conns:
         verdict = sh.ensure(c.msgtype, *_definition(c))
         if verdict == "unknown":
             raise unknown_type(path, c.topic, c.msgtype)
         if verdict == "conflict":
-            store = new_store(ros, msgs)
+            store = new_store(ros, msgs, choice)
             break
     if store is None:
         return sh.store
@@ -151,19 +152,105 @@ def iter_bag1(path: Path, topics: set[str] | None = None, msgs: str = "") -> Ite
     return _iter_rosbag(path, topics, Reader, "ros1", msgs)
 
 
+def _reader_cls(ros: Ros):
+    from rosbags.rosbag1 import Reader as Reader1
+    from rosbags.rosbag2 import Reader as Reader2
+
+    return Reader1 if ros == "ros1" else Reader2
+
+
 def _iter_rosbag(path: Path, topics: set[str] | None, reader_cls, ros: Ros, msgs: str) -> Iterator[Message]:
     try:
+        choice = chosen_definitions(path, ros, msgs)[0]
         with reader_cls(path) as reader:
             conns = [c for c in reader.connections if topics is None or c.topic in topics]
-            store = _bag_store(ros, msgs, conns, path)
+            store = _bag_store(ros, msgs, conns, path, choice)
             deserialize = store.deserialize_ros1 if ros == "ros1" else store.deserialize_cdr
             for conn, t, raw in reader.messages(connections=conns):
-                yield conn.topic, conn.msgtype, int(t), deserialize(raw, conn.msgtype)
+                try:
+                    msg = deserialize(raw, conn.msgtype)
+                except Exception as exc:  # rosbags' SerdeError: the definition is not the recording's
+                    raise undecodable(path, conn, ros, msgs, choice, exc) from None
+                yield conn.topic, conn.msgtype, int(t), msg
     except RawEpisodeError:
         raise
     except Exception as exc:
         what = "ROS 1 bag" if ros == "ros1" else "ROS 2 bag"
         raise RawEpisodeError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc})") from None
+
+
+def undecodable(path: Path, conn, ros: Ros, msgs: str, choice: Choice, exc: Exception) -> RawEpisodeError:
+    """A message that its type's definition does not decode: the type and where the definition came from."""
+    from robodata.ingest.importers.msgdefs import load_msgdefs
+
+    t = conn.msgtype
+    files = load_msgdefs(msgs).files(t) if msgs else []
+    if files:
+        used = files[dict(choice).get(t, 0)]
+        src = f"the definition in {used}" + (f" (candidates: {', '.join(files)})" if len(files) > 1 else "")
+    elif _definition(conn)[0]:
+        src = "the definition the recording embeds"
+    else:
+        src = f"{'ROS 1 Noetic' if ros == 'ros1' else 'ROS 2 Humble'}'s built-in definition"
+    return RawEpisodeError(
+        f"{path}: topic {conn.topic!r}: message of type {t!r} does not decode with {src} "
+        f"({type(exc).__name__}: {exc}); give the definition the recording was written with under --msgs "
+        "(one subfolder per version of the type: docs/ingestion.md)"
+    )
+
+
+SAMPLE = 8  # messages of each topic a candidate definition must decode to be chosen
+
+
+def chosen_definitions(path: Path, ros: Ros, msgs: str) -> tuple[Choice, tuple[str, ...]]:
+    """For the types `msgs` defines several times (robodata.ingest.importers.msgdefs): the
+    candidates this recording decodes by, and notes `msgdef:<type>: <file>` naming them."""
+    if not msgs:
+        return (), ()
+    from robodata.ingest.importers.msgdefs import load_msgdefs
+
+    if not load_msgdefs(msgs).ambiguous():
+        return (), ()
+    st = path.stat()
+    return _chosen(str(path), (st.st_mtime_ns, st.st_size), ros, msgs)
+
+
+@lru_cache(maxsize=256)
+def _chosen(path_s: str, stamp: tuple[int, int], ros: Ros, msgs: str) -> tuple[Choice, tuple[str, ...]]:
+    from robodata.ingest.importers.msgdefs import load_msgdefs
+
+    path, defs = Path(path_s), load_msgdefs(msgs)
+    with _reader_cls(ros)(path) as reader:
+        conns = list(reader.connections)
+        types = defs.involved({c.msgtype for c in conns})
+        if not types:
+            return (), ()
+        tried: list[str] = []
+        for choice in defs.choices(types):
+            key: Choice = tuple(sorted(choice.items()))
+            failed = _first_failure(reader, conns, defs, types, shared(ros, msgs, key).store, ros)
+            if failed is None:
+                notes = tuple(f"msgdef:{t}: {defs.files(t)[i]}" for t, i in key)
+                return key, notes
+            tried.append(f"{', '.join(defs.files(t)[i] for t, i in key)}: {failed}")
+    raise RawEpisodeError(
+        f"{path}: no candidate definition of {', '.join(types)} under --msgs {msgs} decodes the recording's "
+        f"first messages; tried {'; '.join(tried)}"
+    )
+
+
+def _first_failure(reader, conns: list, defs, types: list[str], store, ros: Ros) -> str | None:
+    """None when the first SAMPLE messages of every topic whose type involves `types` decode."""
+    deserialize = store.deserialize_ros1 if ros == "ros1" else store.deserialize_cdr
+    for c in conns:
+        if not set(defs.involved({c.msgtype})) & set(types):
+            continue
+        for i, (_, _, raw) in enumerate(itertools.islice(reader.messages(connections=[c]), SAMPLE)):
+            try:
+                deserialize(raw, c.msgtype)
+            except Exception as exc:  # rosbags' SerdeError
+                return f"topic {c.topic!r} message {i}: {type(exc).__name__}: {exc}"
+    return None
 
 
 def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
@@ -172,6 +259,16 @@ def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") ->
     if path.suffix.lower() == ".bag":
         return iter_bag1(path, topics, msgs)
     return iter_mcap(path, topics, msgs)
+
+
+def definitions_used(path: Path, msgs: str = "") -> list[str]:
+    """Notes `msgdef:<type>: <file>` naming the `--msgs` candidates a bag decodes by (types defined
+    once: none)."""
+    if path.is_dir():
+        return list(chosen_definitions(path, "ros2", msgs)[1])
+    if path.suffix.lower() == ".bag":
+        return list(chosen_definitions(path, "ros1", msgs)[1])
+    return []
 
 
 def mcap_metadata(path: Path, name: str) -> dict[str, str]:

@@ -3,7 +3,8 @@
 A fresh rosbags `Typestore` generates (and `exec`s) each message type's deserializers the first
 time it is used: ~50 ms a recording for the handful of types a robot bag holds, paid by both
 passes over it (timestamps, then frames), a third of the CPU of converting a short bag. So a
-store is shared per (ROS 1 | ROS 2, `--msgs` folder) and its generated code is reused.
+store is shared per (ROS 1 | ROS 2, `--msgs` folder, the candidates chosen for the recording)
+and its generated code is reused.
 
 Sharing must never change what a message decodes to:
 - a type the base store or the `--msgs` folder defines decodes by that definition, as with a
@@ -30,15 +31,19 @@ NESTED = "nested:"  # marks a type registered as part of another type's definiti
 MAX_EMBEDDED = 2048
 
 
-def new_store(ros: Ros, msgs: str = "") -> Any:
-    """ROS 1 Noetic's or ROS 2 Humble's types plus the definitions under `msgs`."""
+Choice = tuple[tuple[str, int], ...]  # (type, candidate index) for types `--msgs` defines several times
+
+
+def new_store(ros: Ros, msgs: str = "", choice: Choice = ()) -> Any:
+    """ROS 1 Noetic's or ROS 2 Humble's types plus the definitions under `msgs` (for a type with
+    several candidates, the one `choice` names, else its first: robodata.ingest.importers.msgdefs)."""
     from rosbags.typesys import Stores, get_typestore
 
     from robodata.ingest.importers.msgdefs import load_msgdefs
 
     store = get_typestore(Stores.ROS1_NOETIC if ros == "ros1" else Stores.ROS2_HUMBLE)
     if msgs:
-        store.register(load_msgdefs(msgs))
+        store.register(load_msgdefs(msgs).typesdict(dict(choice)))
     return store
 
 
@@ -86,13 +91,13 @@ def define_private(store: Any, typename: str, text: str, parse: Callable[[], dic
     return "ok"
 
 
-_SHARED: dict[tuple[Ros, str], SharedStore] = {}
+_SHARED: dict[tuple[Ros, str, Choice], SharedStore] = {}
 _LOCK = threading.Lock()
 
 
-def shared(ros: Ros, msgs: str = "") -> SharedStore:
+def shared(ros: Ros, msgs: str = "", choice: Choice = ()) -> SharedStore:
     with _LOCK:
-        s = _SHARED.get((ros, msgs))
+        s = _SHARED.get((ros, msgs, choice))
         if s is None:
-            s = _SHARED[(ros, msgs)] = SharedStore(new_store(ros, msgs))
+            s = _SHARED[(ros, msgs, choice)] = SharedStore(new_store(ros, msgs, choice))
         return s
