@@ -9,12 +9,16 @@ What each family can carry (a format that cannot express a lie gets none of that
                 shape: cameras.<c>.height/width 2x
     lerobot     jump; rate: info.json fps 0, missing, 1e-9 or 3x; shape: features.<c>.shape 2x.
                 No gap: frames are the video's packets (a gap would be a re-encode)
-    ros1, ros2  jump, gap; rate: header stamps ticking at 3x the receive clock (a bag declares
-                no rate); shape: one frame mid-stream at 2x (a bag declares no size)
+    ros1, ros2  jump (+3 h, or the header stamps stepping 4.7 s back while the receive clock goes
+                on), gap; rate: header stamps ticking at 3x the receive clock (a bag declares no
+                rate); shape: one frame mid-stream at 2x (a bag declares no size). Every other
+                clean ros2 bag is written in its vendor type's older layout (no header), both
+                layouts under --msgs: each must decode by its own
     aloha       rate: attrs fps 0, < 0, 1e-9, nan, inf, 1e9 or text; shape: one JPEG frame
                 mid-stream at 2x (compressed file); count: the streams disagree on the step count
     robomimic   rate: env_args control_freq as above, or a demo `fps` attr 3x it; count: the demo's
-                num_samples attr contradicts its arrays
+                num_samples attr contradicts its arrays. Every other clean file keeps its demo
+                groups at the root (no data/ group), as some exporters write them
     zarr        rate: attrs fps as above; count: meta/episode_ends past the data
     rlds        shape: one frame mid-episode at 2x, or features.json declaring 2x; count: is_last
                 before the last step, or is_first twice
@@ -47,6 +51,7 @@ from tests.core.helpers_semantics import (
     aloha_replace_frame,
     big_jpeg,
     h5_cut,
+    h5_demos_at_root,
     h5_set,
     odd_frame,
     rlds_declare_shape,
@@ -119,7 +124,13 @@ def write_case(root: Path, msgs: Path, i: int, family: str, lie: str, rng: rando
         k = rng.randint(8, 15)
         ep.frame_t["cam"] = t = np.concatenate([t[:10], t[10 + k :]])
         truth.what = f"{k} frames dropped"
-    if lie == "jump":
+    if (
+        lie == "jump" and family in ("ros1", "ros2") and (i // (6 * len(FAMILIES))) % 2
+    ):  # a receiver restarting its clock
+        ep.stamps["cam"] = t.copy()
+        ep.stamps["cam"][len(t) // 2 :] -= 4_700_000_000
+        truth.what = "header stamps 4.7 s back"
+    elif lie == "jump":
         t[len(t) // 2 :] += 3 * 3600 * 10**9
     cam = ep.meta["cameras"]["cam"]
     if lie == "rate" and family in ("mcap", "jpeg"):
@@ -138,8 +149,8 @@ def write_case(root: Path, msgs: Path, i: int, family: str, lie: str, rng: rando
         path = write_jpeg_episode(ep, root)
     elif family == "ros1":
         path = write_ros1_bag(ep, root)
-    else:
-        path = write_ros2_bag_custom(ep, root, msgs)
+    else:  # every other clean bag in the vendor type's older layout
+        path = write_ros2_bag_custom(ep, root, msgs, v0=lie == "none" and i % 2 == 1)
     truth.frames = len(ep.frame_t["cam"])
     truth.span_s = max(float(t[-1] - t[0]), float(ep.state_t[-1] - ep.state_t[0])) / 1e9
     return path, truth
@@ -178,6 +189,8 @@ def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: ran
             ns = n + rng.choice([-5, 7])
             h5_set(path, "data/demo_0", "num_samples", ns)
             truth.what = f"num_samples {ns} of {n}"
+        if lie == "none" and i % 2:
+            h5_demos_at_root(path)
         return path, truth
     if family == "zarr":
         path = write_zarr([ep], root, name=name)

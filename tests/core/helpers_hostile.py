@@ -245,11 +245,16 @@ def _mcap_cases(landing: Path, sentinel: Path, good: Path) -> dict[str, str]:
     (landing / "mc-truncated.mcap").write_bytes(data[: len(data) // 2])
     (landing / "mc-garbage.mcap").write_bytes(b"\x89MCAP0\r\n" + bytes(range(256)) * 16)
     (landing / "mc-link-out.mcap").symlink_to(sentinel / "secret.mcap")
+    # a clone without `git lfs pull`, and a hidden entry (issue 36): rows naming what they are
+    (landing / "mc-lfs.mcap").write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{'e' * 64}\nsize 9\n")
+    (landing / ".mc-hidden.mcap").write_bytes(data)
     out = {
         "mc-empty.mcap": "MCAP",
         "mc-truncated.mcap": "MCAP",
         "mc-garbage.mcap": "MCAP",
         "mc-link-out.mcap": "outside",
+        "mc-lfs.mcap": "Git LFS pointer",
+        ".mc-hidden.mcap": "hidden landing entry",
     }
     cfg = SynthConfig(episodes=1, format="mcap", **TINY)  # type: ignore[arg-type]
     for name, edit, expect in (

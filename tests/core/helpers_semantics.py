@@ -133,3 +133,13 @@ def rlds_declare_shape(path: Path, h: int, w: int, cam: str = "cam") -> None:
     image = steps["featuresDict"]["features"]["observation"]["featuresDict"]["features"][f"{cam}_image"]["image"]
     image["shape"]["dimensions"] = [str(h), str(w), "3"]
     ff.write_text(json.dumps(doc))
+
+
+def h5_demos_at_root(path: Path) -> None:
+    """A robomimic file rewritten with its demo groups at the root and data/'s attributes on the file."""
+    with h5py.File(path, "a") as f:
+        for k in list(f["data"]):
+            f.move(f"data/{k}", k)
+        for k, v in f["data"].attrs.items():
+            f.attrs[k] = v
+        del f["data"]

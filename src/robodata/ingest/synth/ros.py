@@ -26,13 +26,16 @@ float64[] effort
 float64[] command
 """
 ARM_STATE = "robodata_vendor/msg/ArmState"
+# the same type as an older firmware wrote it: no header (sample time = receive time). With both
+# under `--msgs` (one subfolder each) every recording decodes by its own (robodata.ingest.importers.msgdefs)
+ARM_STATE_MSG_V0 = ARM_STATE_MSG.removeprefix("std_msgs/Header header\n")
 
 
 def _base(ep: SynthEpisode) -> int:
     return int(datetime.fromisoformat(ep.meta["start_time"]).timestamp() * 1e9)
 
 
-def _messages(ep: SynthEpisode, store, quality: int, joint_type: str, ros1: bool):
+def _messages(ep: SynthEpisode, store, quality: int, joint_type: str, ros1: bool, headed: bool = True):
     """(topic, msgtype, t_ns, message) in time order per topic."""
     T = store.types
     Time, Header = T["builtin_interfaces/msg/Time"], T["std_msgs/msg/Header"]
@@ -55,7 +58,8 @@ def _messages(ep: SynthEpisode, store, quality: int, joint_type: str, ros1: bool
         t = int(t)
         pos, cur, cmd = (a[i].astype(np.float64) for a in (ep.joint_pos, ep.joint_cur, ep.cmd))
         if joint_type == ARM_STATE:
-            msg = T[ARM_STATE](header=header(t, ""), name=names, position=pos, effort=cur, command=cmd)
+            kw = {"header": header(t, "")} if headed else {}
+            msg = T[ARM_STATE](**kw, name=names, position=pos, effort=cur, command=cmd)
         else:
             vel = np.zeros_like(pos)
             msg = T[joint_type](header=header(t, ""), name=names, position=pos, velocity=vel, effort=cur)
@@ -89,20 +93,25 @@ def write_vendor_msgs(msgs: Path) -> Path:
     return msgs
 
 
-def write_ros2_bag_custom(ep: SynthEpisode, root: Path, msgs: Path, quality: int = 90) -> Path:
-    """A ROS 2 bag (sqlite3) whose joint topic is a vendor type, its definitions stripped."""
+def write_ros2_bag_custom(ep: SynthEpisode, root: Path, msgs: Path, quality: int = 90, v0: bool = False) -> Path:
+    """A ROS 2 bag (sqlite3) whose joint topic is a vendor type, its definitions stripped; `v0`: the
+    type's older layout (ARM_STATE_MSG_V0, also written to `<msgs>/v0/robodata_vendor/msg/`)."""
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_HUMBLE)
-    store.register(get_types_from_msg(ARM_STATE_MSG, ARM_STATE))
+    store.register(get_types_from_msg(ARM_STATE_MSG_V0 if v0 else ARM_STATE_MSG, ARM_STATE))
     write_vendor_msgs(msgs)
+    if v0:
+        d = msgs / "v0" / "robodata_vendor" / "msg"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "ArmState.msg").write_text(ARM_STATE_MSG_V0)
     path = root / ep.episode_id
     tmp = root / f"{ep.episode_id}.partial"
     shutil.rmtree(tmp, ignore_errors=True)
     with Writer(tmp, version=8) as w:
         conns: dict[str, object] = {}
-        for topic, typ, t, msg in sorted(_messages(ep, store, quality, ARM_STATE, False), key=lambda m: m[2]):
+        for topic, typ, t, msg in sorted(_messages(ep, store, quality, ARM_STATE, False, not v0), key=lambda m: m[2]):
             if topic not in conns:
                 conns[topic] = w.add_connection(topic, typ, typestore=store)
             w.write(conns[topic], t, store.serialize_cdr(msg, typ))  # type: ignore[arg-type]
