@@ -149,9 +149,9 @@ def _rebase(host: np.ndarray, steps: list[list[int]]) -> np.ndarray:
     return out
 
 
-def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit, stamps: np.ndarray) -> StreamTiming:
-    """Rate and order from the stream's own timestamps; gaps on the aligned timeline, unless the
-    clock fit spans a discontinuity (drift off by more than MAX_DRIFT): then from the stamps too."""
+def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit, stamps: np.ndarray, hz: float) -> StreamTiming:
+    """Order from the stream's own timestamps; gaps on the aligned timeline, unless the clock fit
+    spans a discontinuity (drift off by more than MAX_DRIFT): then from the stamps too."""
     dt = np.diff(t) if len(t) > 1 else np.empty(0, np.int64)
     ds = np.diff(np.asarray(stamps, np.int64)) if len(stamps) > 1 else np.empty(0, np.int64)
     gaps = dt if abs(fit.drift - 1.0) <= MAX_DRIFT else ds[ds > 0]
@@ -159,7 +159,7 @@ def _timing(kind: str, t: np.ndarray, nominal: float, fit: ClockFit, stamps: np.
         kind,
         int(len(t)),
         float(nominal),
-        _median_rate(stamps),
+        hz,
         float(gaps.max() / 1e9) if len(gaps) else 0.0,
         int((ds <= 0).sum()),
         float(t[0] / 1e9) if len(t) else 0.0,
@@ -234,12 +234,15 @@ def aligned_tracks(
     issues = list(raw.issues)
     nominal = {c: float(cam.fps) for c, cam in raw.cameras.items()}
     nominal |= {s: float(a.rate_hz) for s, a in raw.arrays.items()}
-    # rates and backward steps from each stream's own timestamps: a clock fit across a jump maps
-    # them onto a stretched timeline, and its rates and intervals are not the recording's
+    # Rates on the aligned timeline (what the receive clock says), unless the stream's own clock
+    # steps back: a fit across that step stretches the timeline, and the stamps' rate is the
+    # recording's (a real IMU stepping back 4.7 s read as "340 Hz measured" off such a fit)
     stamps = {c: cam.t_ns for c, cam in raw.cameras.items()} | {s: a.t_ns for s, a in raw.arrays.items()}
     if len(raw.events_t):
         stamps["events"] = raw.events_t
-    measured = {k: _median_rate(stamps[k]) for k in nominal}
+    stamp_hz = {k: _median_rate(stamps[k]) for k in nominal}
+    back = {k: _back_steps(stamps[k], stamp_hz[k], cfg.jump_periods) for k in nominal}
+    measured = {k: stamp_hz[k] if back[k] else _median_rate(host[k]) for k in nominal}
     declared: dict[str, float] = {}
     for k, hz in nominal.items():
         replace = cfg.on_rate_mismatch == "measured" and measured[k] > 0
@@ -261,9 +264,9 @@ def aligned_tracks(
     t0 = min(firsts) if firsts else 0
     timing: dict[str, StreamTiming] = {}
     for c in raw.cameras:
-        timing[c] = _timing("video", host[c] - t0, nominal[c], clocks[c], stamps[c])
+        timing[c] = _timing("video", host[c] - t0, nominal[c], clocks[c], stamps[c], measured[c])
     for s, arr in raw.arrays.items():
-        tm = _timing("array", host[s] - t0, nominal[s], clocks[s], stamps[s])
+        tm = _timing("array", host[s] - t0, nominal[s], clocks[s], stamps[s], measured[s])
         v = arr.values
         finite = np.isfinite(v)
         tm.nonfinite = int((~finite).sum())
@@ -271,17 +274,17 @@ def aligned_tracks(
             tm.vmin, tm.vmax = float(v[finite].min()), float(v[finite].max())
         timing[s] = tm
     for k in nominal:
-        back = _back_steps(stamps[k], measured[k], cfg.jump_periods)
         if abs(clocks[k].drift - 1.0) > MAX_DRIFT and not steps.get(k):  # no real clock drifts that far:
             jumps[k] = max(jumps[k], 1)  # its fit spans a discontinuity (e.g. of the stream it was fit to)
-        jumps[k] = max(jumps[k], len(back))  # a clock stepping back is never a gap
+        jumps[k] = max(jumps[k], len(back[k]))  # a clock stepping back is never a gap
         timing[k].declared_hz = declared.get(k)
         timing[k].rebased = len(steps.get(k, []))
         timing[k].jumps = jumps[k]
         if jumps[k]:
-            _largest_jump(timing[k], stamps[k], back, measured[k], cfg.jump_periods)
+            _largest_jump(timing[k], stamps[k], back[k], stamp_hz[k], cfg.jump_periods)
     if "events" in host:
-        timing["events"] = _timing("events", host["events"] - t0, 0.0, clocks["events"], stamps["events"])
+        ev = host["events"] - t0
+        timing["events"] = _timing("events", ev, 0.0, clocks["events"], stamps["events"], _median_rate(ev))
     # Reference timeline: the fastest proprio stream (what a policy's observation is keyed on).
     ref = max(raw.arrays, key=lambda s: nominal[s], default="")
     if ref:
