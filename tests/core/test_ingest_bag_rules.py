@@ -147,3 +147,10 @@ def test_a_header_clock_stepping_back_is_named_with_its_size_and_sample(tmp_path
     assert not checks["clock_continuous"].passed
     assert "largest 4.700 s back at sample 30 of 60" in checks["clock_continuous"].reason
     assert checks["rate_within_tolerance"].passed, checks["rate_within_tolerance"].reason
+
+
+def test_a_camera_less_bag_has_no_frames_to_read(two_versions, tmp_path):
+    """Its second pass reads nothing (rosbags and mcap read every topic when asked for none)."""
+    d, *_ = two_versions
+    raw = open_bag(str(d / "old_bag"), RULES, str(msgs_folder(tmp_path / "msgs", v2020=PLAIN, v2023=HEADED)))
+    assert raw.cameras == {} and list(raw.frames()) == []

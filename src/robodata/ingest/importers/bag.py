@@ -262,6 +262,8 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     shapes = {s: v["shape"] for s, v in video.items()}
 
     def frames():
+        if not video:  # a camera-less recording (IMU, odometry, mocap): no second pass
+            return
         counters = {s: 0 for s in video}
 
         def job(stream, i, schema, msg):

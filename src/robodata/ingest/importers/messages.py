@@ -254,6 +254,9 @@ def _first_failure(reader, conns: list, defs, types: list[str], store, ros: Ros)
 
 
 def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
+    """Every message, or those of `topics` (an empty set: none; rosbags and mcap read all for it)."""
+    if topics is not None and not topics:
+        return iter(())
     if path.is_dir():
         return iter_bag_dir(path, topics, msgs)
     if path.suffix.lower() == ".bag":
