@@ -143,7 +143,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(name)
     root = real_root()
     try:
-        from bench.realdata_fixtures import Episode, Fixture  # type: ignore[import-not-found]
+        from bench.realdata_fixtures import Episode, Fixture
     except ImportError:
         return []
     if root is None:
