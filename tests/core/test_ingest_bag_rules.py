@@ -129,6 +129,7 @@ def test_a_stream_template_naming_a_group_the_topic_lacks_is_refused_up_front():
     with pytest.raises(ConfigError, match=r"uses \['name'\].*no named group"):
         TopicRule(r"/imu", "vector")
     assert TopicRule(r"/imu", "ignore").match("/imu") == ""
+    assert TopicRule(r"/arm/.*", "joint_state").match("/arm/state") == ""  # its streams are joint_pos, ...
 
 
 def test_a_header_clock_stepping_back_is_named_with_its_size_and_sample(tmp_path):

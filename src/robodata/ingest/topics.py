@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from robodata.config import require
 
 TOPIC_KINDS = ("video", "joint_state", "array", "vector", "events", "ignore")
+NAMED_KINDS = ("video", "array", "vector")  # the kinds whose stream `stream` names
 
 
 @dataclass(frozen=True)
 class TopicRule:
     topic: str  # regex, full match
     kind: str
-    stream: str = "{name}"  # not used by `ignore` rules
+    stream: str = "{name}"  # used by video / array / vector rules only
     field: str = ""  # array / events: dotted path into the message
     rate_hz: float = 0.0  # nominal rate; 0 -> measured
     units: str = ""
@@ -37,7 +38,7 @@ class TopicRule:
         except re.error as exc:
             require(False, f"topic rule {self.topic!r}: bad regex ({exc})")
         require(self.kind not in ("array",) or bool(self.field), f"topic rule {self.topic!r}: array needs `field`")
-        if self.kind == "ignore":  # an ignored topic becomes no stream: `stream` is not used
+        if self.kind not in NAMED_KINDS:  # ignore, joint_state (joint_pos, ...), events: `stream` is not used
             return
         try:
             named = {f for _, f, _, _ in string.Formatter().parse(self.stream) if f is not None}
@@ -56,7 +57,7 @@ class TopicRule:
         m = re.fullmatch(self.topic, topic)
         if m is None:
             return None
-        if self.kind == "ignore":
+        if self.kind not in NAMED_KINDS:
             return ""
         groups = {k: (v or "").replace("/", self.join) if self.join else (v or "") for k, v in m.groupdict().items()}
         return self.stream.format(**groups) if "{" in self.stream else self.stream
