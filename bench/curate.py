@@ -163,7 +163,7 @@ def full_table(spec: str, cats: dict[str, Catalog], rows: int, work: Path) -> di
     got, got_small = child(cats["big"], f"{spec}-big"), child(cats["small"], f"{spec}-small")
     arrival = child(cats["arrival"], f"{spec}-arrival")
     if (rows, spec) in PINNED:
-        basis, same = "pinned main 6d94797", (arrival["content_hash"], arrival["episodes"]) == PINNED[(rows, spec)]
+        basis, same = "pinned main 6d94797", (arrival["v2_hash"], arrival["episodes"]) == PINNED[(rows, spec)]
     else:
         ref = child(cats["arrival"], f"{spec}-exact", "--exact", "--runs", "1")
         basis, same = "full-sort budget rule", ref["content_hash"] == arrival["content_hash"]

@@ -16,7 +16,7 @@ from robodata.catalog.schema import (
     MANIFEST_SCHEMA,
 )
 from robodata.catalog.table import Catalog
-from robodata.curate.manifest import ManifestError, read_manifest
+from robodata.curate.manifest import HASH_SCHEMES, ManifestError, read_manifest
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict
 
@@ -117,9 +117,23 @@ def test_manifest_is_content_addressed_and_byte_identical(catalog, tmp_path):
     assert md[MANIFEST_META_CONTENT_HASH] == i1.content_hash.encode()
     table = read_manifest(i1.path)
     assert table.schema.remove_metadata() == MANIFEST_SCHEMA
-    # same rows at another catalog version -> another manifest (provenance is content)
-    other, _ = curate(spec_from_dict({**BASE, "catalog_version": 0}), catalog, tmp_path / "a")
-    assert other.catalog_version == 0 and Path(other.path) != i1.path
+
+
+def test_the_same_rows_at_another_catalog_version_are_the_same_manifest(tmp_path):
+    """v3 (rows + spec): the file is kept with the version it names; the curation says which it read."""
+    cat = Catalog(str(tmp_path / "c"))
+    rows = synthetic.rows(SHAPE, 0, 300)
+    cat.merge(rows)
+    first = cat.version()
+    cat.merge(rows)  # a new version holding the same rows
+    spec = spec_from_dict(BASE)
+    latest, _ = curate(spec, cat, tmp_path / "m")
+    before = Path(latest.path).read_bytes()
+    pinned, _ = curate(spec, cat, tmp_path / "m", catalog_version=first)
+    assert (pinned.path, pinned.content_hash) == (latest.path, latest.content_hash) and latest.episodes > 0
+    assert (latest.catalog_version, latest.read_version) == (cat.version(), cat.version())
+    assert (pinned.catalog_version, pinned.read_version) == (cat.version(), first)
+    assert Path(latest.path).read_bytes() == before and len(list((tmp_path / "m").iterdir())) == 1
 
 
 def test_altered_manifest_is_detected(catalog, tmp_path):
@@ -223,14 +237,19 @@ def test_equal_tables_hash_equal_whatever_their_buffers_and_order():
     chunked = pa.concat_tables([base.slice(0, 2), base.slice(2)])
     for other in (padded, filtered, views, shuffled, chunked):
         assert content_hash(other, "s", 1) == digest
-    # pinned: the v2 encoding of these rows must never change (training lineage names manifest hashes)
-    assert digest == PINNED_V2
+    # pinned: the v3 encoding of these rows must never change (training lineage names manifest hashes)
+    assert digest == PINNED_V3
     changed = base.set_column(base.schema.get_field_index("cameras"), "cameras", pa.array([[], [], None, [], []]))
-    for other, spec_hash, version in ((changed, "s", 1), (base, "t", 1), (base, "s", 2), (base.slice(1), "s", 1)):
-        assert content_hash(other, spec_hash, version) != digest
+    for other, spec_hash in ((changed, "s"), (base, "t"), (base.slice(1), "s")):
+        assert content_hash(other, spec_hash) != digest
+    assert content_hash(base, "s", 2) == digest  # the catalog version is metadata, not identity (v3)
+    # v2, which hashed the version too, still verifies the files it wrote: pinned as before
+    v2 = HASH_SCHEMES["v2"]
+    assert v2(padded, "s", 1) == PINNED_V2 and v2(base, "s", 2) != PINNED_V2
 
 
 PINNED_V2 = "db4e2f58599512b4eedcd5123848868b477897a5c3dfd31741b23721dee1b1ab"
+PINNED_V3 = "4cbeb646c76121f910e5b7499b426d6ebf141b6577dce90ace4da4371657e18c"
 
 
 def _write(path, table, md):
@@ -266,8 +285,16 @@ def test_v1_manifests_still_verify_with_v1_and_unknown_schemes_are_refused(tmp_p
         read_manifest(bad_version)
 
 
-def test_new_manifests_record_scheme_v2(catalog, tmp_path):
+def test_new_manifests_record_scheme_v3_and_v2_files_still_verify(catalog, tmp_path):
     from robodata.catalog.schema import MANIFEST_META_HASH_SCHEME
 
     info, _ = curate(spec_from_dict(BASE), catalog, tmp_path)
-    assert pq.read_schema(info.path).metadata[MANIFEST_META_HASH_SCHEME] == b"v2"
+    assert pq.read_schema(info.path).metadata[MANIFEST_META_HASH_SCHEME] == b"v3"
+    rows = _rows()
+    md = {MANIFEST_META_SPEC_HASH: b"s", MANIFEST_META_CATALOG_VERSION: b"1", MANIFEST_META_HASH_SCHEME: b"v2"}
+    v2 = _write(tmp_path / "v2.parquet", rows, {**md, MANIFEST_META_CONTENT_HASH: PINNED_V2.encode()})
+    assert read_manifest(v2).num_rows == 5
+    other = {**md, MANIFEST_META_CATALOG_VERSION: b"2", MANIFEST_META_CONTENT_HASH: PINNED_V2.encode()}
+    moved = _write(tmp_path / "v2moved.parquet", rows, other)
+    with pytest.raises(ManifestError, match="content hash mismatch"):  # v2 hashed the version: it is checked
+        read_manifest(moved)

@@ -1,4 +1,4 @@
-"""Canonical logical encoding of a manifest table: what its content hash (scheme v2) covers.
+"""Canonical logical encoding of a manifest table: what its content hash (schemes v2 and v3) covers.
 
 Only values are encoded, never Arrow buffers, so two tables with the same rows hash the same
 whatever their buffers hold: sliced arrays, bytes left behind rows a filter dropped, list
@@ -6,7 +6,8 @@ entries hidden behind nulls, `string` vs `large_string` vs `string_view`, any ch
 
 Encoding (integers and floats little-endian; `n` rows):
 
-    "robodata-manifest-v2\\0" spec_hash "\\0" catalog_version "\\0" n "\\0"
+    v3 (the current scheme): "robodata-manifest-v3\\0" spec_hash "\\0" n "\\0"
+    v2:                      "robodata-manifest-v2\\0" spec_hash "\\0" catalog_version "\\0" n "\\0"
     then per column of MANIFEST_SCHEMA, in schema order:
         name "\\0" type "\\0"
         validity      n bytes (1 = value, 0 = null)
@@ -19,6 +20,11 @@ Encoding (integers and floats little-endian; `n` rows):
 
 Rows are taken in canonical order (`canonical_order`): by episode_id, ties broken by the
 other columns, so the order a table arrives in does not matter either.
+
+v3 leaves the catalog version out: a manifest is its rows and its spec, so the same rows selected
+at two catalog versions are one manifest (one file, one hash, one Dagster data version); the
+version it was selected at stays in the file's metadata, as provenance. v2 (written from issue 16
+until v3) hashed the version too; files that name it are verified with it, unchanged.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEME = "v2"
+SCHEME = "v3"
+V2 = "v2"
 _EMPTY = np.zeros(0, np.uint8)
 
 
@@ -55,11 +62,22 @@ def canonical_order(table: pa.Table) -> pa.Table:
     return table.take(order)
 
 
-def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
-    """sha256 hex digest of the canonical encoding of `table` (already cast to MANIFEST_SCHEMA)."""
+def content_hash(table: pa.Table, spec_hash: str, catalog_version: int | None = None) -> str:
+    """v3: sha256 hex digest of the canonical encoding of `table` (already cast to MANIFEST_SCHEMA)
+    and the spec hash. `catalog_version` is metadata, not hashed (accepted for the schemes' common
+    signature, robodata.curate.manifest.HASH_SCHEMES)."""
+    return _digest(table, f"robodata-manifest-{SCHEME}\0{spec_hash}\0")
+
+
+def content_hash_v2(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
+    """v2: as v3, with the catalog version hashed too (verifies files written before v3)."""
+    return _digest(table, f"robodata-manifest-{V2}\0{spec_hash}\0{catalog_version}\0")
+
+
+def _digest(table: pa.Table, header: str) -> str:
     table = canonical_order(table)
     h = hashlib.sha256()
-    h.update(f"robodata-manifest-{SCHEME}\0{spec_hash}\0{catalog_version}\0{table.num_rows}\0".encode())
+    h.update(f"{header}{table.num_rows}\0".encode())
     for f in table.schema:
         h.update(f"{f.name}\0{f.type}\0".encode())
         column = table.column(f.name)

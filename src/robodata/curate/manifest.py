@@ -2,13 +2,20 @@
 
 A manifest is one Parquet file with MANIFEST_SCHEMA rows in canonical order (by episode_id),
 named `<spec name>-<content hash[:16]>.parquet`, carrying in its key-value metadata the catalog
-Delta version, the spec hash, the content hash and the hash scheme that produced it.
+Delta version its rows were first selected at, the spec hash, the content hash and the hash
+scheme that produced it.
 
 Content hash schemes (`HASH_SCHEMES`; the file names its scheme in `robodata.manifest_hash_scheme`):
 
-* **v2** (written since issue 16): sha256 over the spec hash, the catalog version and the
-  canonical logical encoding of the rows (robodata.curate.canonical): values only, rows in
-  canonical order, so equal tables hash equal whatever their Arrow buffers hold.
+* **v3** (written since issue 41): sha256 over the spec hash and the canonical logical encoding
+  of the rows (robodata.curate.canonical): a manifest's identity is its rows and its spec. The
+  same rows selected at a later catalog version are the same manifest: the same file (kept, with
+  the version it was first selected at: re-evaluating the spec there gives these rows), the same
+  hash, so the same Dagster data version and nothing downstream marked stale. The version a
+  curation read is `ManifestInfo.read_version` (the `manifest` asset records it).
+* **v2** (issue 16 to 41): sha256 over the spec hash, the catalog version and the canonical
+  logical encoding of the rows: values only, rows in canonical order, so equal tables hash equal
+  whatever their Arrow buffers hold. v2 files are verified with v2, unchanged.
 * **v1** (files without a scheme key, written before): sha256 over the spec hash, the catalog
   version and the Arrow IPC stream of the rows. It hashed buffers, so a writer whose buffers
   still held values that a filter had dropped (list columns such as `cameras`) recorded a hash
@@ -20,7 +27,7 @@ Content hash schemes (`HASH_SCHEMES`; the file names its scheme in `robodata.man
 
 The Parquet writer settings are fixed and nothing time-dependent goes into the file, so the same
 spec and catalog version give byte-identical files. An existing file of the same name is never
-rewritten: it is checked and reused (the file is created only if absent: a hard link on a local
+rewritten: it is checked (its rows must reproduce its hash) and reused (the file is created only if absent: a hard link on a local
 disk, a conditional PUT on S3, so racing writers cannot replace one another's file).
 
 `out_dir` and manifest paths are local folders or object-store URIs (s3://bucket/prefix/manifests)
@@ -66,11 +73,12 @@ class ManifestInfo:
     path: str  # local path or object-store URI
     content_hash: str
     spec_hash: str
-    catalog_version: int
+    catalog_version: int  # the version the file names (its rows' provenance; training lineage reads it)
     episodes: int
     hours: float
     train_episodes: int
     val_episodes: int
+    read_version: int = -1  # the catalog version this curation read (>= catalog_version)
 
 
 def content_hash_v1(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
@@ -87,23 +95,25 @@ def content_hash_v1(table: pa.Table, spec_hash: str, catalog_version: int) -> st
 
 HASH_SCHEMES: dict[str, Callable[[pa.Table, str, int], str]] = {
     "v1": content_hash_v1,
+    canonical.V2: canonical.content_hash_v2,
     canonical.SCHEME: canonical.content_hash,
 }
 CURRENT_SCHEME = canonical.SCHEME
 
 
-def content_hash(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
-    """Content hash of manifest rows under the current scheme (v2, robodata.curate.canonical).
+def content_hash(table: pa.Table, spec_hash: str, catalog_version: int | None = None) -> str:
+    """Content hash of manifest rows under the current scheme (v3, robodata.curate.canonical).
 
     Args:
         table: manifest rows (MANIFEST_SCHEMA columns; any row order, chunking or buffer layout).
         spec_hash: the spec's `spec_hash`.
-        catalog_version: the catalog Delta version the rows were selected at.
+        catalog_version: not hashed under v3 (a manifest is its rows and spec); accepted so that
+            callers of the v2 signature keep working.
 
     Returns:
-        A sha256 hex digest; equal for tables with equal rows.
+        A sha256 hex digest; equal for tables with equal rows and the same spec hash.
     """
-    return canonical.content_hash(table.cast(MANIFEST_SCHEMA), spec_hash, catalog_version)
+    return canonical.content_hash(table.cast(MANIFEST_SCHEMA), spec_hash)
 
 
 def write_manifest(
@@ -124,7 +134,7 @@ def write_manifest(
         ManifestError: a file of that name exists with rows that do not verify.
     """
     table = canonical.canonical_order(selection.rows.to_arrow().cast(MANIFEST_SCHEMA))
-    digest = canonical.content_hash(table, selection.spec_hash, selection.catalog_version)
+    digest = canonical.content_hash(table, selection.spec_hash)
     meta = {
         MANIFEST_META_CATALOG_VERSION: str(selection.catalog_version).encode(),
         MANIFEST_META_SPEC_HASH: selection.spec_hash.encode(),
@@ -145,20 +155,33 @@ def write_manifest(
         store_schema=True,
         data_page_version="2.0",
     )
-    # Immutable: never rewrite. Identical bytes, or (another writer version) rows
-    # that still hash to this address, are fine; anything else is an altered file.
+    # Immutable: never rewrite. The same rows selected at another catalog version (or by another
+    # writer version) hash to this address and keep the file there, with the version it names;
+    # rows that do not reproduce its hash are an altered file.
+    version = selection.catalog_version
     if not objects.create(path, buf.getvalue(), storage_options) and (
         objects.read_bytes(path, storage_options) != buf.getvalue()
     ):
         try:
-            read_manifest(path, verify=True, storage_options=storage_options)
+            existing = read_manifest(path, verify=True, storage_options=storage_options)
         except ManifestError as exc:
             raise ManifestError(f"{path} exists with different content; manifests are immutable: {exc}") from exc
+        if existing.schema.metadata.get(MANIFEST_META_CONTENT_HASH) != digest.encode():
+            raise ManifestError(f"{path} exists with another content hash; manifests are immutable")
+        version = int(existing.schema.metadata[MANIFEST_META_CATALOG_VERSION].decode())
     split = table.column("split")
     val = int(pc.sum(pc.equal(split, "val")).as_py() or 0)
     hours = float(pc.sum(table.column("duration_s")).as_py() or 0.0) / 3600.0
     return ManifestInfo(
-        path, digest, selection.spec_hash, selection.catalog_version, table.num_rows, hours, table.num_rows - val, val
+        path,
+        digest,
+        selection.spec_hash,
+        version,
+        table.num_rows,
+        hours,
+        table.num_rows - val,
+        val,
+        read_version=selection.catalog_version,
     )
 
 

@@ -59,7 +59,8 @@ def write_bytes(uri: str, data: bytes, options: dict[str, Any] | None = None) ->
 def create(uri: str, data: bytes, options: dict[str, Any] | None = None) -> bool:
     """Create `uri` holding `data` unless it exists (never overwrites, also under a race): True
     when this call created it, False when the object was already there (nothing written).
-    Local: a fsynced temporary file hard-linked into place; S3: a conditional PUT (If-None-Match)."""
+    Local: a fsynced temporary file hard-linked into place, with the mode a plain `open` gives
+    (the umask's, not mkstemp's 0600); S3: a conditional PUT (If-None-Match)."""
     if is_remote(uri):
         try:
             filesystem(uri, options).pipe_file(uri, data, mode="create")
@@ -73,6 +74,7 @@ def create(uri: str, data: bytes, options: dict[str, Any] | None = None) -> bool
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             os.fsync(f.fileno())
         os.link(tmp, path)  # fails if `path` exists: atomic create-if-absent
     except FileExistsError:
@@ -80,6 +82,20 @@ def create(uri: str, data: bytes, options: dict[str, Any] | None = None) -> bool
     finally:
         os.unlink(tmp)
     return True
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (Linux: /proc; elsewhere set and restored)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_durable(uri: str, data: bytes, options: dict[str, Any] | None = None) -> None:
