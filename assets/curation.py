@@ -3,7 +3,11 @@
 Both are thin: the work is robodata.curate.run.curate and robodata.curate.acceptance.evaluate.
 `manifest` is partitioned by spec name (assets/partitions.py): partition "demo" curates
 specs/curation/demo.yaml. Its materialization names the manifest (path, content hash, spec hash,
-catalog Delta version), which training_run reads through its partition mapping.
+the catalog Delta version its rows were selected at), which training_run reads through its
+partition mapping, and the catalog version this run read (`catalog_version_read`), which the
+catalog automation compares with the catalog's (sensors/automation.py). A manifest is its rows
+and its spec (content hash scheme v3): a refresh that selects the same rows writes no new file and
+keeps the data version, so nothing downstream is marked changed.
 """
 
 from datetime import date, timedelta
@@ -15,21 +19,11 @@ from robodata_dagster.lib import steps
 from robodata_dagster.lib.lineage import ManifestRef
 from robodata_dagster.lib.metadata import COLUMN_SCHEMA, ROW_COUNT, delta_metadata, table_schema
 from robodata_dagster.lib.previews import manifest_previews
-from robodata_dagster.lib.registry import curation_spec
+from robodata_dagster.lib.refresh import SPEC_DIGEST_TAG
+from robodata_dagster.lib.registry import CURATION_SPEC, curation_spec, digest
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
 GROUP = "curation"
-
-# Both refresh themselves when the catalog changes (sensors/automation.py evaluates this): any
-# upstream batch updated since the partition was last handled, or a new spec partition, and nothing
-# upstream or here in progress. Unlike `eager`, a batch that is missing or failed elsewhere in the
-# catalog does not hold every manifest back.
-CATALOG_CHANGED = (
-    (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()).since_last_handled()
-    & ~dg.AutomationCondition.any_deps_in_progress()
-    & ~dg.AutomationCondition.in_progress()
-).with_label("catalog_changed")
-
 
 class ManifestConfig(dg.Config):
     catalog_version: int = -1  # -1: the spec's pin, else the latest catalog version
@@ -45,18 +39,20 @@ class AcceptanceConfigPath(dg.Config):
     partitions_def=CURATION_SPECS,
     deps=[dg.AssetDep("episode_metadata", partition_mapping=dg.AllPartitionMapping())],  # the whole catalog
     kinds={"parquet", "polars"},
-    automation_condition=CATALOG_CHANGED,
     io_manager_key="manifest_io_manager",
     description="Immutable, content-addressed training manifest of a named curation spec over the catalog.",
 )
 def manifest(
     context: dg.AssetExecutionContext, config: ManifestConfig, catalog: CatalogResource, specs: SpecsResource
-) -> dg.Output[ManifestRef]:
+) -> dg.MaterializeResult[ManifestRef]:
     from robodata.catalog.schema import MANIFEST_SCHEMA
     from robodata.curate.run import curate
 
     version = None if config.catalog_version < 0 else config.catalog_version
-    spec_file, spec = curation_spec(specs.dirs(), context.partition_key)
+    dirs = specs.dirs()
+    # which spec file this run read, on the run (a config failure waits for the file to change)
+    context.instance.add_run_tags(context.run.run_id, {SPEC_DIGEST_TAG: digest(dirs, CURATION_SPEC, context.partition_key)})
+    spec_file, spec = curation_spec(dirs, context.partition_key)
     info, selection = curate(
         spec,
         catalog.catalog(),
@@ -67,7 +63,7 @@ def manifest(
     )
     context.log.info(
         f"manifest {info.path}: {info.episodes} episodes, catalog v{info.catalog_version}"
-        f" (decided by {selection.evaluated_by})"
+        f" (read v{info.read_version}; decided by {selection.evaluated_by})"
     )
     ref = ManifestRef(
         partition=context.partition_key,
@@ -76,14 +72,15 @@ def manifest(
         spec_hash=info.spec_hash,
         catalog_version=info.catalog_version,
     )
-    return dg.Output(
-        ref,
+    return dg.MaterializeResult(  # not dg.Output: its data_version is a beta parameter
+        value=ref,
         metadata={
             "path": dg.MetadataValue.path(str(info.path)),
             "spec": dg.MetadataValue.path(str(spec_file)),
             "content_hash": info.content_hash,
             "spec_hash": info.spec_hash,
             "catalog_version": info.catalog_version,
+            "catalog_version_read": info.read_version,
             "episodes": info.episodes,
             "hours": round(info.hours, 3),
             "train_episodes": info.train_episodes,
@@ -103,7 +100,6 @@ def manifest(
     group_name=GROUP,
     deps=[dg.AssetKey("episode_metadata")],
     kinds={"delta", "polars"},
-    automation_condition=CATALOG_CHANGED,
     description="New episodes against per-site acceptance criteria; per robot/shift yield vs target (Delta).",
 )
 def site_acceptance(

@@ -1,7 +1,9 @@
 """The IO manager of `manifest`: each spec partition's ManifestRef (lib/lineage.py) as a small JSON
 object, <root>/manifests/refs/<spec>.json (root: `root`, else ROBODATA_STORAGE_ROOT, else .demo; a
 folder or s3://...). `training_run` loads the ref of its spec partition through it; a spec that was
-never curated loads as None (training on the config's own data needs no manifest)."""
+never curated loads as None (training on the config's own data needs no manifest). A refresh that
+selected the same rows points the ref at the same manifest file (only the run that named it last
+changes: lineage resolves that run's materialization, whatever the event log has cleaned up since)."""
 
 import dagster as dg
 from pydantic import Field
@@ -34,7 +36,12 @@ class ManifestRefIOManager(dg.ConfigurableIOManager):
         if not context.has_asset_partitions:  # the manifest asset is not part of these definitions
             return None
         uri = self.uri(context.asset_partition_key)
-        opts = StorageLocation.from_env(uri).fsspec_options()
+        return self._read(uri, StorageLocation.from_env(uri).fsspec_options())
+
+    @staticmethod
+    def _read(uri: str, opts: dict) -> ManifestRef | None:
+        from robodata.storage import objects
+
         if not objects.exists(uri, opts):
             return None
         return ManifestRef.from_json(objects.read_bytes(uri, opts), uri)

@@ -24,24 +24,47 @@ def _fail(exc: RobodataError) -> None:
     raise typer.Exit(2)
 
 
+def _instance():
+    """$DAGSTER_HOME's instance; a clear error (exit 2), not a traceback, when it is not set up."""
+    import os
+
+    import dagster as dg
+
+    home = os.environ.get("DAGSTER_HOME", "")
+    if not home:
+        typer.secho(
+            "DAGSTER_HOME is not set: these commands act on a Dagster instance. Set it to the instance's "
+            "folder (e.g. `export DAGSTER_HOME=$PWD/.dagster_home`, the one `make demo` uses).",
+            fg="red",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if not os.path.isdir(home):
+        typer.secho(f"DAGSTER_HOME={home} is not a folder (create it, with a dagster.yaml)", fg="red", err=True)
+        raise typer.Exit(2)
+    return dg.DagsterInstance.get()
+
+
 @app.command()
 def specs(
     curation_dir: str = typer.Option("specs/curation", help="curation specs: <name>.yaml with name: <name>"),
     training_dir: str = typer.Option("specs/training", help="training configs: <name>.yaml"),
 ) -> None:
-    """Add a manifest / training_run partition for every named spec and training config not known yet."""
-    import dagster as dg
+    """Add a manifest / training_run partition for every valid spec and training config not known yet.
 
+    An invalid file is refused with its error (and no partition, so no run); exit status 1 then."""
     from robodata_dagster.lib.registry import CURATION_SPEC, TRAIN_CONFIG, SpecDirs, register
 
     dirs = SpecDirs(curation_dir=curation_dir, training_dir=training_dir)
-    with dg.DagsterInstance.get() as instance:
-        added = register(instance, dirs)
+    with _instance() as instance:
+        found = register(instance, dirs)
+        for path, why in sorted(found.refused.items()):
+            typer.secho(f"refused {path}: {why}", fg="red", err=True)
         for kind in (CURATION_SPEC, TRAIN_CONFIG):
-            for path in dirs.rejected(kind):
-                typer.secho(f"skipped {path}: not a valid partition name", fg="yellow", err=True)
             known = instance.get_dynamic_partitions(kind)
-            typer.echo(f"{kind}: {', '.join(known) or '-'} (added: {', '.join(added[kind]) or 'none'})")
+            typer.echo(f"{kind}: {', '.join(known) or '-'} (added: {', '.join(found.added[kind]) or 'none'})")
+    if found.refused:
+        raise typer.Exit(1)
 
 
 @app.command("add-batch")
@@ -51,13 +74,11 @@ def add_batch(
     batch: str = typer.Option("", help="batch name (default: manual-<UTC timestamp>)"),
 ) -> None:
     """Write a batch manifest for the new landing items and add it as an ingest_batch partition."""
-    import dagster as dg
-
     from robodata_dagster.lib import batches
     from robodata_dagster.lib.env import storage_root
 
     try:
-        with dg.DagsterInstance.get() as instance:
+        with _instance() as instance:
             out = batches.add_batch(instance, storage_root(root), landing, batch or None)
     except RobodataError as exc:
         _fail(exc)
@@ -71,12 +92,10 @@ def add_batch(
 @app.command()
 def lineage() -> None:
     """The newest training_run checkpoint's manifest partition and catalog version, from the event log."""
-    import dagster as dg
-
     from robodata_dagster.lib.lineage import newest_checkpoint_lineage
 
     try:
-        with dg.DagsterInstance.get() as instance:
+        with _instance() as instance:
             typer.echo(json.dumps(newest_checkpoint_lineage(instance), indent=1))
     except RobodataError as exc:
         _fail(exc)

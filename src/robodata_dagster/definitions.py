@@ -89,10 +89,17 @@ def _with_code_references(assets: list[dg.AssetsDefinition]) -> list[Any]:
         return list(dg.with_source_code_references(assets))
 
 
+def train_eager_condition() -> dg.AutomationCondition:
+    """`eager`, on the manifest's data version: a manifest refresh that selected the same rows (the
+    same data version, assets/curation.py) does not launch training again."""
+    changed = dg.AutomationCondition.any_deps_match(dg.AutomationCondition.data_version_changed())
+    return dg.AutomationCondition.eager().replace("any_deps_updated", changed.with_label("any_deps_data_changed"))
+
+
 def _assets(train_eager: bool) -> list[Any]:
     if not train_eager:
         return ASSETS
-    eager = dg.AutomationCondition.eager()
+    eager = train_eager_condition()
     return [
         a.map_asset_specs(lambda s: s.replace_attributes(automation_condition=eager))
         if a is training.training_run

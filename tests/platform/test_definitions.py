@@ -46,15 +46,15 @@ def test_every_asset_has_kinds_and_curation_refreshes_itself(monkeypatch):
     assert [name for name, n in nodes.items() if not n.kinds] == []
     assert all("dagster/code_references" in n.metadata for n in nodes.values())
     auto = {name for name, n in nodes.items() if n.automation_condition is not None}
-    assert auto == {"manifest", "site_acceptance"}  # training is manual by default
+    assert auto == set()  # the catalog automation is a sensor (lib/refresh.py); training is manual by default
     sensors = {s.name: s for s in loaded().sensors or []}
-    target = sensors["catalog_automation_sensor"].asset_selection.resolve(graph)
-    assert {k.to_user_string() for k in target} == {"manifest", "site_acceptance"}
+    assert {t.job_name for t in sensors["catalog_automation_sensor"].targets} == {"curation", "acceptance"}
     assert sensors["catalog_automation_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
     assert nodes["episode_metadata"].freshness_policy is not None
     monkeypatch.setenv("ROBODATA_TRAIN_EAGER", "1")
     eager = defs().resolve_asset_graph().get(dg.AssetKey("training_run")).automation_condition
     assert eager is not None and eager.get_label() == "eager"
+    assert "any_deps_data_changed" in str(eager) and "any_deps_updated" not in str(eager)  # on data versions
 
 
 def test_training_takes_the_manifest_as_a_typed_input_through_the_io_manager(tmp_path):

@@ -102,7 +102,7 @@ def test_two_specs_curated_in_any_order_train_on_their_own_data(fleet, tmp_path,
     (tmp_path / "dh").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
         added = register(instance, SpecDirs(curation_dir=str(fleet / "specs"), training_dir=str(fleet / "training")))
-        assert added == {"curation_spec": ["a", "b"], "train_config": ["tiny"]}
+        assert added.added == {"curation_spec": ["a", "b"], "train_config": ["tiny"]} and added.refused == {}
         for spec in order:  # both manifests exist before either training runs
             _curate(instance, fleet, spec)
         refs = {s: manifest_record(instance, s).ref for s in ("a", "b")}

@@ -9,6 +9,7 @@ The cursor of these hand-cut batches is kept next to the ingest tables
 from __future__ import annotations
 
 import json
+import os
 import time
 from datetime import UTC, datetime
 
@@ -30,6 +31,8 @@ def add_batch(
 ) -> tuple[str, int] | None:
     """Every complete landing item not batched yet becomes batch `name` (default: a timestamp);
     returns (batch, items), or None when nothing new landed."""
+    if not objects.is_remote(landing):  # a mistyped folder is an error, not "nothing new"
+        require(os.path.isdir(landing), f"landing zone {landing!r} is not a folder (a typo?)")
     paths = IngestPaths(root)
     cursor_uri = f"{paths.root.rstrip('/')}/{CURSOR}"
     opts = paths.fsspec_options()

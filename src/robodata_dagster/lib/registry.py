@@ -2,13 +2,18 @@
 
 A curation spec is `<curation dir>/<name>.yaml` whose `name:` is `<name>`; a training config is
 `<training dir>/<name>.yaml` (a TrainConfig without the per-partition fields). Names are checked
-once, here (robodata.names); `register` adds every name not yet known as a dynamic partition
-(the `spec_registry_sensor` and `robodata-dagster specs` both call it).
+once, here (robodata.names). A file becomes a partition only once it is valid (`validate`: the
+whole spec or config, as a run would read it: schema, filter columns and values, name, exclusion
+file); `register` adds every valid name not yet known as a dynamic partition and returns the
+refused files with their errors (the `spec_registry_sensor` and `robodata-dagster specs` both call
+it), so an invalid file never launches a run. `digest` identifies a file's content: a partition
+whose last run failed on its config is not requested again until that changes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,20 +88,61 @@ def training_config(dirs: SpecDirs, name: str) -> dict[str, Any]:
     return data
 
 
-def register(instance: dg.DagsterInstance, dirs: SpecDirs) -> dict[str, list[str]]:
-    """Add every spec and training config name that is not a partition yet; returns what was added."""
-    added: dict[str, list[str]] = {}
+def validate(dirs: SpecDirs, kind: str, name: str) -> None:
+    """Read spec or training config `name` as its run would; ConfigError (naming the file and the
+    field) when it is invalid."""
+    if kind == CURATION_SPEC:
+        p, spec = curation_spec(dirs, name)
+        spec.spec_hash(p.parent)  # reads and checks the exclusion file too
+        return
+    from robodata.train.config import config_from_dict
+
+    data = training_config(dirs, name)
+    try:
+        config_from_dict({**data, "run_dir": "."})
+    except ConfigError as exc:
+        raise ConfigError(f"{dirs.path(kind, name)}: {exc}") from exc
+
+
+def digest(dirs: SpecDirs, kind: str, name: str) -> str:
+    """sha256 of the file of `name` ("" when it is missing or unreadable)."""
+    try:
+        return hashlib.sha256(dirs.path(kind, name).read_bytes()).hexdigest()
+    except (ConfigError, OSError):
+        return ""
+
+
+@dataclass
+class Registration:
+    """What `register` added, and the files it refused with their errors."""
+
+    added: dict[str, list[str]] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # file -> why
+
+
+def candidates(instance: dg.DagsterInstance, dirs: SpecDirs) -> Registration:
+    """The valid names that are not partitions yet (`added`, not added here) and the invalid files."""
+    out = Registration()
     for kind in (CURATION_SPEC, TRAIN_CONFIG):
-        known = set(instance.get_dynamic_partitions(kind))
-        new = [n for n in dirs.names(kind) if n not in known]
-        if new:
-            instance.add_dynamic_partitions(kind, new)
-        added[kind] = new
-    return added
+        out.added[kind] = []
+        for path in dirs.rejected(kind):
+            out.refused[path] = "not a valid partition name (letters, digits, '.', '_', '-')"
+        for n in dirs.names(kind):
+            if instance.has_dynamic_partition(kind, n):
+                continue
+            try:
+                validate(dirs, kind, n)
+            except ConfigError as exc:
+                out.refused[str(dirs.path(kind, n))] = str(exc)
+                continue
+            out.added[kind].append(n)
+    return out
 
 
-def new_partitions(instance: dg.DagsterInstance, dirs: SpecDirs) -> dict[str, list[str]]:
-    """What `register` would add (for a sensor's dynamic-partition requests)."""
-    return {
-        k: [n for n in dirs.names(k) if not instance.has_dynamic_partition(k, n)] for k in (CURATION_SPEC, TRAIN_CONFIG)
-    }
+def register(instance: dg.DagsterInstance, dirs: SpecDirs) -> Registration:
+    """Add every valid spec and training config name that is not a partition yet."""
+    found = candidates(instance, dirs)
+    for kind, names in found.added.items():
+        if names:
+            instance.add_dynamic_partitions(kind, names)
+    return found

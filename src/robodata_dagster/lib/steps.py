@@ -10,7 +10,10 @@ for the step's pod (`dagster-k8s/config`: requests/limits, node selector, tolera
 `robodata/step-kind` tag the executors' tag_concurrency_limits key on, and the Dagster `pool`
 (instance-wide slots). A `robodata.errors.ConfigError` raised by the body (a bad spec, config or
 setting: a user's mistake that no retry fixes) becomes a `dg.Failure` that is never retried, with
-the error's message (it names the file and field). tests/platform/test_step_kinds.py walks the
+the error's message (it names the file and field): not by the step's RetryPolicy (`allow_retries=
+False`), and not by the instance's run retries either: the run is tagged `dagster/max_retries: 0`
+before it fails (run retries read the run's tags when it fails), and `robodata/failure: config`, which
+the catalog automation reads (a partition whose last run failed on config waits for its file to change). tests/platform/test_step_kinds.py walks the
 loaded definitions and fails on any asset, check or op declared otherwise.
 """
 
@@ -30,9 +33,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 ADAPTED = "__robodata_config_errors_fail__"
 
 
+FAILURE_TAG = "robodata/failure"
+CONFIG_FAILURE_TAGS = {"dagster/max_retries": "0", FAILURE_TAG: "config"}
+
+
 def config_failure(exc: ConfigError) -> dg.Failure:
     """The non-retried failure a ConfigError becomes."""
     return dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False)
+
+
+def _no_run_retries(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Tag the run of the step's context (if any) so that run retries leave it failed."""
+    contexts = (dg.AssetExecutionContext, dg.OpExecutionContext, dg.AssetCheckExecutionContext)
+    context = next((a for a in (*args, *kwargs.values()) if isinstance(a, contexts)), None)
+    if isinstance(context, (dg.AssetCheckExecutionContext, dg.AssetExecutionContext)):
+        context = context.op_execution_context
+    if context is not None and context.run_id:
+        try:
+            context.instance.add_run_tags(context.run_id, CONFIG_FAILURE_TAGS)
+        except Exception as tag_exc:  # a test context without a stored run: the Failure still stands
+            context.log.warning(f"could not tag the run as a config failure: {tag_exc}")
 
 
 def config_errors_fail(fn: F) -> F:
@@ -44,6 +64,7 @@ def config_errors_fail(fn: F) -> F:
             try:
                 yield from fn(*args, **kwargs)
             except ConfigError as exc:
+                _no_run_retries(args, kwargs)
                 raise config_failure(exc) from exc
 
         wrapped: Any = gen
@@ -54,6 +75,7 @@ def config_errors_fail(fn: F) -> F:
             try:
                 return fn(*args, **kwargs)
             except ConfigError as exc:
+                _no_run_retries(args, kwargs)
                 raise config_failure(exc) from exc
 
         wrapped = call
