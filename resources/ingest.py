@@ -122,8 +122,9 @@ class BatchConfig(dg.Config):
 
     max_items: int = 1000
     max_bytes: int = 64 * 2**30
-    settle_s: float = 2.0
+    settle_s: float = 2.0  # unchanged over two ticks at least this far apart (and the sensor's interval)
     list_limit: int = 100_000
+    incomplete_after_s: float = 900.0  # settled this long without its format's end: claimed, then quarantined
 
 
 class StaggerConfig(dg.Config):
@@ -152,7 +153,7 @@ class LandingResource(dg.ConfigurableResource):
     landing: str = Field(default="", description="folder or s3://; empty: ROBODATA_LANDING, else <root>/landing")
     bulk: LaunchConfig = LaunchConfig(stagger=StaggerConfig(max_concurrent=8))
     live: LaunchConfig = LaunchConfig(
-        batch=BatchConfig(max_items=16, settle_s=0.5), stagger=StaggerConfig(max_concurrent=8, run_s=0.0)
+        batch=BatchConfig(max_items=16, settle_s=5.0), stagger=StaggerConfig(max_concurrent=8, run_s=0.0)
     )
 
     def landing_uri(self, root: str) -> str:

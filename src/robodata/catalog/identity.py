@@ -97,6 +97,24 @@ def with_tombstones(source: pa.Table, stale: pa.Table) -> pa.Table:
     return pa.concat_tables([out, dead.append_column(DROP, pa.array([True] * dead.num_rows, pa.bool_()))])
 
 
+def superseded(found: pa.Table, ids: list[str], source: pa.Table) -> pa.Table:
+    """Tombstones (as `with_tombstones` builds them) for the rows of `ids` in `found` that have no
+    container and are not in `source`: quarantine rows that a good row of another id replaces
+    (the same landing item, ingested whole this time)."""
+    keep_out = set(source.column("episode_id").to_pylist())
+    rows = [
+        (e, d)
+        for e, d, has in zip(*(found.column(c).to_pylist() for c in ("episode_id", "day", "has_container")), strict=True)
+        if e in set(ids) and not has and e not in keep_out
+    ]
+    if not rows or source.num_rows == 0:
+        return source.schema.append(pa.field(DROP, pa.bool_())).empty_table()
+    dead = source.take(pa.array([0] * len(rows), pa.int64()))
+    dead = dead.set_column(dead.schema.get_field_index("episode_id"), "episode_id", pa.array([e for e, _ in rows]))
+    dead = dead.set_column(dead.schema.get_field_index("day"), "day", pa.array([d for _, d in rows]))
+    return dead.append_column(DROP, pa.array([True] * len(rows), pa.bool_()))
+
+
 def locked_commit(read_version: int, max_commit_retries: int = 100) -> CommitProperties:
     """Commit properties of a merge from `read_version`: the merge lock's app transaction.
 

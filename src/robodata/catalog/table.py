@@ -51,6 +51,7 @@ from robodata.catalog.identity import (
     DROP,
     current_days,
     locked_commit,
+    superseded,
     stale_copies,
     with_tombstones,
     without_demotions,
@@ -153,11 +154,14 @@ class Catalog:
             )
         return self._open()
 
-    def merge(self, rows: Any) -> MergeResult:
+    def merge(self, rows: Any, supersede: list[str] | None = None) -> MergeResult:
         """Upsert rows by episode_id, keeping one row per episode (robodata.catalog.identity).
 
         Args:
             rows: catalog rows (a pyarrow Table / RecordBatch, a Polars DataFrame, or dicts).
+            supersede: ids of rows without a container (quarantine rows) that these rows replace,
+                deleted in the same commit (a landing item quarantined under its landing id, now
+                ingested whole under the id its recording names).
 
         Returns:
             MergeResult: the new table version, rows inserted / updated, copies moved out of
@@ -176,11 +180,14 @@ class Catalog:
         for attempt in range(1, self.config.max_attempts + 1):
             dt = self.create_if_missing()
             try:
-                found = current_days(dt, source.column("episode_id").to_pylist())
+                ids = source.column("episode_id").to_pylist()
+                found = current_days(dt, ids + list(supersede or []))
                 rows_in, not_demoted = without_demotions(source, found)
                 if rows_in.num_rows == 0:
                     return MergeResult(dt.version(), 0, 0, attempt, not_demoted=not_demoted)
                 merge_source = with_tombstones(rows_in, stale_copies(found, rows_in))
+                if supersede:
+                    merge_source = pa.concat_tables([merge_source, superseded(found, supersede, rows_in)])
                 metrics = (
                     dt.merge(
                         merge_source,
@@ -283,7 +290,9 @@ class Catalog:
             raise CatalogError(f"cannot open catalog {self.uri}{where}: {exc}") from exc
 
 
-def merge_episodes(uri: str, rows: Any, storage_options: dict[str, str] | None = None) -> dict[str, int]:
-    """Merge catalog rows into the catalog at `uri` (ingestion's entry point)."""
-    result = Catalog(CatalogConfig(uri=uri, storage_options=dict(storage_options or {}))).merge(rows)
+def merge_episodes(
+    uri: str, rows: Any, storage_options: dict[str, str] | None = None, supersede: list[str] | None = None
+) -> dict[str, int]:
+    """Merge catalog rows into the catalog at `uri` (ingestion's entry point; `supersede`: Catalog.merge)."""
+    result = Catalog(CatalogConfig(uri=uri, storage_options=dict(storage_options or {}))).merge(rows, supersede)
     return dataclasses.asdict(result)

@@ -1,7 +1,9 @@
-"""Sensor policy (Dagster-free): new landing items -> batches -> staggered launches.
+"""Sensor policy (Dagster-free): new landing items -> claimed when whole -> batches -> staggered launches.
 
-State (LaunchState, Stateful) holds the landing cursor and the batches waiting for their
-launch time, so it stays small whatever the number of episodes seen.
+State (LaunchState, Stateful) holds the landing cursor, the entries seen but not settled yet
+(robodata.ingest.landing.settle) and the batches waiting for their launch time, so it stays small
+whatever the number of episodes seen. An entry still settling is listed again on the next ticks
+even once the cursor's watermark has passed its completion time (another entry was claimed).
 """
 
 from __future__ import annotations
@@ -15,20 +17,24 @@ from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.config import require
 from robodata.ingest.landing.batch import write_manifest
 from robodata.ingest.landing.dedup import not_cataloged
-from robodata.ingest.landing.scan import LandingCursor, LandingItem, new_items
+from robodata.ingest.landing.scan import LandingCursor, LandingItem, scan
+from robodata.ingest.landing.settle import SettleState, claim
 from robodata.ingest.landing.stagger import StaggerPolicy, launch_offsets
 from robodata.ingest.tables import IngestPaths
+from robodata.storage import StorageLocation, objects
 
 
 @dataclass(frozen=True)
 class BatchPolicy:
     max_items: int = 1000
     max_bytes: int = 64 * 2**30
-    settle_s: float = 2.0
+    settle_s: float = 2.0  # an entry is claimed once unchanged over two ticks this far apart (0: on sight)
     list_limit: int = 100_000
+    incomplete_after_s: float = 900.0  # settled this long without its format's end: claimed as it is
 
     def __post_init__(self) -> None:
         require(self.max_items >= 1 and self.max_bytes >= 1, "batch limits must be >= 1")
+        require(self.settle_s >= 0 and self.incomplete_after_s >= self.settle_s, "need 0 <= settle_s <= incomplete_after_s")
 
 
 def cut_batches(items: list[LandingItem], policy: BatchPolicy) -> list[list[LandingItem]]:
@@ -52,14 +58,21 @@ class LaunchState:
     landing: LandingCursor = field(default_factory=LandingCursor)
     pending: list[tuple[str, float]] = field(default_factory=list)  # (batch, due unix time)
     seq: int = 0
+    settling: SettleState = field(default_factory=SettleState)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"landing": self.landing.state_dict(), "pending": [list(p) for p in self.pending], "seq": self.seq}
+        return {
+            "landing": self.landing.state_dict(),
+            "pending": [list(p) for p in self.pending],
+            "seq": self.seq,
+            "settling": self.settling.state_dict(),
+        }
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         self.landing.load_state_dict(d.get("landing", {}))
         self.pending = [(str(b), float(t)) for b, t in d.get("pending", [])]
         self.seq = int(d.get("seq", 0))
+        self.settling.load_state_dict(d.get("settling", {}))
 
 
 @dataclass
@@ -68,6 +81,7 @@ class Tick:
     launch: list[str]
     items: int
     already_cataloged: int = 0  # listed items whose content the catalog holds: not ingested again
+    settling: int = 0  # entries seen and not whole yet (still being written, or waiting for their end)
 
 
 def tick(
@@ -81,7 +95,10 @@ def tick(
 ) -> Tick:
     """List, cut new batches (manifests written), schedule them staggered, return the due ones."""
     now = time.time() if now is None else now
-    items = new_items(landing_url, state.landing, batches.settle_s, batches.list_limit, storage_options, now)
+    if storage_options is None and objects.is_remote(landing_url):  # as scan does: the AWS_* variables
+        storage_options = StorageLocation.from_env(landing_url).fsspec_options()
+    listed = _listed(landing_url, state, batches.list_limit, storage_options)
+    items = claim(listed, state.settling, now, batches.settle_s, batches.incomplete_after_s, storage_options)
     # identity by content: an item the catalog already holds (e.g. after `make demo`, or a cursor
     # lost) is passed over; the cursor still moves past it. Reads each new item's bytes once.
     catalog = Catalog(CatalogConfig(uri=paths.catalog, storage_options=paths.delta_options()))
@@ -102,4 +119,18 @@ def tick(
     state.pending += [(n, base + o if state.pending else now + o) for n, o in zip(names, offs, strict=True)]
     due = [b for b, t in state.pending if t <= now]
     state.pending = [(b, t) for b, t in state.pending if t > now]
-    return Tick(names, due, len(items), len(dedup.known))
+    return Tick(names, due, len(items), len(dedup.known), len(state.settling.seen))
+
+
+def _listed(url: str, state: LaunchState, limit: int, storage_options: dict | None) -> list[LandingItem]:
+    """New entries and those still settling, in completion order (at most `limit`, never splitting
+    one completion instant: the rest come on the next tick)."""
+    oldest = state.settling.oldest()
+    since = state.landing.watermark if oldest is None else min(oldest, state.landing.watermark)
+    waiting = state.settling.seen
+    found = [it for it in scan(url, storage_options, completed_since=since) if state.landing.is_new(it) or it.name in waiting]
+    found.sort(key=lambda it: (it.completed_at, it.name))
+    if len(found) > limit:
+        cut = found[limit - 1].completed_at
+        found = [it for it in found if it.completed_at < cut] or [it for it in found if it.completed_at == cut]
+    return found

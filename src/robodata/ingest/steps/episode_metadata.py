@@ -3,11 +3,22 @@
 Rows are built from container footers only (one small range read each, never video), the
 conversion record and the QC summary, then merged into the catalog Delta table keyed by
 episode_id. Quarantined episodes get a row too (qc_status = quarantined) so they can be found.
+
+An item refused while read (unreadable, unsafe name, duplicate id) has no id it can be trusted
+with: its row is keyed by its landing id (`landing_id`: its file or folder name without the
+format's suffix, and its episode within a dataset, as a safe name: never a path), which is the id
+the importers give a recording that names none; one that collides with another row of the batch
+gets the landing uri's hash appended. When the same landing item is ingested whole later, its
+row replaces the quarantine row: by the merge when the ids are equal, else the merge deletes the
+quarantine row in the same commit (`supersede`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -18,6 +29,22 @@ from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
 from robodata.ingest.steps.retention import current_uris, delete_superseded
 from robodata.ingest.tables import IngestPaths
+from robodata.names import MAX_NAME
+
+ID_SUFFIXES = (".mcap", ".bag", ".hdf5", ".h5", ".zarr")  # what the importers strip from a name
+
+
+def landing_id(uri: str) -> str:
+    """The id a landing item is known by before it is read (see the module docstring)."""
+    base, _, fragment = uri.partition("#")
+    name = base.rstrip("/").rsplit("/", 1)[-1]
+    stem, suffix = os.path.splitext(name)
+    name = stem if suffix.lower() in ID_SUFFIXES else name
+    if fragment:
+        part = fragment.rsplit("/", 1)[-1]
+        name += "-" + (f"{int(part):06d}" if part.isdigit() else part)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).lstrip("._-")[:MAX_NAME]
+    return safe or "entry-" + hashlib.sha256(uri.encode()).hexdigest()[:12]
 
 
 def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
@@ -71,11 +98,16 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
     }
 
 
-def _row_from_alignment(a: dict, batch: str) -> dict:
+def _row_from_alignment(a: dict, batch: str, taken: set[str]) -> dict:
     # An item refused while read (unreadable, unsafe name, duplicate id) is keyed by its landing
-    # uri: its id, if any, is not trusted and may belong to the recording the batch kept.
+    # id: its own id, if any, is not trusted and may belong to the recording the batch kept.
+    eid = a["episode_id"] if a["ok"] else ""
+    if not eid:
+        eid = landing_id(a["uri"])
+        if eid in taken:
+            eid = f"{eid[: MAX_NAME - 13]}.{hashlib.sha256(a['uri'].encode()).hexdigest()[:12]}"
     return {
-        "episode_id": (a["episode_id"] if a["ok"] else "") or a["uri"],
+        "episode_id": eid,
         "uri": "",
         "site": a.get("site") or "",
         "robot": a.get("robot") or "",
@@ -133,14 +165,15 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
                 status[q["uri"]] = q
     conv = {c["uri"]: c for c in paths.read("conversions", batch).to_pylist()} if paths.has("conversions") else {}
     aligned = paths.read("aligned_tracks", batch).to_pylist()
+    taken = {a["episode_id"] for a in aligned if a["ok"] and a["episode_id"]}
     rows, errors = [], []
     for a in aligned:
         c = conv.get(a["uri"])
         q = status.get(a["uri"])
         try:
-            row = _row_from_container(paths, c, batch) if c and c["ok"] else _row_from_alignment(a, batch)
+            row = _row_from_container(paths, c, batch) if c and c["ok"] else _row_from_alignment(a, batch, taken)
         except RobodataError as exc:  # container vanished / corrupt since conversion: quarantine it
-            row, q = _row_from_alignment(a, batch), {"passed": False, "score": 0.0}
+            row, q = _row_from_alignment(a, batch, taken), {"passed": False, "score": 0.0}
             errors.append(f"{a['uri']}: {exc}")
             failed.setdefault(a["uri"], []).append(("converted", f"container unreadable: {exc}"))
         passed = bool(q["passed"]) if q else bool(c and c["ok"])
@@ -151,10 +184,17 @@ def metadata_batch(paths: IngestPaths, batch: str) -> dict:
         row.update(qc_facts(fails))
         row["source_digest"] = a.get("source_digest") or None
         row["quality_score"] = float(q["score"]) if q and q["score"] is not None else (1.0 if passed else 0.0)
+        taken.add(row["episode_id"])
         rows.append(row)
     table = pa.Table.from_pylist(rows, CATALOG_SCHEMA)
     before = current_uris(paths, [r["episode_id"] for r in rows])
-    stats = merge_episodes(paths.catalog, table, storage_options=paths.delta_options()) if rows else {}
+    # quarantine rows of these items (under their landing ids) that the good rows replace
+    supersede = sorted(
+        {landing_id(a["uri"]) for a, r in zip(aligned, rows, strict=True) if r["uri"]} - {r["episode_id"] for r in rows}
+    )
+    stats = (
+        merge_episodes(paths.catalog, table, storage_options=paths.delta_options(), supersede=supersede) if rows else {}
+    )
     superseded = delete_superseded(paths, before) if rows else []  # only after the commit
     n_pass = sum(r["qc_status"] == "pass" for r in rows)
     return {
