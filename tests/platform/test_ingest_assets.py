@@ -197,3 +197,25 @@ def test_profiles_choose_threads():
     assert settings("full").video.threads == 0 and settings("full").decode_threads == 2
     with pytest.raises(Exception, match="threads"):
         IngestResource(root="r", video=VideoConfig(threads=-2)).settings()
+
+
+def test_qc_checks_are_per_batch_a_failed_batch_stays_failed_when_the_next_passes(instance, tmp_path):
+    from dagster._core.event_api import PartitionKeyFilter
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus as Status
+
+    land = tmp_path / "land-short"
+    synthesize(SynthConfig(episodes=1, duration_s=0.3, height=16, width=16, fps=10.0, state_hz=20.0, seed=7), land)
+    write_manifest(IngestPaths(str(tmp_path / "state")), "b-short", new_items(str(land), LandingCursor()))
+    instance.add_dynamic_partitions("ingest_batch", ["b-short"])
+    _batch(instance, tmp_path, "b-ok", 1)
+    cfg = {"resources": _config(tmp_path / "state")["resources"]}
+    for batch in ("b-short", "b-ok"):  # the failing batch first, then one that passes
+        res = full_job().execute_in_process(instance=instance, partition_key=batch, run_config=cfg)
+        (ev,) = [e for e in res.get_asset_check_evaluations() if e.check_name == "min_duration"]
+        assert ev.partition == batch  # each evaluation carries its batch
+    key = dg.AssetCheckKey(dg.AssetKey("aligned_tracks"), "min_duration")
+    latest = {
+        b: instance.event_log_storage.get_latest_asset_check_execution_by_key([key], PartitionKeyFilter(key=b))[key]
+        for b in ("b-short", "b-ok")
+    }
+    assert latest["b-short"].status == Status.FAILED and latest["b-ok"].status == Status.SUCCEEDED
