@@ -77,7 +77,7 @@ def training_run(
     if config.use_upstream_manifest and ref is None:
         raise ConfigError(
             f"manifest partition {spec!r} was never materialized; materialize it first "
-            f"(`dagster job execute -m robodata_dagster.definitions -j curation` with partition {spec!r})"
+            f"(`dg launch -m robodata_dagster.definitions --job curation --partition {spec}`)"
         )
     folder = f"{config_name}/{spec}/{ref.content_hash[:16] if ref else 'own-data'}"
     cfg = _train_config(config, base, folder, ref)

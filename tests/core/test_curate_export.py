@@ -105,6 +105,22 @@ def test_lerobot_v3_layout(manifest, tmp_path):
         export(manifest, out, "lerobot")
 
 
+def test_lerobot_splits_name_the_val_episodes(manifest, tmp_path):
+    """The manifest's val episodes are LeRobot's `val` split (index ranges: train first, then val)."""
+    cat = Catalog(str(Path(manifest).parent.parent / "catalog"))
+    spec = {"version": 1, "name": "exp-val", "split": {"val_fraction": 0.1, "salt": "d"}}  # ep-0 is val
+    info, _ = curate(spec_from_dict(spec), cat, tmp_path / "m")
+    out = tmp_path / "lr"
+    export(info.path, out, "lerobot")
+    assert json.loads((out / "meta/info.json").read_text())["splits"] == {"train": "0:2", "val": "2:3"}
+    eps = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    assert [(e["robodata/episode_id"], e["robodata/split"]) for e in eps] == [
+        ("ep-1", "train"),
+        ("ep-2", "train"),
+        ("ep-0", "val"),
+    ]
+
+
 def test_mcap_export_opens_and_decodes(manifest, tmp_path):
     res = export(manifest, tmp_path / "mc", "mcap", limit=1)
     assert res["episodes"] == 1

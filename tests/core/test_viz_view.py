@@ -163,3 +163,17 @@ def test_episode_is_streamed_slab_by_slab(tmp_path: Path, monkeypatch):
         assert r.stats.bytes_read - before <= sum(c.length for c in slab) + 16  # + the header, once
     log.flush_arrays()
     assert sum(log.stats.frames.values()) == 3 * 120 and log.stats.scalars == {"joint_pos": 600, "cmd": 300}
+
+
+def test_spawn_without_a_display_or_a_viewer_says_what_to_do_instead(tmp_path: Path, monkeypatch):
+    path = tmp_path / "ep.rdep"
+    write_small(path, duration_s=1.0, layout=_layout())
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    r = CliRunner().invoke(app, ["view", str(path), "--spawn", "--quiet"])
+    assert r.exit_code == 2 and r.exception is not None and isinstance(r.exception, SystemExit)
+    assert "ViewerUnavailable: --spawn needs a display" in r.output and "--save ep.rrd" in r.output
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no viewer executable to be found
+    r = CliRunner().invoke(app, ["view", str(path), "--spawn", "--quiet"])
+    assert r.exit_code == 2 and "could not start the Rerun viewer" in r.output

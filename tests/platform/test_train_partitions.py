@@ -131,8 +131,9 @@ def test_two_specs_curated_in_any_order_train_on_their_own_data(fleet, tmp_path,
     # the exact episodes behind that checkpoint: its manifest's rows, with their byte ranges
     out = CliRunner().invoke(app, ["lineage", trained[newest]["checkpoint"], "--episodes"])
     assert out.exit_code == 0, out.output
-    header, *rows = out.output.strip().splitlines()
-    assert header.split("\t") == ["episode_id", "split", "uri", "bytes", "footer_bytes"]
+    header, *rows = out.stdout.strip().splitlines()
+    assert header.split("\t") == ["episode_id", "split", "uri", "object_bytes", "footer_bytes"]
+    assert "not all of these bytes" in out.stderr  # says what the ranges are
     manifest = pl.read_parquet(refs[newest].path)
     listed = [r.split("\t") for r in rows]
     assert sorted(r[0] for r in listed) == sorted(manifest["episode_id"].to_list())

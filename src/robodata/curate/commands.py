@@ -35,7 +35,9 @@ def curate_cmd(
         "--catalog",
         help="catalog Delta table URI (default $ROBODATA_CATALOG, else $ROBODATA_STORAGE_ROOT/catalog/episodes)",
     ),
-    out: str = typer.Option("manifests", "--out", help="directory for the manifest file"),
+    out: str = typer.Option(
+        "", "--out", help="directory for the manifest file (default $ROBODATA_STORAGE_ROOT/manifests, else manifests)"
+    ),
     catalog_version: int = typer.Option(-1, "--catalog-version", help="catalog version (default: spec pin or latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as one JSON line"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
@@ -47,6 +49,9 @@ def curate_cmd(
 
     console = Console(stderr=True)
     catalog = catalog or default_catalog()
+    if not out:  # where the `manifest` asset writes them, under the state root
+        root = os.environ.get("ROBODATA_STORAGE_ROOT", "").rstrip("/")
+        out = f"{root}/manifests" if root else "manifests"
     if not catalog:
         console.print("[red]error:[/red] no catalog: pass --catalog, or set ROBODATA_CATALOG or ROBODATA_STORAGE_ROOT")
         raise typer.Exit(2)

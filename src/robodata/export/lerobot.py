@@ -163,6 +163,8 @@ def export_lerobot(
         raise ExportError(f"{out} already holds a LeRobot dataset; export into an empty directory")
     if not rows:
         raise ExportError("manifest selects no episodes; nothing to export")
+    # LeRobot's splits are episode-index ranges: the train episodes first, then val (each in row order)
+    rows = sorted(rows, key=lambda r: r.get("split", "train") != "train")
     first, fps = validate(rows)
     try:
         with staging(out) as tmp:
@@ -273,7 +275,9 @@ def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: P
     _write_tasks(files["tasks"], tasks)
     features = _features(first, cams, keys, shapes, fps)
     all_stats = {k: stats.get(k, image=k.startswith("observation.images.")) for k in stats.n}
-    splits = {"train": f"0:{len(episodes)}"}
+    n_train = sum(e["robodata/split"] == "train" for e in episodes)
+    splits = {"train": f"0:{n_train}", "val": f"{n_train}:{len(episodes)}"}
+    splits = {k: v for k, v in splits.items() if v.split(":")[0] != v.split(":")[1]}
     info = {
         "codebase_version": CODEBASE_VERSION,
         "robot_type": robot_type,

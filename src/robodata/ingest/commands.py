@@ -68,7 +68,9 @@ def import_legacy_cmd(episode_dir: Path, out: Path = typer.Argument(..., help="c
 def ingest_cmd(
     landing: str = typer.Argument(..., help="landing zone: local dir or s3://bucket/prefix"),
     root: str = typer.Option(
-        ".demo", help="ingest state root (tables, containers, catalog): dir or s3://bucket/prefix"
+        ".demo",
+        envvar="ROBODATA_STORAGE_ROOT",
+        help="ingest state root (tables, containers, catalog): dir or s3://bucket/prefix",
     ),
     batch: str = typer.Option("", help="batch name (default: a timestamp)"),
     workers: int = typer.Option(1, help="conversion processes (work bins)"),

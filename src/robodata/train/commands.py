@@ -42,7 +42,12 @@ def lineage(
     checkpoint: str = typer.Argument(..., help="checkpoint dir, or a run dir (newest complete checkpoint)"),
     as_json: bool = typer.Option(False, "--json", help="print the whole meta.json"),
     episodes: bool = typer.Option(
-        False, "--episodes", help="list the exact episodes trained on: id, split, container, byte ranges (TSV)"
+        False,
+        "--episodes",
+        help=(
+            "list the episodes of the training split the checkpoint's manifest holds (TSV): id, split, container, "
+            "the container object's whole byte range and its footer's; not the windows the sampler read"
+        ),
     ),
 ) -> None:
     """Print the data and code a checkpoint was trained on."""
@@ -52,7 +57,12 @@ def lineage(
     try:
         meta = read_checkpoint_meta(checkpoint)
         if episodes:
-            print("episode_id\tsplit\turi\tbytes\tfooter_bytes")
+            typer.echo(
+                "# the training split's episodes and their whole container objects "
+                "(the sampler read windows within them, not all of these bytes)",
+                err=True,
+            )
+            print("episode_id\tsplit\turi\tobject_bytes\tfooter_bytes")
             for row in trained_episodes(meta):
                 whole, footer = byte_ranges(row)
                 print(f"{row['episode_id']}\t{row['split']}\t{row['uri']}\t{whole}\t{footer}")

@@ -11,6 +11,7 @@ checkpoint: {every_steps: 50}
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,11 @@ class OptimConfig:
         require(self.warmup_steps >= 0 and self.grad_clip >= 0, "optim.warmup_steps and grad_clip must be >= 0")
 
 
+def _absolute(path: str) -> str:
+    """A local folder made absolute (from the working directory now); URIs unchanged."""
+    return path if "://" in path else os.path.abspath(path)
+
+
 @dataclass
 class CheckpointConfig:
     every_steps: int = 50  # also one at exit (end of training or SIGTERM)
@@ -166,6 +172,7 @@ class CheckpointConfig:
                 bool(self.root) and (("://" not in self.root) or self.root.startswith(("s3://", "file://"))),
                 f"checkpoint.root must be a folder or s3://..., got {self.root!r}",
             )
+            self.root = _absolute(self.root)
         require(self.every_steps >= 1, f"checkpoint.every_steps must be >= 1, got {self.every_steps}")
         require(self.keep >= 1, f"checkpoint.keep must be >= 1, got {self.keep}")
 
@@ -186,6 +193,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check_numbers(self)
         require(bool(self.run_dir), "run_dir is required")
+        self.run_dir = _absolute(self.run_dir)  # recorded in lineage and results: never relative to a cwd
         require(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
         require(self.log_every >= 1, "log_every must be >= 1")
         ws = self.topology.world_size

@@ -15,13 +15,31 @@ def register(app: typer.Typer) -> None:
     app.command("view")(view_cmd)
 
 
+class ViewerUnavailable(RobodataError):
+    """`--spawn` cannot start a Rerun viewer here (no display, or no viewer executable)."""
+
+
+NO_VIEWER = "use --save ep.rrd and open it where there is one (`rerun ep.rrd`), or --connect to a running viewer"
+
+
+def _spawn(rec: Any) -> None:
+    if os.name == "posix" and os.uname().sysname == "Linux":
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise ViewerUnavailable(f"--spawn needs a display (DISPLAY and WAYLAND_DISPLAY are unset): {NO_VIEWER}")
+    try:
+        rec.spawn()
+    except RuntimeError as exc:  # rerun: no viewer executable on PATH, or it did not start
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ViewerUnavailable(f"--spawn could not start the Rerun viewer ({first}): {NO_VIEWER}") from exc
+
+
 def _sink(rec: Any, save: str | None, spawn: bool, connect: str | None) -> None:
     if sum(x is not None and x is not False for x in (save, connect)) + int(spawn) != 1:
         raise typer.BadParameter("give exactly one of --save OUT.rrd, --spawn, --connect ADDR")
     if save:
         rec.save(save)
     elif spawn:
-        rec.spawn()
+        _spawn(rec)
     else:
         rec.connect_grpc(connect)
 
