@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.robodata-installed
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: venv demo test lint bench-quick clean FORCE
+.PHONY: venv demo test test-heavy lint bench-quick clean FORCE
 
 # The strict editable install links every module by name: adding or removing one re-installs.
 # MODULES holds a digest of the module list and is rewritten only when that list changes.
@@ -35,8 +35,13 @@ $(DAGSTER_HOME)/dagster.yaml: deploy/dagster.local.yaml
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m robodata_dagster.demo --root .demo
 
+# `make test` leaves out the heavy suites (-m heavy: minutes each, a daemon, a webserver, a browser);
+# `make test-heavy` runs them; CI (.ci/run) runs both.
 test: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "not heavy" tests
+
+test-heavy: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m pytest -q -m heavy tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -25,6 +25,7 @@ from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 
 GROUP = "curation"
 
+
 class ManifestConfig(dg.Config):
     catalog_version: int = -1  # -1: the spec's pin, else the latest catalog version
 
@@ -51,7 +52,9 @@ def manifest(
     version = None if config.catalog_version < 0 else config.catalog_version
     dirs = specs.dirs()
     # which spec file this run read, on the run (a config failure waits for the file to change)
-    context.instance.add_run_tags(context.run.run_id, {SPEC_DIGEST_TAG: digest(dirs, CURATION_SPEC, context.partition_key)})
+    context.instance.add_run_tags(
+        context.run.run_id, {SPEC_DIGEST_TAG: digest(dirs, CURATION_SPEC, context.partition_key)}
+    )
     spec_file, spec = curation_spec(dirs, context.partition_key)
     info, selection = curate(
         spec,

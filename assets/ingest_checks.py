@@ -17,7 +17,6 @@ partition; the instance answers per partition, `partition_filter`).
 """
 
 import warnings
-
 from typing import TYPE_CHECKING
 
 import dagster as dg

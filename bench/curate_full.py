@@ -22,9 +22,9 @@ from typing import Any
 
 from bench.common import peak_rss_mb
 from bench.curate_catalog import SPLIT_SALT
+from robodata.catalog.schema import MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate import budget
-from robodata.catalog.schema import MANIFEST_SCHEMA
 from robodata.curate.manifest import HASH_SCHEMES, content_hash, read_manifest
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict

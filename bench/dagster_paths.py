@@ -1,13 +1,14 @@
 """Each way a user drives the Dagster layer, exercised as they would, from the repo root with the
-installed commands (`dagster`, `dagster-daemon`, `dagster-webserver`, `robodata-dagster`) on a fresh
-instance (the embedded default: SQLite under a temporary DAGSTER_HOME, local files).
+installed commands (`dg`, `dagster`, `dagster-daemon`, `dagster-webserver`, `robodata-dagster`) on a
+fresh instance (the embedded default: SQLite under a temporary DAGSTER_HOME, local files). Every
+server runs in a process group of its own under a watchdog (robodata_testing.procs).
 
     python -m bench.dagster_paths --quick        (--smoke: tiny episodes, same paths and keys)
 
 cli_materialize_ok: `robodata-dagster add-batch` (the batch manifest, then the `ingest_batch`
-    partition), then `dagster job execute -j full` with the batch as its partition tag, in a subprocess:
-    exit 0, every good episode in a container and in the catalog, a broken one quarantined; and a
-    partition that was never added fails with an error naming it.
+    partition), then `dg launch --job full --partition <batch>`, in a subprocess: exit 0, every good
+    episode in a container and in the catalog, a broken one quarantined; and a partition that was
+    never added fails with an error naming it.
 daemon_sensor_runs: `dagster sensor start landing_zone_live_sensor` + `dagster-daemon run`; two
     batches are dropped into the landing zone one after the other (moved in, as an uploader does):
     successful runs the daemon launched from the sensor.
@@ -17,7 +18,7 @@ ui_pages_ok: pages of `dagster-webserver` rendered in headless Chromium with no 
     asset graph, a partitioned asset's partitions, asset checks showing a quarantine reason, the
     sensors, a batch's preview images (bench/dagster_paths_ui.py); of 5.
 lineage_resolves: after `robodata-dagster specs` and materializing manifest[demo] and
-    training_run[demo|demo] with `dagster job execute -j curation|training`, `robodata-dagster lineage` resolves the
+    training_run[demo|demo] with `dg launch --job curation|training`, `robodata-dagster lineage` resolves the
     newest checkpoint to its manifest partition and catalog Delta version from the event log alone,
     matching the checkpoint's own meta.json and the catalog; `robodata lineage --episodes` lists
     the manifest's training episodes.
@@ -28,21 +29,25 @@ assets_without_kinds: assets with no `kinds`. delta_assets_without_schema: asset
     whose latest materialization in this bench has no `dagster/column_schema` or `dagster/row_count`
     (of delta_assets_checked: those materialized here).
 manifest_auto_materialized: after the daemon's second batch, a `manifest` materialization by a run of
-    `catalog_automation_sensor` (declarative automation), with no manual step.
+    `catalog_automation_sensor` (the catalog automation), with no manual step.
 training_input_typed: `training_run` takes `manifest` as a typed ManifestRef input, and the ref it
     recorded is the manifest materialization the lineage resolves to.
-run_kind_tagged_on_cli_path: the CLI path's runs (`dagster job execute -j full|curation|training`)
+run_kind_tagged_on_cli_path: the CLI path's runs (`dg launch --job full|curation|training`)
     carry the `robodata/run-kind` tag of their job (the run queue keys on it).
 preview_warnings: Python warnings (preview, beta, deprecated APIs) while the code location is
-    imported and its definitions built. cli_superseded_warnings: Dagster's own notice that
-    a CLI command is superseded by `dg` (printed by the CLI command itself, counted over the bench's
-    `dagster` calls; not a warning of this code).
+    imported and its definitions built. cli_warnings: warnings (supersession, beta, preview,
+    deprecation) the README's commands print, counted over every command this bench runs as a user
+    (cli_superseded_warnings: those of them that say a command is superseded by `dg`).
+The automation keys (missed_refreshes, manifest_rewrites_without_row_change, half_copied_ingests,
+ghost_rows, runs_for_invalid_specs, config_failures_retried, checks_per_partition):
+bench/dagster_paths_automation.py; processes_left: bench/dagster_paths_procs.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -54,8 +59,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emit, parse, size_of
-from bench.dagster_paths_surface import cli_run_kinds, input_typed, vocabulary
+from bench.dagster_paths_automation import automation
+from bench.dagster_paths_procs import counted, injected_timeout
+from bench.dagster_paths_surface import cli_run_kinds, lineage, load_warnings, vocabulary
 from bench.dagster_paths_wheel import build_wheel, definitions_import_s, load_from_wheel
+from robodata_testing import procs
 
 KEYS = (
     "peak_rss_mb",
@@ -72,31 +80,32 @@ KEYS = (
     "manifest_auto_materialized",
     "training_input_typed",
     "run_kind_tagged_on_cli_path",
+    "missed_refreshes",
+    "manifest_rewrites_without_row_change",
+    "half_copied_ingests",
+    "ghost_rows",
+    "runs_for_invalid_specs",
+    "config_failures_retried",
+    "checks_per_partition",
+    "processes_left",
+    "cli_warnings",
 )
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 # episodes per batch, seconds per episode, frame size
 SIZES = {"smoke": (1, 1.0, 16), "quick": (2, 2.0, 32), "full": (6, 4.0, 64)}
-TINY_TRAIN = [
-    "steps=2",
-    "global_batch_size=2",
-    "topology.nodes=1",
-    "topology.gpus_per_node=2",
-    "model.channels=[8]",
-    "model.latent_dim=8",
-    "model.hidden_dim=16",
-    "data.image_size=16",
-    "data.stride_s=0.25",
-]
+
+
+WARNING_LINE = re.compile(r"\b(Supersession|Beta|Preview|Deprecation|Experimental)Warning\b")
 
 
 class User:
-    """A shell in the repo root with the venv's commands and a fresh instance."""
+    """A shell in `cwd` (the repo root) with the venv's commands and a fresh instance."""
 
-    def __init__(self, tmp: Path):
-        self.tmp, self.home, self.state = tmp, tmp / "dagster_home", tmp / "state"
-        self.home.mkdir()
+    def __init__(self, tmp: Path, cwd: Path = REPO):
+        self.tmp, self.home, self.state, self.cwd = tmp, tmp / "dagster_home", tmp / "state", cwd
+        self.home.mkdir(parents=True)
         local = (REPO / "deploy" / "dagster.local.yaml").read_text()
         (self.home / "dagster.yaml").write_text(local + "\nnux:\n  enabled: false\n")
         self.env = dict(
@@ -109,16 +118,18 @@ class User:
             ROBODATA_LANDING=str(tmp / "landing"),
         )
         self.superseded = 0
+        self.warnings: list[str] = []
+        self.spawned: list[subprocess.Popen] = []
 
     def run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        out = subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(argv, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
         self.superseded += out.stderr.count("SupersessionWarning")
+        self.warnings += [ln.strip()[:200] for ln in (out.stdout + out.stderr).splitlines() if WARNING_LINE.search(ln)]
         return out
 
-    def execute_job(self, job: str, partition: str, config: dict | None = None) -> subprocess.CompletedProcess:
-        """`dagster job execute -m robodata_dagster.definitions -j JOB --tags {"dagster/partition": ...}`"""
-        argv = ["dagster", "job", "execute", "-m", "robodata_dagster.definitions", "-j", job]
-        argv += ["--tags", json.dumps({"dagster/partition": partition})]
+    def launch_job(self, job: str, partition: str, config: dict | None = None) -> subprocess.CompletedProcess:
+        """`dg launch -m robodata_dagster.definitions --job JOB --partition PARTITION [-c run.yaml]` (README)"""
+        argv = ["dg", "launch", "-m", "robodata_dagster.definitions", "--job", job, "--partition", partition]
         if config:
             path = self.tmp / f"{job}-{len(list(self.tmp.glob('*.run.yaml')))}.run.yaml"
             path.write_text(json.dumps(config))  # JSON is YAML
@@ -126,10 +137,14 @@ class User:
         return self.run(*argv)
 
     def spawn(self, *argv: str, log: str) -> subprocess.Popen:
-        with open(self.tmp / log, "w") as f:
-            return subprocess.Popen(
-                argv, cwd=REPO, env=self.env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        """A server in a process group of its own, under a watchdog (robodata_testing.procs)."""
+        proc = procs.spawn(list(argv), log=self.tmp / log, env=self.env, cwd=self.cwd)
+        self.spawned.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.spawned:
+            stop(proc)
 
     def init_instance(self) -> None:
         """Create the instance's SQLite storages once, before several processes open it at the same
@@ -144,14 +159,8 @@ class User:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    """Stop a server and everything in its process group."""
+    procs.stop(proc)
 
 
 def synth(dest: Path, n: int, duration: float, px: int, seed: int, broken: bool = False) -> list[str]:
@@ -189,12 +198,12 @@ def batch_rows(state: Path, batch: str) -> list[dict]:
 def cli_materialize(u: User, n: int, duration: float, px: int) -> dict[str, Any]:
     synth(u.tmp / "land-cli", n, duration, px, seed=1, broken=True)
     added = u.run("robodata-dagster", "add-batch", str(u.tmp / "land-cli"), "--batch", "cli-1")
-    mat = u.execute_job("full", "cli-1")
+    mat = u.launch_job("full", "cli-1")
     rows = batch_rows(u.state, "cli-1") if mat.returncode == 0 else []
     passed = [r for r in rows if r["qc_status"] == "pass"]
     containers = list((u.state / "containers" / "cli-1").rglob("*.rdep"))
-    missing = u.execute_job("full", "never-added")
-    named = [ln for ln in missing.stderr.splitlines() if "'never-added' is not a batch" in ln]
+    missing = u.launch_job("full", "never-added")
+    named = [ln for ln in missing.stderr.splitlines() if "never-added" in ln and "partition" in ln.lower()]
     clear = missing.returncode != 0 and bool(named)
     ok = added.returncode == 0 and mat.returncode == 0 and len(rows) == n + 1 and len(passed) == n == len(containers)
     return {
@@ -285,60 +294,6 @@ def daemon_sensor(u: User, n: int, duration: float, px: int, cli_done: threading
     }
 
 
-def lineage(u: User) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
-
-    from robodata.catalog.schema import MANIFEST_META_CATALOG_VERSION
-    from robodata.train.lineage import read_checkpoint_meta
-
-    specs = u.run("robodata-dagster", "specs")
-    curate = u.execute_job("curation", "demo")
-    cfg = {"ops": {"training_run": {"config": {"run_dir": str(u.tmp / "train"), "overrides": TINY_TRAIN}}}}
-    train = u.execute_job("training", "demo|demo", cfg)
-    out = u.run("robodata-dagster", "lineage")
-    ok = all(p.returncode == 0 for p in (specs, curate, train, out))
-    if not ok:
-        return {"lineage_resolves": False, "lineage_errors": (curate.stderr + train.stderr + out.stderr)[-2000:]}
-    lin = json.loads(out.stdout)
-    meta = read_checkpoint_meta(lin["checkpoint"])  # the checkpoint's own record, for comparison
-    manifest = pq.read_schema(lin["manifest_path"]).metadata
-    version = lin["catalog_version"]
-    catalog = str(u.state / "catalog" / "episodes")
-    listed = u.run("robodata", "lineage", lin["checkpoint"], "--episodes")
-    episodes = len(listed.stdout.strip().splitlines()) - 1
-    train_rows = pq.read_table(lin["manifest_path"], columns=["split"]).column("split").to_pylist().count("train")
-    resolves = (
-        lin["consistent"]
-        and lin["manifest_partition"] == "demo"
-        and version == meta["lineage"]["catalog_version"] == int(manifest[MANIFEST_META_CATALOG_VERSION])
-        and DeltaTable(catalog, version=version).version() == version  # that catalog version exists
-        and lin["manifest_hash"] == meta["lineage"]["manifest_hash"]
-        and episodes == train_rows > 0
-    )
-    return {
-        "lineage_resolves": resolves,
-        "lineage_catalog_version": version,
-        "lineage_episodes": episodes,
-        "training_input_typed": input_typed(u, lin),
-    }
-
-
-def load_warnings(u: User) -> int:
-    """Python warnings while the code location is imported and its definitions built."""
-    code = (
-        "import warnings\n"
-        "with warnings.catch_warnings(record=True) as w:\n"
-        "    warnings.simplefilter('always')\n"
-        "    from robodata_dagster.definitions import loaded\n"
-        "    d = loaded()\n"
-        "    d.resolve_asset_graph(), d.resolve_all_job_defs()\n"
-        "print(len(w))\n"
-    )
-    out = u.run(sys.executable, "-c", code)
-    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else -1
-
-
 def main(argv: list[str] | None = None) -> None:
     from bench.dagster_paths_ui import start_webserver, ui_pages
 
@@ -347,40 +302,60 @@ def main(argv: list[str] | None = None) -> None:
     n, duration, px = SIZES[size]
     result: dict[str, Any] = {"size": size}
     t0 = time.perf_counter()
+    # a harness's SIGTERM (its timeout) ends the bench through its `finally`s: the servers are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="bench-dagster-paths-") as d:
         u = User(Path(d))
-        result["preview_warnings"] = load_warnings(u)
-        result["definitions_import_s"] = definitions_import_s(3, cwd=Path(d))
-        wheel_dir = Path(d) / "wheel"
-        wheel_dir.mkdir()
-        result["wheel_load_ok"], wheel_detail = load_from_wheel(build_wheel(wheel_dir), Path(d) / "from-wheel")
-        if not result["wheel_load_ok"]:
-            result["wheel_errors"] = wheel_detail
-        u.init_instance()
-        # The daemon path is mostly waiting (sensor ticks, run start-up): its first batch runs
-        # alongside the CLI paths, on the same instance, as a deployment would, and its second
-        # once they are done (see daemon_sensor); the webserver starts meanwhile too.
-        daemon: dict[str, Any] = {}
-        cli_done = threading.Event()
-        thread = threading.Thread(target=lambda: daemon.update(daemon_sensor(u, n, duration, px, cli_done)))
-        thread.start()
-        web = start_webserver(u)
+        homes = [u.home]
         try:
-            try:
-                result.update(cli_materialize(u, n, duration, px))
-                result.update(lineage(u))
-            finally:
-                cli_done.set()
-            thread.join()
-            result.update(daemon)
-            result["run_kind_tagged_on_cli_path"] = cli_run_kinds(u)
-            result.update(vocabulary(u))
-            result.update(ui_pages(u, web, n_batches=3))
+            result["preview_warnings"] = load_warnings(u)
+            result["definitions_import_s"] = definitions_import_s(3, cwd=Path(d))
+            wheel_dir = Path(d) / "wheel"
+            wheel_dir.mkdir()
+            result["wheel_load_ok"], wheel_detail = load_from_wheel(build_wheel(wheel_dir), Path(d) / "from-wheel")
+            if not result["wheel_load_ok"]:
+                result["wheel_errors"] = wheel_detail
+            u.init_instance()
+            result.update(user_paths(u, n, duration, px, start_webserver, ui_pages))
+            result.update(automation(Path(d) / "automation", size, (n, duration, px), User))
+            homes.append(Path(result["automation_home"]))
+            result.update(injected_timeout(Path(d) / "injected"))
         finally:
-            stop(web[0])
+            u.stop_all()
+        left = counted(homes, wait_s=procs.GRACE_S + 10)
+        result["processes_left"] = len(left) + int(result.get("injected_left", 0))
         result["cli_superseded_warnings"] = u.superseded
+        warnings = u.warnings + result.pop("automation_warnings", [])
+        result["cli_warnings"], result["cli_warning_lines"] = len(warnings), warnings[:5]
     result["wall_s"] = round(time.perf_counter() - t0, 1)
     emit(result)
+
+
+def user_paths(u: User, n: int, duration: float, px: int, start_webserver: Any, ui_pages: Any) -> dict[str, Any]:
+    """The README's three paths on one instance: the CLI, the daemon with the landing sensor, the UI."""
+    # The daemon path is mostly waiting (sensor ticks, run start-up): its first batch runs
+    # alongside the CLI paths, on the same instance, as a deployment would, and its second
+    # once they are done (see daemon_sensor); the webserver starts meanwhile too.
+    result: dict[str, Any] = {}
+    daemon: dict[str, Any] = {}
+    cli_done = threading.Event()
+    thread = threading.Thread(target=lambda: daemon.update(daemon_sensor(u, n, duration, px, cli_done)), daemon=True)
+    thread.start()
+    web = start_webserver(u)
+    try:
+        try:
+            result.update(cli_materialize(u, n, duration, px))
+            result.update(lineage(u))
+        finally:
+            cli_done.set()
+        thread.join()
+        result.update(daemon)
+        result["run_kind_tagged_on_cli_path"] = cli_run_kinds(u)
+        result.update(vocabulary(u))
+        result.update(ui_pages(u, web, n_batches=3))
+    finally:
+        stop(web[0])
+    return result
 
 
 if __name__ == "__main__":

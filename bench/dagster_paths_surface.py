@@ -3,9 +3,22 @@ bench's instance after the user paths ran (`u`: bench.dagster_paths.User)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 RUN_KIND = "robodata/run-kind"
+TINY_TRAIN = [
+    "steps=2",
+    "global_batch_size=2",
+    "topology.nodes=1",
+    "topology.gpus_per_node=2",
+    "model.channels=[8]",
+    "model.latent_dim=8",
+    "model.hidden_dim=16",
+    "data.image_size=16",
+    "data.stride_s=0.25",
+]
 
 
 def input_typed(u: Any, lin: dict[str, Any]) -> bool:
@@ -55,3 +68,57 @@ def vocabulary(u: Any) -> dict[str, Any]:
         "delta_assets_checked": checked,
         "delta_assets_missing_schema": missing,
     }
+
+
+def lineage(u: Any) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    from robodata.catalog.schema import MANIFEST_META_CATALOG_VERSION
+    from robodata.train.lineage import read_checkpoint_meta
+
+    specs = u.run("robodata-dagster", "specs")
+    curate = u.launch_job("curation", "demo")
+    cfg = {"ops": {"training_run": {"config": {"run_dir": str(u.tmp / "train"), "overrides": TINY_TRAIN}}}}
+    train = u.launch_job("training", "demo|demo", cfg)
+    out = u.run("robodata-dagster", "lineage")
+    ok = all(p.returncode == 0 for p in (specs, curate, train, out))
+    if not ok:
+        return {"lineage_resolves": False, "lineage_errors": (curate.stderr + train.stderr + out.stderr)[-2000:]}
+    lin = json.loads(out.stdout)
+    meta = read_checkpoint_meta(lin["checkpoint"])  # the checkpoint's own record, for comparison
+    manifest = pq.read_schema(lin["manifest_path"]).metadata
+    version = lin["catalog_version"]
+    catalog = str(u.state / "catalog" / "episodes")
+    listed = u.run("robodata", "lineage", lin["checkpoint"], "--episodes")
+    episodes = len(listed.stdout.strip().splitlines()) - 1
+    train_rows = pq.read_table(lin["manifest_path"], columns=["split"]).column("split").to_pylist().count("train")
+    resolves = (
+        lin["consistent"]
+        and lin["manifest_partition"] == "demo"
+        and version == meta["lineage"]["catalog_version"] == int(manifest[MANIFEST_META_CATALOG_VERSION])
+        and DeltaTable(catalog, version=version).version() == version  # that catalog version exists
+        and lin["manifest_hash"] == meta["lineage"]["manifest_hash"]
+        and episodes == train_rows > 0
+    )
+    return {
+        "lineage_resolves": resolves,
+        "lineage_catalog_version": version,
+        "lineage_episodes": episodes,
+        "training_input_typed": input_typed(u, lin),
+    }
+
+
+def load_warnings(u: Any) -> int:
+    """Python warnings while the code location is imported and its definitions built."""
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from robodata_dagster.definitions import loaded\n"
+        "    d = loaded()\n"
+        "    d.resolve_asset_graph(), d.resolve_all_job_defs()\n"
+        "print(len(w))\n"
+    )
+    out = u.run(sys.executable, "-c", code)
+    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else -1

@@ -136,8 +136,28 @@ class Outcome:
         return f"--- stdout ---\n{self.stdout[-chars:]}\n--- stderr ---\n{self.stderr[-chars:]}"
 
 
+TERM_GRACE_S = 30.0  # a timed-out bench gets SIGTERM first, to stop what it started, then SIGKILL
+
+
+def machine_factor() -> float:
+    """How much slower than a quiet machine this one is now: the 1-minute load average per core
+    (at least 1). Time limits of tests and benches scale with it (a fixed limit failed, and leaked,
+    on a loaded CI machine)."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:  # pragma: no cover - no load average on this platform
+        return 1.0
+
+
+def scaled_timeout(base_s: float, cap: float = 6.0) -> float:
+    """`base_s` on a quiet machine, up to `cap` times it on a loaded one (machine_factor)."""
+    return base_s * min(machine_factor(), cap)
+
+
 def run(bench: Bench, size: str, timeout_s: float, cwd: Path | None = None) -> Outcome:
-    """`python -m bench.<name> --<size>` in a subprocess (cwd: where .bench/ goes; default the repo)."""
+    """`python -m bench.<name> --<size>` in a subprocess (cwd: where .bench/ goes; default the repo).
+    At the timeout its process group gets SIGTERM (a bench stops the servers it started, each in a
+    group of its own: robodata_testing.procs), then SIGKILL after TERM_GRACE_S."""
     if size not in ("smoke", "quick"):
         raise ValueError(f"size must be 'smoke' or 'quick', not {size!r}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
@@ -151,8 +171,13 @@ def run(bench: Bench, size: str, timeout_s: float, cwd: Path | None = None) -> O
         stdout, stderr = proc.communicate(timeout=timeout_s)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
         rc, stderr = -1, stderr + f"\n[timed out after {timeout_s:g}s]"
     with contextlib.suppress(ProcessLookupError):  # anything it left behind
         os.killpg(proc.pid, signal.SIGKILL)

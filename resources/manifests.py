@@ -31,7 +31,7 @@ class ManifestRefIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata({"ref": dg.MetadataValue.path(uri), "run_id": ref.run_id})
 
     def load_input(self, context: dg.InputContext) -> ManifestRef | None:
-        from robodata.storage import StorageLocation, objects
+        from robodata.storage import StorageLocation
 
         if not context.has_asset_partitions:  # the manifest asset is not part of these definitions
             return None

@@ -44,7 +44,9 @@ def _targets(context: dg.SensorEvaluationContext, specs: SpecsResource, version:
             wanted = version if spec.catalog_version is None else spec.catalog_version
         except ConfigError as exc:
             error = str(exc)
-        out.append(Target("manifest", name, curation_job.name, wanted, digest(dirs, CURATION_SPEC, name), error, spec_hash))
+        out.append(
+            Target("manifest", name, curation_job.name, wanted, digest(dirs, CURATION_SPEC, name), error, spec_hash)
+        )
     error = ""
     try:
         load_acceptance(ACCEPTANCE_CONFIG)

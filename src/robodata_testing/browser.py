@@ -24,6 +24,7 @@ from pathlib import Path
 import websocket
 
 from robodata.errors import RobodataError
+from robodata_testing import procs
 
 FLAGS = (
     "--headless",
@@ -61,7 +62,7 @@ class HeadlessChromium:
             f"--window-size={width},{height}",
             "about:blank",
         ]
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = procs.spawn(argv, grace_s=5.0)  # its own group: never outlives the test (robodata_testing.procs)
         try:
             port = cls._devtools_port(proc, profile / "DevToolsActivePort", timeout_s)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
@@ -69,8 +70,7 @@ class HeadlessChromium:
             url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
             ws = websocket.create_connection(url, suppress_origin=True, timeout=timeout_s)
         except BaseException:
-            proc.kill()
-            proc.wait()
+            procs.stop(proc, grace_s=5.0)
             shutil.rmtree(profile, ignore_errors=True)
             raise
         page = cls(proc, profile, ws)
@@ -150,12 +150,7 @@ class HeadlessChromium:
         try:
             self._ws.close()
         finally:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            procs.stop(self._proc, grace_s=5.0)
             shutil.rmtree(self._profile, ignore_errors=True)
 
     def __enter__(self) -> HeadlessChromium:

@@ -6,8 +6,11 @@
         s3.location("prod")                      # StorageLocation for s3://robodata-test/prod
 
 Nothing is installed or touched system-wide: the cluster lives in its own temp directory and is
-stopped (and deleted) on exit. As root, initdb refuses to run, so the cluster runs as the
-`postgres` system user (created by the Debian package) or `nobody`.
+stopped (and deleted) on exit. The server runs in the foreground in a process group of its own
+under robodata_testing.procs' watchdog, so it stops with the process that started it even when
+that process is killed (a daemonized `pg_ctl start` outlived a killed test). As root, initdb
+refuses to run, so the cluster runs as the `postgres` system user (created by the Debian package)
+or `nobody`.
 """
 
 from __future__ import annotations
@@ -18,14 +21,17 @@ import logging
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from robodata.errors import RobodataError
 from robodata.storage import StorageLocation
+from robodata_testing import procs
 
 
 class ServiceUnavailable(RobodataError):
@@ -75,6 +81,7 @@ class PrivatePostgres:
     _prefix: list[str] = field(default_factory=list)
     _bindir: Path = Path(".")
     _running: bool = False
+    _proc: subprocess.Popen | None = None
 
     @classmethod
     def start(cls, max_connections: int = 200) -> PrivatePostgres:
@@ -86,14 +93,26 @@ class PrivatePostgres:
         pg = cls(workdir=workdir, port=free_port(), _prefix=prefix, _bindir=bindir)
         data = workdir / "data"
         pg._exec(["initdb", "-D", str(data), "-A", "trust", "-U", pg.user, "-E", "UTF8", "--locale=C", "--no-sync"])
-        opts = (
-            f"-p {pg.port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off "
-            f"-c synchronous_commit=off -c full_page_writes=off -c max_connections={max_connections}"
-        )
-        pg._exec(["pg_ctl", "-D", str(data), "-o", opts, "-l", str(workdir / "server.log"), "-w", "-t", "60", "start"])
+        opts = [f"port={pg.port}", f"unix_socket_directories={workdir}", "listen_addresses=127.0.0.1", "fsync=off"]
+        opts += ["synchronous_commit=off", "full_page_writes=off", f"max_connections={max_connections}"]
+        argv = [*prefix, str(bindir / "postgres"), "-D", str(data), *(a for o in opts for a in ("-c", o))]
+        # SIGQUIT: immediate shutdown (a throwaway cluster); the group is SIGKILLed 3 s later at the latest
+        pg._proc = procs.spawn(argv, log=workdir / "server.log", cwd=workdir, stop_signal=signal.SIGQUIT, grace_s=3.0)
         pg._running = True
         atexit.register(pg.stop)
+        pg._wait_ready(60.0)
         return pg
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        ready = [str(self._bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)]
+        while subprocess.run(ready, capture_output=True).returncode != 0:
+            if time.monotonic() > deadline or (self._proc is not None and self._proc.poll() is not None):
+                log = self.workdir / "server.log"
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                self.stop()
+                raise RobodataError(f"postgres did not start within {timeout_s:g}s: {tail}")
+            time.sleep(0.2)
 
     def _exec(self, argv: list[str]) -> None:
         cmd = [*self._prefix, str(self._bindir / argv[0]), *argv[1:]]
@@ -126,7 +145,8 @@ class PrivatePostgres:
         if self._running:
             self._running = False
             try:
-                self._exec(["pg_ctl", "-D", str(self.workdir / "data"), "-m", "immediate", "-w", "stop"])
+                if self._proc is not None:
+                    procs.stop(self._proc)
             finally:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
-from robodata.ingest.landing.settle import format_complete
 from robodata.ingest.landing.scan import LandingItem
+from robodata.ingest.landing.settle import format_complete
 from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.tables import IngestPaths

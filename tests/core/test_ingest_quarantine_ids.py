@@ -26,7 +26,7 @@ def test_landing_ids_are_names_never_paths():
     assert landing_id("s3://b/land/ds#12") == "ds-000012"
     assert landing_id("/land/demo.hdf5#data/demo_3") == "demo-demo_3"
     assert landing_id("/land/flight log.ulg") == "flight-log.ulg"  # not an importer's suffix: kept
-    assert landing_id("/land/...") .startswith("entry-")
+    assert landing_id("/land/...").startswith("entry-")
 
 
 def test_a_truncated_item_ingested_whole_later_replaces_its_quarantine_row(tmp_path):

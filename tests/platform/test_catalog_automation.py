@@ -15,7 +15,10 @@ from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 from robodata_dagster.resources.manifests import ManifestRefIOManager
 from robodata_dagster.sensors.automation import catalog_automation_sensor
 
-SPEC = "version: 1\nname: a\nfilters:\n  - {column: qc_status, op: '==', value: pass}\nsplit: {val_fraction: 0.1, salt: a}\n"
+SPEC = (
+    "version: 1\nname: a\nfilters:\n  - {column: qc_status, op: '==', value: pass}\n"
+    "split: {val_fraction: 0.1, salt: a}\n"
+)
 ACCEPT = "version: 1\ndefault: {criteria: {min_quality: 0.8}, target_passes_per_shift: 2}\n"
 SHAPE = synthetic.FleetShape(rows_per_day=100, robots_per_site=2)
 

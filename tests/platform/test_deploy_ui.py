@@ -10,8 +10,6 @@ README shows; a test run never writes into the checkout by itself).
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from robodata_testing import procs
 from robodata_testing.browser import HeadlessChromium
 from robodata_testing.services import free_port
 from tests.platform.deploy_support import chromium
@@ -56,15 +55,10 @@ def webserver():
         ROBODATA_DEPLOYMENT="local",
     )
     exe = Path(sys.executable).parent / "dagster"
-    log = open(home / "dev.log", "w")  # noqa: SIM115 - the server's log, closed after it stops
-    proc = subprocess.Popen(
-        [str(exe), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    # its own process group under a watchdog: dagster dev, its webserver, daemon and code server go
+    # with it, also when this test process is killed at a timeout (robodata_testing.procs)
+    argv = [str(exe), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]
+    proc = procs.spawn(argv, log=home / "dev.log", env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 150
@@ -78,13 +72,8 @@ def webserver():
         assert nodes, "dagster dev did not serve the code location: " + (home / "dev.log").read_text()[-3000:]
         yield base, nodes, browser
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # dagster dev and the webserver/daemon/code server it started
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+        procs.stop(proc)
+        assert procs.leftovers(f"DAGSTER_HOME={home}") == []
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -104,7 +104,9 @@ def superseded(found: pa.Table, ids: list[str], source: pa.Table) -> pa.Table:
     keep_out = set(source.column("episode_id").to_pylist())
     rows = [
         (e, d)
-        for e, d, has in zip(*(found.column(c).to_pylist() for c in ("episode_id", "day", "has_container")), strict=True)
+        for e, d, has in zip(
+            *(found.column(c).to_pylist() for c in ("episode_id", "day", "has_container")), strict=True
+        )
         if e in set(ids) and not has and e not in keep_out
     ]
     if not rows or source.num_rows == 0:

@@ -51,8 +51,8 @@ from robodata.catalog.identity import (
     DROP,
     current_days,
     locked_commit,
-    superseded,
     stale_copies,
+    superseded,
     with_tombstones,
     without_demotions,
 )

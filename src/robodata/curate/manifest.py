@@ -27,8 +27,9 @@ Content hash schemes (`HASH_SCHEMES`; the file names its scheme in `robodata.man
 
 The Parquet writer settings are fixed and nothing time-dependent goes into the file, so the same
 spec and catalog version give byte-identical files. An existing file of the same name is never
-rewritten: it is checked (its rows must reproduce its hash) and reused (the file is created only if absent: a hard link on a local
-disk, a conditional PUT on S3, so racing writers cannot replace one another's file).
+rewritten: it is checked (its rows must reproduce its hash) and reused (the file is created only
+if absent: a hard link on a local disk, a conditional PUT on S3, so racing writers cannot replace
+one another's file).
 
 `out_dir` and manifest paths are local folders or object-store URIs (s3://bucket/prefix/manifests)
 with the fsspec options of their StorageLocation.

@@ -23,9 +23,9 @@ NO_VIEWER = "use --save ep.rrd and open it where there is one (`rerun ep.rrd`), 
 
 
 def _spawn(rec: Any) -> None:
-    if os.name == "posix" and os.uname().sysname == "Linux":
-        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-            raise ViewerUnavailable(f"--spawn needs a display (DISPLAY and WAYLAND_DISPLAY are unset): {NO_VIEWER}")
+    linux = os.name == "posix" and os.uname().sysname == "Linux"
+    if linux and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise ViewerUnavailable(f"--spawn needs a display (DISPLAY and WAYLAND_DISPLAY are unset): {NO_VIEWER}")
     try:
         rec.spawn()
     except RuntimeError as exc:  # rerun: no viewer executable on PATH, or it did not start

@@ -139,7 +139,10 @@ def requests(instance: dg.DagsterInstance, targets: Iterable[Target]) -> tuple[l
             tags = {SPEC_DIGEST_TAG: t.digest} if t.digest else {}
             out.append(
                 dg.RunRequest(
-                    run_key=d.run_key, job_name=t.job, partition_key=t.partition, tags={**tags, "robodata/catalog-version": str(t.wanted)}
+                    run_key=d.run_key,
+                    job_name=t.job,
+                    partition_key=t.partition,
+                    tags={**tags, "robodata/catalog-version": str(t.wanted)},
                 )
             )
     return out, notes

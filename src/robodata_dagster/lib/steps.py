@@ -13,8 +13,9 @@ setting: a user's mistake that no retry fixes) becomes a `dg.Failure` that is ne
 the error's message (it names the file and field): not by the step's RetryPolicy (`allow_retries=
 False`), and not by the instance's run retries either: the run is tagged `dagster/max_retries: 0`
 before it fails (run retries read the run's tags when it fails), and `robodata/failure: config`, which
-the catalog automation reads (a partition whose last run failed on config waits for its file to change). tests/platform/test_step_kinds.py walks the
-loaded definitions and fails on any asset, check or op declared otherwise.
+the catalog automation reads (a partition whose last run failed on config waits for its file to
+change). tests/platform/test_step_kinds.py walks the loaded definitions and fails on any asset,
+check or op declared otherwise.
 """
 
 from __future__ import annotations

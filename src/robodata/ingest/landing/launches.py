@@ -34,7 +34,9 @@ class BatchPolicy:
 
     def __post_init__(self) -> None:
         require(self.max_items >= 1 and self.max_bytes >= 1, "batch limits must be >= 1")
-        require(self.settle_s >= 0 and self.incomplete_after_s >= self.settle_s, "need 0 <= settle_s <= incomplete_after_s")
+        require(
+            self.settle_s >= 0 and self.incomplete_after_s >= self.settle_s, "need 0 <= settle_s <= incomplete_after_s"
+        )
 
 
 def cut_batches(items: list[LandingItem], policy: BatchPolicy) -> list[list[LandingItem]]:
@@ -128,7 +130,9 @@ def _listed(url: str, state: LaunchState, limit: int, storage_options: dict | No
     oldest = state.settling.oldest()
     since = state.landing.watermark if oldest is None else min(oldest, state.landing.watermark)
     waiting = state.settling.seen
-    found = [it for it in scan(url, storage_options, completed_since=since) if state.landing.is_new(it) or it.name in waiting]
+    found = [
+        it for it in scan(url, storage_options, completed_since=since) if state.landing.is_new(it) or it.name in waiting
+    ]
     found.sort(key=lambda it: (it.completed_at, it.name))
     if len(found) > limit:
         cut = found[limit - 1].completed_at
