@@ -29,7 +29,8 @@ assets_without_kinds: assets with no `kinds`. delta_assets_without_schema: asset
     whose latest materialization in this bench has no `dagster/column_schema` or `dagster/row_count`
     (of delta_assets_checked: those materialized here).
 manifest_auto_materialized: after the daemon's second batch, a `manifest` materialization by a run of
-    `catalog_automation_sensor` (the catalog automation), with no manual step.
+    `catalog_automation_sensor` (the catalog automation) that read the catalog with that batch, with
+    no manual step.
 training_input_typed: `training_run` takes `manifest` as a typed ManifestRef input, and the ref it
     recorded is the manifest materialization the lineage resolves to.
 run_kind_tagged_on_cli_path: the CLI path's runs (`dg launch --job full|curation|training`)
@@ -226,17 +227,20 @@ def wait_runs(u: User, instance, k: int, timeout_s: float) -> list:
     return []
 
 
-def manifest_by_automation(instance, after_run, timeout_s: float) -> bool:
-    """A `manifest` materialization by a run of catalog_automation_sensor that started after `after_run` ended."""
+def manifest_by_automation(instance, state: Path, timeout_s: float) -> bool:
+    """A `manifest` materialization by a run of catalog_automation_sensor that read the catalog's
+    version now (after the daemon's second batch: the refresh that batch set going)."""
     import dagster as dg
+    from deltalake import DeltaTable
 
-    ended = instance.get_run_record_by_id(after_run.run_id).end_time or 0.0
+    version = DeltaTable(str(state / "catalog" / "episodes")).version()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for rec in instance.fetch_materializations(dg.AssetKey("manifest"), limit=20).records:
             run = instance.get_run_record_by_id(rec.run_id)
             by_sensor = run.dagster_run.tags.get("dagster/sensor_name") == "catalog_automation_sensor"
-            if by_sensor and (run.create_timestamp.timestamp() >= ended):
+            read = rec.asset_materialization.metadata.get("catalog_version_read")
+            if by_sensor and read is not None and read.value >= version:
                 return True
         time.sleep(2)
     return False
@@ -245,8 +249,8 @@ def manifest_by_automation(instance, after_run, timeout_s: float) -> bool:
 def daemon_sensor(u: User, n: int, duration: float, px: int, cli_done: threading.Event) -> dict[str, Any]:
     """The landing-zone sensor cuts two batches; the catalog change of the second must make the
     automation sensor refresh the manifest. The second batch lands after the CLI paths are done
-    (`cli_done`): a CLI materialization of the manifest after it would count as handling that change
-    (`since_last_handled`), and the automation would rightly not run again."""
+    (`cli_done`): a CLI materialization of the manifest after it could read that batch first, and
+    the automation would rightly have nothing left to do."""
     import dagster as dg
 
     started = u.run("dagster", "sensor", "start", "landing_zone_live_sensor", "-w", "workspace.yaml")
@@ -263,7 +267,7 @@ def daemon_sensor(u: User, n: int, duration: float, px: int, cli_done: threading
             runs = wait_runs(u, instance, 2, 300)
             ok = [r for r in runs if r.status == dg.DagsterRunStatus.SUCCESS]
             incremental = False
-            auto = bool(ok) and manifest_by_automation(instance, ok[-1], 240)
+            auto = bool(ok) and manifest_by_automation(instance, u.state, 300)
             if len(ok) == 2 and first:
                 second = ok[1]
                 mats = {

@@ -1,11 +1,13 @@
 """Part of bench.dagster_paths: the automation keys, on an instance of their own with the daemon running
 and the landing-zone sensor started, as the README says, from a site folder holding its own specs/.
 
-missed_refreshes: a recording is moved into the landing zone at a random moment during an in-flight
-    manifest run, ROUNDS times (10 at --quick); after each, once the daemon quiesces (no run
-    queued or running for QUIET_S seconds, the recording in the catalog), the valid specs whose
-    latest manifest materialization read an older catalog version than the catalog's now.
-    commits_during_manifest_runs: catalog commits that landed while a manifest run was in flight.
+missed_refreshes: ROUNDS rounds (10 at --quick): a recording is moved into the landing zone and,
+    once its commit has set manifest runs going, another at a random moment while one is in flight
+    (queued or running); once the daemon quiesces (no run queued or running for QUIET_S seconds,
+    both recordings in the catalog), the valid specs whose latest manifest materialization read an
+    older catalog version than the catalog's now. drops_during_manifest_runs: the second drops made
+    during a manifest run; commits_during_manifest_runs: catalog commits that landed while a
+    manifest run was in flight (the race the sensor must not lose).
 manifest_rewrites_without_row_change: per spec, materializations whose rows equal the previous
     one's (read with pyarrow) but whose file or data version differ, plus manifest files holding
     another file's rows; refresh_noops: the refreshes that selected the previous rows (they happen).
@@ -38,7 +40,7 @@ from robodata.ingest.synth import SynthConfig, synthesize
 
 ROUNDS = {"smoke": 2, "quick": 10, "full": 10}
 SLOW = {"smoke": 1, "quick": 10, "full": 10}  # MCAP files and JPEG folders, each
-QUIET_S = 25.0  # > the catalog automation's interval (15 s) and a run's start
+QUIET_S = 20.0  # > the catalog automation's interval (15 s)
 LONG_PAUSE_S = 12.0  # > the live sensor's settle window (5 s settle, 5 s ticks)
 REPO = Path(__file__).resolve().parents[1]
 SPECS = {
@@ -121,7 +123,7 @@ def _manifest_run_in_flight(instance, timeout_s: float) -> bool:
     import dagster as dg
 
     deadline = time.monotonic() + timeout_s
-    flying = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    flying = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
     while time.monotonic() < deadline:
         if instance.get_runs(filters=dg.RunsFilter(job_name="curation", statuses=flying), limit=1):
             return True
@@ -268,10 +270,12 @@ def _rounds(u: Any, instance, drops: Drops, slow: threading.Thread, site: Path, 
         if r == ROUNDS[size] - 1:
             hand = _break_flaky(u, site, instance)
             valid.remove("flaky")
-        if _manifest_run_in_flight(instance, 120):  # a random moment while a manifest run is in flight
+        drops.move(drops.make("site-a" if r % 2 else "site-b"))  # its commit sets manifest runs going
+        seen.add(drops.ids[-1])
+        if _manifest_run_in_flight(instance, 180):  # then a random moment while one is in flight
             during += 1
-            time.sleep(rng.uniform(0.0, 3.0))
-        drops.move(drops.make("site-a" if r % 2 else "site-b"))
+            time.sleep(rng.uniform(0.0, 5.0))
+        drops.move(drops.make("site-b"))
         seen.add(drops.ids[-1])
         settled = quiesce(instance, u.state, seen, 900) and settled
         behind += [f"round {r}: {b}" for b in missed(instance, u.state, valid)]

@@ -7,8 +7,10 @@ partitions        /assets/episodes?view=partitions: the batch partitions, all ma
 asset checks      /assets/episodes?view=checks&checkDetail=converted, execution history: the failed
                   evaluation of the CLI batch with the quarantined episode and its reason
 sensors           the landing-zone sensor's page: running, with the tick that requested a run
-batch_preview     /assets/qc_results?partition=cli-1: the batch's preview metadata opened ([Show Markdown]):
-                  image elements (thumbnail strips, the joint-state plot) that the browser decoded
+batch_preview     /assets/qc_results?view=partitions&partition=cli-1: that batch's materialization (its
+                  quarantined episode's reason: not the latest batch's), its preview metadata opened
+                  ([Show Markdown]): image elements (thumbnail strips, the joint-state plot) the
+                  browser decoded
 """
 
 from __future__ import annotations
@@ -85,7 +87,12 @@ def pages(n_batches: int) -> list[tuple[str, str, list[str], str]]:
             ["landing_zone_live_sensor", "Running", "1 run requested"],
             "",
         ),
-        ("batch_preview", "/assets/qc_results?partition=cli-1", ["preview", "[Show Markdown]"], "images"),
+        (
+            "batch_preview",
+            "/assets/qc_results?view=partitions&partition=cli-1",
+            ["preview", "[Show Markdown]", "site-broken"],
+            "images",
+        ),
     ]
 
 

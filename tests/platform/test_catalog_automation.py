@@ -115,3 +115,43 @@ def test_config_failures_are_not_retried_and_wait_for_their_file(setup):
     spec_file.write_text(SPEC.replace("qc_status", "qc_statsu"))
     cat.merge(synthetic.rows(SHAPE, 200, 50))
     assert "a" not in _tick(instance, resources)  # a new batch does not ask the failed, unchanged file again
+
+
+def test_invalid_specs_never_become_partitions(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from robodata_dagster.cli import app
+    from robodata_dagster.sensors.specs import spec_registry_sensor
+
+    cur, train = tmp_path / "specs" / "curation", tmp_path / "specs" / "training"
+    cur.mkdir(parents=True)
+    train.mkdir()
+    (cur / "a.yaml").write_text(SPEC)
+    (cur / "col.yaml").write_text(SPEC.replace("name: a", "name: col").replace("qc_status", "qc_statsu"))
+    (cur / "named.yaml").write_text(SPEC)  # its name: is `a`, not the file's
+    home = tmp_path / "dh"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    dirs = ["--curation-dir", str(cur), "--training-dir", str(train)]
+    res = CliRunner().invoke(app, ["specs", *dirs])
+    assert res.exit_code == 1  # refused files: a script notices
+    assert "refused" in res.stderr and "col.yaml" in res.stderr and "qc_statsu" in res.stderr
+    assert "named.yaml" in res.stderr and "must match the file name" in res.stderr
+    with dg.DagsterInstance.get() as instance:
+        assert instance.get_dynamic_partitions("curation_spec") == ["a"]
+    (cur / "b.yaml").write_text(SPEC.replace("name: a", "name: b"))
+    with dg.instance_for_test() as instance:
+        specs = SpecsResource(curation_dir=str(cur), training_dir=str(train))
+        ctx = dg.build_sensor_context(instance=instance, resources={"specs": specs})
+        result = spec_registry_sensor(ctx)
+        (added,) = result.dynamic_partitions_requests
+        assert sorted(added.partition_keys) == ["a", "b"]  # the valid ones only
+        assert "col.yaml" in result.cursor and "named.yaml" in result.cursor  # refused, logged once per content
+
+    monkeypatch.delenv("DAGSTER_HOME")
+    res = CliRunner().invoke(app, ["specs", *dirs])
+    assert res.exit_code == 2 and "DAGSTER_HOME is not set" in res.stderr and "Traceback" not in res.output
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    res = CliRunner().invoke(app, ["add-batch", str(tmp_path / "no-such-landing")])
+    assert res.exit_code == 2 and "is not a folder" in res.stderr
