@@ -38,7 +38,7 @@ from typing import Any
 
 from robodata.ingest.synth import SynthConfig, synthesize
 
-ROUNDS = {"smoke": 2, "quick": 10, "full": 10}
+ROUNDS = {"smoke": 1, "quick": 10, "full": 10}
 SLOW = {"smoke": 1, "quick": 10, "full": 10}  # MCAP files and JPEG folders, each
 QUIET_S = 20.0  # > the catalog automation's interval (15 s)
 LONG_PAUSE_S = 12.0  # > the live sensor's settle window (5 s settle, 5 s ticks)
