@@ -170,11 +170,14 @@ def default_layout(
     camera_span_s: float = 2.0,
     proprio_span_s: float = 10.0,
 ) -> Layout:
-    """cameras / proprio / events groups: the layout ingestion uses unless a plan says otherwise."""
-    groups = [
-        TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()),
-        TopicGroup("proprio", tuple(proprio), proprio_span_s),
-    ]
+    """cameras / proprio / events groups: the layout ingestion uses unless a plan says otherwise.
+    A group the episode has no stream for is left out: an IMU, odometry or telemetry recording is
+    a container without a `cameras` group, a camera-only one has no `proprio` group."""
+    groups = []
+    if cameras:
+        groups.append(TopicGroup("cameras", tuple(cameras), camera_span_s, video or VideoSettings()))
+    if proprio:
+        groups.append(TopicGroup("proprio", tuple(proprio), proprio_span_s))
     if events:
         groups.append(TopicGroup("events", tuple(events), 60.0))
     return Layout(groups=tuple(groups))

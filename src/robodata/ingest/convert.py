@@ -60,6 +60,11 @@ def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
     for k in ("robot_type", "source_dataset", "language"):
         if getattr(raw, k):
             extra[k] = getattr(raw, k)
+    roles = raw.stream_roles()
+    if roles:
+        extra["roles"] = roles  # {"state": stream, "action": stream}: the catalog's and exporters' source
+    if raw.rate_unknown:
+        extra["rate_unknown"] = True  # steps on a nominal grid: no source gave the control rate
     return EpisodeMeta(
         raw.episode_id, raw.robot, raw.site, raw.task, raw.epoch_ns + al.t0_ns, streams, vendor=raw.vendor, extra=extra
     )

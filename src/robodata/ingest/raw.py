@@ -17,6 +17,9 @@ from robodata.ingest.clock import IDENTITY, ClockFit
 from robodata.names import UnsafeNameError, check_name
 
 
+ROLE_STREAMS = {"state": "joint_pos", "action": "cmd"}  # what importers name a stream whose role they know
+
+
 class RawEpisodeError(RobodataError):
     """A raw episode cannot be read or converted; the message says what is wrong with which file."""
 
@@ -64,6 +67,19 @@ class RawEpisode:
     robot_type: str = ""  # embodiment (LeRobot robot_type, a key map's robot_type); catalog column
     source_dataset: str = ""  # the public / fleet dataset the item belongs to; catalog column
     language: str = ""  # the instruction text, "" when the recording has none; catalog column
+    # role -> stream, as the source declares it ("state": the observed state, "action": the command
+    # stream), beside the convention below; kept in the container (meta.extra["roles"]) for the
+    # catalog and the exporters, which never guess a stream's role
+    roles: dict[str, str] = field(default_factory=dict)
+    rate_unknown: bool = False  # steps laid on a nominal grid: no source declares the control rate
+
+    def stream_roles(self) -> dict[str, str]:
+        """Declared roles, else by robodata's stream names: `joint_pos` is the state, `cmd` the action."""
+        out = {r: s for r, s in self.roles.items() if s in self.arrays}
+        for role, stream in ROLE_STREAMS.items():
+            if role not in out and stream in self.arrays:
+                out[role] = stream
+        return out
 
     def clock_for(self, name: str) -> ClockFit:
         return self.clocks.get(name, IDENTITY)

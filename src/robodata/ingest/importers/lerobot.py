@@ -17,20 +17,25 @@ import av
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from av.video.stream import VideoStream
 
 from robodata.errors import RobodataError
 from robodata.ingest.clock import ClockFit, fit_offset
+from robodata.ingest.importers.lerobot_video import EpisodeVideo, decode, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name, confine, within
 
 INDEX_COLUMNS = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
 ARRAY_NAMES = {
     "observation.state": "joint_pos",
+    "state": "joint_pos",
     "action": "cmd",
+    "actions": "cmd",
     "observation.effort": "joint_cur",
     "observation.velocity": "joint_vel",
 }
+# feature keys whose role the dataset declares by name (the first present wins each role)
+ROLE_KEYS = {"state": ("observation.state", "state"), "action": ("action", "actions")}
+RADIAN_SUFFIXES = ("_rad", ".rad")  # names that say their values are radians (e.g. `joint_1_rad`)
 
 
 @dataclass
@@ -179,42 +184,26 @@ def _data(root: Path, info: dict, ep: LeRobotEpisode):
     return t
 
 
-def _time_base(s: VideoStream) -> float:
-    if s.time_base is None:
-        raise ValueError("video stream has no time base")
-    return float(s.time_base)
+def _names(ft: dict) -> tuple[str, ...]:
+    """A feature's column names: a list of strings, LeRobot's nested `[[...]]` (one list of names
+    wrapped in another) or `{"motors": [...]}`; () when it names none."""
+    names = ft.get("names")
+    if isinstance(names, dict) and len(names) == 1:
+        names = next(iter(names.values()))
+    if isinstance(names, list) and len(names) == 1 and isinstance(names[0], list):
+        names = names[0]
+    if isinstance(names, list) and names and all(isinstance(x, str) for x in names):
+        return tuple(names)
+    return ()
 
 
-def _packet_times(path: Path, t_from: float, t_to: float, feature: str = "") -> np.ndarray:
-    """Presentation times (s) of the video's frames inside [t_from, t_to), from the demuxer only."""
-    if not path.is_file():
-        raise RawEpisodeError(f"{path}: the video of feature {feature!r} is missing (meta/info.json video_path)")
-    try:
-        with av.open(str(path)) as c:
-            s = c.streams.video[0]
-            tb = _time_base(s)
-            pts = sorted(p.pts * tb for p in c.demux(s) if p.pts is not None)
-    except Exception as exc:
-        raise RawEpisodeError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
-    eps = 1e-4
-    return np.array([x for x in pts if t_from - eps <= x < t_to - eps], np.float64)
-
-
-def _decode(path: Path, t_from: float, t_to: float, n: int):
-    with av.open(str(path)) as c:
-        s = c.streams.video[0]
-        s.thread_type = "AUTO"
-        if t_from > 0:
-            c.seek(int(t_from / _time_base(s)), stream=s, backward=True, any_frame=False)
-        k = 0
-        for frame in c.decode(s):
-            ts = frame.time if frame.time is not None else 0.0
-            if ts < t_from - 1e-4:
-                continue
-            if ts >= t_to - 1e-4 or k >= n:
-                return
-            yield frame  # yuv420p as decoded: the encoder takes it without an RGB round trip
-            k += 1
+def _units(ft: dict, names: tuple[str, ...]) -> str:
+    """The units a feature declares: its `units` field, or "rad" when every name says radians."""
+    if isinstance(ft.get("units"), str):
+        return ft["units"]
+    if names and all(n.endswith(RADIAN_SUFFIXES) for n in names):
+        return "rad"
+    return ""
 
 
 def _image_features(feats: dict, table, where: Path, cams: dict, t_state: np.ndarray, fps: float) -> dict:
@@ -279,17 +268,9 @@ def _open_lerobot(uri: str) -> RawEpisode:
     table = _data(root, info, ep)
     ts = np.asarray(table.column("timestamp").to_numpy(), np.float64)
     t_state = np.round(ts * 1e9).astype(np.int64)
-    arrays = {}
     feats = info.get("features", {})
-    for key, ft in feats.items():
-        if ft.get("dtype") in ("video", "image", "string") or key in INDEX_COLUMNS or key not in table.column_names:
-            continue
-        vals = np.asarray(table.column(key).to_pylist(), np.float32).reshape(table.num_rows, -1)
-        names = ft.get("names")
-        names = tuple(names) if isinstance(names, list) and all(isinstance(x, str) for x in names) else ()
-        stream = check_name(ARRAY_NAMES.get(key, key.replace(".", "_")), field=f"features key {key!r}", source=where)
-        arrays[stream] = ArrayTrack(t_state, vals, fps, "", names, "state")
-    cams, clocks, sources = {}, {}, {}
+    arrays, roles = _arrays(feats, table, t_state, fps, where)
+    cams, clocks, videos, issues = {}, {}, {}, []
     for key, ft in feats.items():
         if ft.get("dtype") != "video":
             continue
@@ -297,10 +278,15 @@ def _open_lerobot(uri: str) -> RawEpisode:
         if name in cams:
             raise RawEpisodeError(f"{where}: two video features end in camera name {name!r}")
         path, t_from, t_to = _video_path(root, info, ep, key)
-        pts = _packet_times(path, t_from, t_to, key)
-        if len(pts) == 0:
+        video = episode_video(root, path, t_from, t_to, key, ts - ts[0])
+        if not video.pts:
             raise RawEpisodeError(f"{path}: no frames in [{t_from}, {t_to}) for episode {ep.index}")
-        t_cam = np.round((pts - t_from) * 1e9).astype(np.int64)
+        if len(video.pts) != len(t_state):
+            issues.append(
+                f"frames_state_mismatch:{name}: {len(video.pts)} frames in {path.name} "
+                f"[{t_from:g}, {t_to:g}] for {len(t_state)} parquet rows of episode {ep.index}"
+            )
+        t_cam = np.round(video.times_s * 1e9).astype(np.int64)
         h, w = int(ft["shape"][0]), int(ft["shape"][1])
         cam_fps = _declared_rate(ft.get("info", {}).get("video.fps", fps))
         if not (0 < h <= 16384 and 0 < w <= 16384):
@@ -308,13 +294,13 @@ def _open_lerobot(uri: str) -> RawEpisode:
         cams[name] = CameraTrack(t_cam, h, w, cam_fps)
         n = min(len(t_cam), len(t_state))
         clocks[name] = fit_offset(t_cam[:n], t_state[:n]) if n >= 2 else ClockFit(1.0, 0.0, 0.0, 0)
-        sources[name] = (path, t_from, t_to, len(t_cam))
+        videos[name] = video
     images = _image_features(feats, table, where, cams, t_state, fps)
     task_names = ep.tasks or [""]
 
     def frames():
         # Cameras interleaved frame by frame (one open decoder per camera; image features from the parquet).
-        gens = {c: _decode(*sources[c]) for c in cams if c in sources}
+        gens = {c: decode(videos[c]) for c in videos}
         gens.update({c: g() for c, g in images.items()})
         counts = {c: 0 for c in cams}
         while gens:
@@ -325,9 +311,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
                     del gens[c]
                     continue
                 except av.error.FFmpegError as exc:
-                    raise RawEpisodeError(
-                        f"{sources[c][0]}: video decode failed at frame {counts[c]} ({exc})"
-                    ) from None
+                    raise RawEpisodeError(f"{videos[c].path}: video decode failed at frame {counts[c]} ({exc})") from None
                 yield c, counts[c], img
                 counts[c] += 1
 
@@ -348,7 +332,33 @@ def _open_lerobot(uri: str) -> RawEpisode:
         arrays,
         clocks=clocks,
         frames=frames,
+        issues=issues,
         robot_type=robot,
         source_dataset=root.name,
         language=task_names[0],
+        roles=roles,
     )
+
+
+def _arrays(feats: dict, table, t_state: np.ndarray, fps: float, where: Path) -> tuple[dict, dict[str, str]]:
+    """Numeric features as array streams, and the roles the dataset declares by feature name
+    (`observation.state` / `state`, `action` / `actions`): never inferred from values."""
+    arrays: dict[str, ArrayTrack] = {}
+    streams: dict[str, str] = {}  # feature key -> stream
+    for key, ft in feats.items():
+        if ft.get("dtype") in ("video", "image", "string") or key in INDEX_COLUMNS or key not in table.column_names:
+            continue
+        vals = np.asarray(table.column(key).to_pylist(), np.float32).reshape(table.num_rows, -1)
+        names = _names(ft)
+        stream = ARRAY_NAMES.get(key, key.replace(".", "_"))
+        if stream in arrays:  # `action` and `actions` both there: the second keeps its own name
+            stream = key.replace(".", "_")
+        stream = check_name(stream, field=f"features key {key!r}", source=where)
+        arrays[stream] = ArrayTrack(t_state, vals, fps, _units(ft, names), names, "state")
+        streams[key] = stream
+    roles = {}
+    for role, keys in ROLE_KEYS.items():
+        key = next((k for k in keys if k in streams), None)
+        if key is not None:
+            roles[role] = streams[key]
+    return arrays, roles

@@ -1,0 +1,109 @@
+"""A LeRobot episode's frames inside its video file: which frames are the episode's, and decoding them.
+
+The frames are chosen by presentation time from the demuxer alone (no decode): those in the
+episode's [from_timestamp, to_timestamp) window, plus the frame *at* to_timestamp when it matches
+the episode's last parquet row. Datasets written by LeRobot make to_timestamp exclusive (that frame
+is the next episode's first), but some real ones (open_50) store the last frame's own time there:
+matching it against the parquet keeps that frame instead of losing it in every episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import av
+import numpy as np
+from av.video.stream import VideoStream
+
+from robodata.ingest.raw import RawEpisodeError
+
+EPS_S = 1e-4  # LeRobot's own timestamp tolerance
+
+
+@dataclass(frozen=True)
+class EpisodeVideo:
+    path: Path
+    t_from: float  # the episode's start inside the file, s
+    pts: tuple[int, ...]  # the kept frames' presentation timestamps, in time-base units, ascending
+    time_base: float
+
+    @property
+    def times_s(self) -> np.ndarray:
+        """The kept frames' times from the episode's start."""
+        return np.array(self.pts, np.float64) * self.time_base - self.t_from
+
+
+def _time_base(s: VideoStream) -> float:
+    if s.time_base is None:
+        raise ValueError("video stream has no time base")
+    return float(s.time_base)
+
+
+def missing_video_reason(root: Path, path: Path, feature: str) -> str:
+    """Why `path` (info.json's video_path filled in) is not there, naming a folder of the dataset
+    that holds the same file under another top-level name (a `video/` folder where the template
+    says `videos/`) when there is one."""
+    why = f"{path}: the video of feature {feature!r} is missing (meta/info.json video_path)"
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return why
+    if len(rel.parts) < 2:
+        return why
+    for top in sorted(p for p in root.iterdir() if p.is_dir() and p.name != rel.parts[0]):
+        other = top.joinpath(*rel.parts[1:])
+        if other.is_file():
+            return (
+                f"{why}; the dataset holds it as {other.relative_to(root)}: its video folder is "
+                f"{top.name}/, info.json video_path says {rel.parts[0]}/ (rename the folder or fix video_path)"
+            )
+    return why
+
+
+def episode_video(
+    root: Path, path: Path, t_from: float, t_to: float, feature: str, state_t: np.ndarray
+) -> EpisodeVideo:
+    """The episode's frames in `path`: presentation times in [t_from, t_to), and the frame at t_to
+    when it matches the last parquet row (`state_t`: the rows' times from the first row's, s; the
+    frame's time is taken from the episode's first frame)."""
+    if not path.is_file():
+        raise RawEpisodeError(missing_video_reason(root, path, feature))
+    try:
+        with av.open(str(path)) as c:
+            s = c.streams.video[0]
+            tb = _time_base(s)
+            pts = sorted(p.pts for p in c.demux(s) if p.pts is not None)
+    except Exception as exc:
+        raise RawEpisodeError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+    keep = [p for p in pts if t_from - EPS_S <= p * tb < t_to - EPS_S]
+    if len(state_t):
+        period = float(np.median(np.diff(state_t))) if len(state_t) > 1 else 0.0
+        tol = max(EPS_S, 0.25 * period)
+        last = [p for p in pts if abs(p * tb - t_to) < EPS_S]
+        start = keep[0] * tb if keep else t_from
+        if last and abs(last[0] * tb - start - float(state_t[-1])) <= tol:
+            keep.append(last[0])  # to_timestamp given as the last frame's time: it is this episode's
+    return EpisodeVideo(path, t_from, tuple(keep), tb)
+
+
+def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
+    """The kept frames, decoded in order (yuv420p as decoded: the encoder takes it without an RGB
+    round trip)."""
+    if not video.pts:
+        return
+    wanted = set(video.pts)
+    last = video.pts[-1]
+    with av.open(str(video.path)) as c:
+        s = c.streams.video[0]
+        s.thread_type = "AUTO"
+        if video.pts[0] > 0:
+            c.seek(int(video.pts[0]), stream=s, backward=True, any_frame=False)
+        for frame in c.decode(s):
+            if frame.pts is None:
+                continue
+            if frame.pts in wanted:
+                yield frame
+            if frame.pts >= last:
+                return
