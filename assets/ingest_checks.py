@@ -45,7 +45,11 @@ CHECK_DESCRIPTIONS = {
         "No clock jump is left in any stream (a jump of more than jump_periods sample periods that the "
         "aligner did not re-base from the other streams)."
     ),
-    "joints_in_range": "Joint positions stay within the configured absolute bound.",
+    "joints_in_range": "Joint positions are finite and, where declared in radians, within the configured bound.",
+    "units_declared": "Joint positions have declared units (else their range is not checked); non-blocking.",
+    "frames_match_state": "A LeRobot episode has as many video frames as parquet rows; non-blocking.",
+    "episode_framed": "An RLDS episode's is_first / is_last flags frame it (else framed by the record); non-blocking.",
+    "rate_declared": "Some source (the file, a key map) declares the control rate; non-blocking.",
     "clock_aligned": "Clock fits put every stream on one timeline within max_clock_error_ms.",
     "min_duration": "The episode spans at least min_duration_s seconds.",
     "converted": "The episode was written to a container.",

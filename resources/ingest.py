@@ -90,6 +90,11 @@ class IngestResource(dg.ConfigurableResource):
     msgs: str = Field(default="", description="folder of .msg / .idl definitions the bags do not embed")
     key_map: str = Field(default="", description="YAML key maps for HDF5 / Zarr / RLDS layouts")
     qc: QCConfig = QCConfig()
+    qc_file: str = Field(
+        default="",
+        description="YAML QC file (per check: run, blocking, thresholds; docs/ingestion.md), applied to `qc`, "
+        "readable by every worker",
+    )
     align: AlignConfig = AlignConfig()
     visual_frames: int = 6
     plan: str = Field(

@@ -22,8 +22,10 @@ from robodata.errors import RobodataError
 from robodata.names import check_name, confine
 
 WINDOW_S = 2.0
-STATE_STREAMS = ("joint_pos", "state", "qpos")
-ACTION_STREAMS = ("cmd", "action", "joint_cmd")
+# What a stream's name declares when the container records no roles (containers written before
+# roles were kept): robodata's own names first. Never guessed from values or position.
+STATE_STREAMS = ("joint_pos", "state", "qpos", "observation_state")
+ACTION_STREAMS = ("cmd", "action", "actions", "joint_cmd")
 
 
 class ExportError(RobodataError):
@@ -77,15 +79,37 @@ def open_episode(uri: str, footer_offset: int | None = None, footer_length: int 
         check_name(name, field="stream name", source=uri)
     cameras = sorted(s for s, spec in streams.items() if spec.kind == "video")
     arrays = [s for s, spec in streams.items() if spec.kind == "array"]
-    state = next((s for s in STATE_STREAMS if s in arrays), arrays[0] if arrays else None)
-    action = next((s for s in ACTION_STREAMS if s in arrays and s != state), None)
+    roles = r.meta.extra.get("roles") or {}
+    state = _role(roles, "state", STATE_STREAMS, arrays, uri)
+    action = _role(roles, "action", ACTION_STREAMS, [a for a in arrays if a != state], uri)
     if cameras:
-        fps = streams[cameras[0]].rate_hz
+        fps = max(streams[c].rate_hz for c in cameras)  # the reference camera's: the fastest
     elif state:
         fps = streams[state].rate_hz
     else:
-        raise ExportError(f"episode {r.meta.episode_id!r} has neither cameras nor array streams")
+        raise ExportError(f"episode {r.meta.episode_id!r} has neither cameras nor a state stream (streams: {arrays})")
     return EpisodeStreams(r, cameras, state, action, fps)
+
+
+def _role(roles: dict, role: str, names: tuple[str, ...], arrays: list[str], uri: str) -> str | None:
+    """The stream the container's roles give `role`, else the first of `names` it holds; None when
+    neither names one (the caller refuses rather than guess)."""
+    declared = roles.get(role)
+    if declared:
+        if declared not in arrays:
+            raise ExportError(f"{uri}: meta.extra.roles.{role} names stream {declared!r}, which is not an array stream")
+        return str(declared)
+    return next((s for s in names if s in arrays), None)
+
+
+def reference_camera(ep: EpisodeStreams) -> str:
+    """The camera an export's rows follow: the one with the most frames (ties: the first by name)."""
+    counts = {c: 0 for c in ep.cameras}
+    for ch in ep.reader.chunks:
+        for p in ch.parts:
+            if p.stream in counts:
+                counts[p.stream] += p.count
+    return max(ep.cameras, key=lambda c: counts[c])
 
 
 def sample_at(t_src: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -100,64 +124,56 @@ def sample_at(t_src: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarra
     return values[np.clip(idx, 0, len(values) - 1)]
 
 
-def frames(ep: EpisodeStreams, grid_fps: float | None = None) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
-    """(frame times in s, {camera: uint8 (T,H,W,3)}) per window, on the first camera's clock, or
-    with `grid_fps` on the nominal grid k / grid_fps (each camera's nearest frame: sample-and-hold)."""
-    duration = ep.reader.meta.duration_s
+def frames(ep: EpisodeStreams) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """(times in s, {camera: uint8 (T,H,W,3)}) per window: every frame of the reference camera (the
+    one with the most frames) exactly once, in order, and each other camera's nearest frame to it (a
+    camera that ended earlier, or runs slower, holds its last frame). Without cameras, the state
+    stream's samples are the rows ({} frames). An export therefore writes the container's frames,
+    never a grid computed from the duration (which drops or repeats the last frame)."""
     if not ep.cameras:
-        fps = grid_fps or ep.fps
-        n = int(np.floor(duration * fps)) + 1
-        yield np.arange(n) / fps, {}
+        if ep.state is None:
+            raise ExportError(f"episode {ep.reader.meta.episode_id!r} has neither cameras nor a state stream")
+        t = arrays(ep)[ep.state][0]
+        for i in range(0, len(t), 256):
+            yield t[i : i + 256], {}
         return
-    if grid_fps:
-        yield from _grid_frames(ep, grid_fps, duration)
-        return
-    t0 = 0.0
-    while t0 <= duration:
-        t1 = t0 + WINDOW_S
-        win = ep.reader.read_window(t0, t1, streams=ep.cameras)
-        clock = win[ep.cameras[0]].t
-        keep = (clock >= t0) & (clock < t1)
-        out = {}
-        n = int(keep.sum())
-        for cam in ep.cameras:
-            w = win[cam]
-            k = (w.t >= t0) & (w.t < t1)
-            data = w.data[k]
-            n = min(n, len(data))
-            out[cam] = data
-        if n:
-            yield clock[keep][:n], {c: d[:n] for c, d in out.items()}
-        t0 = t1
-
-
-def _grid_frames(ep: EpisodeStreams, fps: float, duration: float) -> Iterator[tuple[np.ndarray, dict]]:
-    """Each camera's nearest frame at every grid time. A window is padded by the slowest camera's
-    period, and a grid time past a camera's last frame holds that frame (a camera at a lower rate,
-    or one that stopped a frame early, ends before `duration`)."""
-    n_total = int(np.floor(duration * fps + 1e-6)) + 1
-    step = max(1, int(WINDOW_S * fps))
+    ref = reference_camera(ep)
+    want = sum(p.count for ch in ep.reader.chunks for p in ch.parts if p.stream == ref)
     streams = ep.reader.meta.streams
-    pad = max([1.0 / fps, *(1.0 / streams[c].rate_hz for c in ep.cameras if streams[c].rate_hz > 0)])
+    pad = max([1.0 / streams[c].rate_hz for c in ep.cameras if streams[c].rate_hz > 0] or [WINDOW_S])
     held: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # camera -> (time, frame) of its latest frame
-    for k0 in range(0, n_total, step):
-        grid = np.arange(k0, min(n_total, k0 + step)) / fps
-        win = ep.reader.read_window(max(0.0, grid[0] - pad), grid[-1] + pad, streams=ep.cameras)
-        out = {}
-        for cam in ep.cameras:
-            t, data = win[cam].t, win[cam].data
-            if cam in held:  # the previous window's last frame stands in before this window's first
-                t = np.concatenate([held[cam][0], t])
-                data = np.concatenate([held[cam][1], data])
-            if len(t) == 0:
-                eid = ep.reader.meta.episode_id
-                raise ExportError(f"episode {eid!r}: camera {cam!r} has no frames near {grid[0]:.3f} s")
-            i = np.clip(np.searchsorted(t, grid), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(grid), int)
-            if len(t) > 1:
-                i = np.where(np.abs(t[i - 1] - grid) <= np.abs(t[i] - grid), i - 1, i)
-            out[cam] = data[i]
-            held[cam] = (t[-1:], data[-1:])
-        yield grid, out
+    done, t0, end = 0, 0.0, ep.reader.meta.duration_s + WINDOW_S
+    while done < want and t0 <= end:
+        t1 = t0 + WINDOW_S
+        win = ep.reader.read_window(max(0.0, t0 - pad), t1 + pad, streams=ep.cameras)
+        keep = (win[ref].t >= t0) & (win[ref].t < t1)
+        grid = win[ref].t[keep]
+        if len(grid):
+            out = {ref: win[ref].data[keep]}
+            for cam in ep.cameras:
+                if cam != ref:
+                    out[cam] = _nearest(ep, cam, win[cam].t, win[cam].data, grid, held)
+            done += len(grid)
+            yield grid, out
+        t0 = t1
+    if done != want:
+        eid = ep.reader.meta.episode_id
+        raise ExportError(f"episode {eid!r}: camera {ref!r} read {done} frames of the {want} its index holds")
+
+
+def _nearest(ep: EpisodeStreams, cam: str, t: np.ndarray, data: np.ndarray, grid: np.ndarray, held: dict) -> np.ndarray:
+    """`cam`'s nearest frame at each grid time; the previous window's last frame stands in before
+    this window's first."""
+    if cam in held and (len(t) == 0 or held[cam][0][0] < t[0]):
+        t = np.concatenate([held[cam][0], t])
+        data = np.concatenate([held[cam][1], data])
+    if len(t) == 0:
+        raise ExportError(f"episode {ep.reader.meta.episode_id!r}: camera {cam!r} has no frames near {grid[0]:.3f} s")
+    i = np.clip(np.searchsorted(t, grid), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(grid), int)
+    if len(t) > 1:
+        i = np.where(np.abs(t[i - 1] - grid) <= np.abs(t[i] - grid), i - 1, i)
+    held[cam] = (t[-1:], data[-1:])
+    return data[i]
 
 
 def arrays(ep: EpisodeStreams) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -11,23 +11,25 @@ Layout (LeRobot `codebase_version` v3.0: many episodes per file, relational meta
                                                 timestamp, frame_index, episode_index, index, task_index
     videos/observation.images.<cam>/chunk-000/file-000.mp4   all episodes back to back (H.264)
 
-The dataset clock is the nominal grid k / fps (fps: the episodes' most common camera rate, rounded
-to an integer within 1 %; every episode within RATE_TOLERANCE of it); each camera contributes its
-nearest frame to each grid time and state and action are the latest samples at or before it
-(sample-and-hold). Every episode is validated before anything is written and the dataset is
-written to a temporary folder that is renamed into place (a failure leaves nothing). All
-episodes go into file-000 of chunk-000 (one data file, one video file per camera); files are not
-rotated by size.
+An episode's rows are exactly the container's frames: every frame of its reference camera (the one
+with the most frames), or of its state stream when it has no camera; other cameras contribute their
+nearest frame, state and action the latest samples at or before the frame (sample-and-hold). Row k
+is at timestamp k / fps (fps: the episodes' most common rate, rounded to an integer within 1 %;
+every episode within RATE_TOLERANCE of it), as the constant-rate video holds it. The action is the
+stream the container's roles name (as the source declared it: `action`, `actions`, a key map's
+`cmd`), never a guess: an episode whose action cannot be identified is refused naming its streams.
+`robot_type` is the episodes' own (the catalog's), refused when they differ. Every episode is
+validated before anything is written and the dataset is written to a temporary folder that is
+renamed into place (a failure leaves nothing). All episodes go into file-000 of chunk-000 (one data
+file, one video file per camera); files are not rotated by size.
 """
 
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,50 +45,13 @@ from robodata.export.episodes import (
     sample_at,
     staging,
 )
+from robodata.export.lerobot_files import Stats, VideoOut, write_tasks
 
 CODEBASE_VERSION = "v3.0"
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-000/file-000.parquet"
 RATE_TOLERANCE = 0.05  # an episode's frame rate may be this far off the dataset's nominal rate
-
-
-class _Stats:
-    """Running min/max/mean/std per feature (vector features, or per channel for images)."""
-
-    def __init__(self) -> None:
-        self.n: dict[str, int] = {}
-        self.s: dict[str, np.ndarray] = {}
-        self.ss: dict[str, np.ndarray] = {}
-        self.lo: dict[str, np.ndarray] = {}
-        self.hi: dict[str, np.ndarray] = {}
-
-    def add(self, key: str, x: np.ndarray) -> None:
-        x = x.astype(np.float64).reshape(len(x), -1)
-        if key not in self.n:
-            self.n[key], self.s[key], self.ss[key] = 0, np.zeros(x.shape[1]), np.zeros(x.shape[1])
-            self.lo[key], self.hi[key] = np.full(x.shape[1], np.inf), np.full(x.shape[1], -np.inf)
-        self.n[key] += len(x)
-        self.s[key] += x.sum(0)
-        self.ss[key] += (x * x).sum(0)
-        self.lo[key] = np.minimum(self.lo[key], x.min(0))
-        self.hi[key] = np.maximum(self.hi[key], x.max(0))
-
-    def get(self, key: str, image: bool = False) -> dict[str, Any]:
-        n = self.n[key]
-        mean = self.s[key] / n
-        std = np.sqrt(np.maximum(self.ss[key] / n - mean * mean, 0.0))
-
-        def shape(v: np.ndarray) -> list:
-            return v.reshape(3, 1, 1).tolist() if image else v.tolist()
-
-        return {
-            "min": shape(self.lo[key]),
-            "max": shape(self.hi[key]),
-            "mean": shape(mean),
-            "std": shape(std),
-            "count": [n],
-        }
 
 
 def nominal_rate(rates: list[float]) -> float:
@@ -101,10 +66,11 @@ def nominal_rate(rates: list[float]) -> float:
     return Counter(snap(r) for r in rates).most_common(1)[0][0]
 
 
-def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float]:
+def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float, str | None]:
     """Open every episode (footers only) before anything is written: one set of cameras, frame
-    shapes and state / action dimensions, and rates within RATE_TOLERANCE of the nominal rate.
-    Returns the first episode (open) and the nominal rate.
+    shapes and state / action dimensions, an identified action stream, one robot_type and rates
+    within RATE_TOLERANCE of the nominal rate. Returns the first episode (open), the nominal rate
+    and the robot_type (None when the episodes declare none).
 
     Raises:
         ExportError: naming the episode and what differs (or why its container cannot be read).
@@ -112,12 +78,15 @@ def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float]:
     check_ids(rows)
     first: EpisodeStreams | None = None
     rates: list[tuple[str, float]] = []
+    robots: dict[str, str] = {}  # robot_type -> the first episode with it
     for row in rows:
         eid = row["episode_id"]
         try:
             ep = open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
         except ExportError as exc:
             raise ExportError(f"episode {eid!r}: {exc}") from None
+        _identified(ep, eid)
+        robots.setdefault(str(ep.reader.meta.extra.get("robot_type") or ""), eid)
         if first is None:
             first = ep
         else:
@@ -134,7 +103,31 @@ def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float]:
             f"episode {off[0][0]!r}: field fps: {off[0][1]:.3f} Hz is more than {RATE_TOLERANCE:.0%} off the "
             f"dataset's {fps:g} Hz ({len(off)} episode(s)); export them separately"
         )
-    return first, fps
+    if len(robots) > 1:
+        (a, ea), (b, eb) = list(robots.items())[:2]
+        first.reader.close()
+        raise ExportError(
+            f"episode {eb!r}: field robot_type: {b!r} vs episode {ea!r}'s {a!r}; a LeRobot dataset has one "
+            "robot_type: export them separately"
+        )
+    return first, fps, next(iter(robots)) or None
+
+
+def _identified(ep: EpisodeStreams, eid: str) -> None:
+    """An export writes the recorded state and action or refuses: both streams must be identified
+    (container roles, or robodata's / the source's declared names), never guessed."""
+    arrays = [s for s, spec in ep.reader.meta.streams.items() if spec.kind == "array"]
+    for feat, stream, names in (
+        ("observation.state", ep.state, "joint_pos, state"),
+        ("action", ep.action, "cmd, action, actions"),
+    ):
+        if stream is None:
+            ep.reader.close()
+            raise ExportError(
+                f"episode {eid!r}: field {feat}: no stream is identified as the {feat.split('.')[-1]} "
+                f"(container roles, or a stream named {names}); its array streams are {arrays}: re-ingest "
+                "with a key map naming it, or export as MCAP"
+            )
 
 
 def _same_features(first: EpisodeStreams, ep: EpisodeStreams, eid: str) -> None:
@@ -150,13 +143,14 @@ def _same_features(first: EpisodeStreams, ep: EpisodeStreams, eid: str) -> None:
 
 
 def export_lerobot(
-    rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str = "robodata", progress=lambda n: None
+    rows: list[dict[str, Any]], out_dir: str | Path, robot_type: str | None = None, progress=lambda n: None
 ) -> dict[str, Any]:
     """Write the rows' episodes as one LeRobot v3.0 dataset at `out_dir`.
 
-    Every episode is validated first (`validate`); frames are taken on the nominal grid k / fps
-    (each camera's nearest frame, state / action sample-and-hold); the dataset is written into a
-    temporary folder next to `out_dir` and renamed, so a failure leaves nothing behind.
+    Every episode is validated first (`validate`); its rows are its container's frames (state /
+    action sample-and-hold at each); `robot_type` (default: the episodes' own, the catalog's) goes
+    into info.json; the dataset is written into a temporary folder next to `out_dir` and renamed,
+    so a failure leaves nothing behind.
     """
     out = Path(out_dir)
     if (out / "meta" / "info.json").exists():
@@ -165,17 +159,19 @@ def export_lerobot(
         raise ExportError("manifest selects no episodes; nothing to export")
     # LeRobot's splits are episode-index ranges: the train episodes first, then val (each in row order)
     rows = sorted(rows, key=lambda r: r.get("split", "train") != "train")
-    first, fps = validate(rows)
+    first, fps, declared = validate(rows)
     try:
         with staging(out) as tmp:
-            result = _write(rows, first, fps, tmp, robot_type, progress)
+            result = _write(rows, first, fps, tmp, robot_type or declared, progress)
     finally:
         first.reader.close()
     result["dir"] = str(out)
     return result
 
 
-def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: Path, robot_type: str, progress) -> dict:
+def _write(
+    rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: Path, robot_type: str | None, progress
+) -> dict:
     cams = first.cameras
     keys = {c: f"observation.images.{c}" for c in cams}
     shapes = {c: first.reader.meta.streams[c].shape for c in cams}
@@ -194,8 +190,8 @@ def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: P
     }
     for f in (*files.values(), *video_files.values()):
         f.parent.mkdir(parents=True, exist_ok=True)
-    videos = {c: _VideoOut(video_files[c], shapes[c], fps) for c in cams}
-    stats = _Stats()
+    videos = {c: VideoOut(video_files[c], shapes[c], fps) for c in cams}
+    stats = Stats()
     data_writer: pq.ParquetWriter | None = None
     episodes: list[dict[str, Any]] = []
     index = 0
@@ -209,8 +205,8 @@ def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: P
             lowdim = arrays(ep)
             video_from = {c: videos[c].frames / fps for c in cams}
             length = 0
-            ep_stats = _Stats()
-            for t, imgs in frames(ep, grid_fps=fps):
+            ep_stats = Stats()
+            for t, imgs in frames(ep):
                 n = len(t)
                 for c in cams:
                     videos[c].write(imgs[c])
@@ -224,7 +220,7 @@ def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: P
                     "task_index": np.full(n, task_index, dtype=np.int64),
                 }
                 cols: dict[str, Any] = {}
-                for feat, stream in (("observation.state", ep.state), ("action", ep.action or ep.state)):
+                for feat, stream in (("observation.state", ep.state), ("action", ep.action)):
                     if stream:
                         ts, vals = lowdim[stream]
                         v = sample_at(ts, vals, t)
@@ -272,7 +268,7 @@ def _write(rows: list[dict[str, Any]], first: EpisodeStreams, fps: float, out: P
         if data_writer is not None:
             data_writer.close()
     pq.write_table(pa.Table.from_pylist(episodes), files["episodes"])
-    _write_tasks(files["tasks"], tasks)
+    write_tasks(files["tasks"], tasks)
     features = _features(first, cams, keys, shapes, fps)
     all_stats = {k: stats.get(k, image=k.startswith("observation.images.")) for k in stats.n}
     n_train = sum(e["robodata/split"] == "train" for e in episodes)
@@ -326,7 +322,7 @@ def _features(first, cams, keys, shapes, fps) -> dict[str, Any]:
             },
         }
     streams = first.reader.meta.streams
-    for feat, stream in (("observation.state", first.state), ("action", first.action or first.state)):
+    for feat, stream in (("observation.state", first.state), ("action", first.action)):
         if stream:
             spec = streams[stream]
             dim = int(np.prod(spec.shape)) if spec.shape else 1
@@ -336,63 +332,3 @@ def _features(first, cams, keys, shapes, fps) -> dict[str, Any]:
     for k in ("frame_index", "episode_index", "index", "task_index"):
         feats[k] = {"dtype": "int64", "shape": [1], "names": None}
     return feats
-
-
-def _write_tasks(path: Path, tasks: dict[str, int]) -> None:
-    """tasks.parquet as pandas writes it: `task` is the index, `task_index` the column."""
-    names = sorted(tasks, key=lambda n: tasks[n])
-    table = pa.table({"task_index": pa.array([tasks[n] for n in names], pa.int64()), "task": pa.array(names)})
-    pandas_meta = {
-        "index_columns": ["task"],
-        "column_indexes": [
-            {
-                "name": None,
-                "field_name": None,
-                "pandas_type": "unicode",
-                "numpy_type": "object",
-                "metadata": {"encoding": "UTF-8"},
-            }
-        ],
-        "columns": [
-            {
-                "name": "task_index",
-                "field_name": "task_index",
-                "pandas_type": "int64",
-                "numpy_type": "int64",
-                "metadata": None,
-            },
-            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
-        ],
-        "creator": {"library": "pyarrow", "version": pa.__version__},
-        "pandas_version": "2.2.3",
-    }
-    table = table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()})
-    pq.write_table(table, path)
-
-
-class _VideoOut:
-    """One MP4 per camera, episodes appended back to back at a constant frame rate."""
-
-    def __init__(self, path: Path, shape: tuple[int, ...], fps: float):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.container = av.open(str(path), "w")
-        rate = Fraction(fps).limit_denominator(1001)
-        self.stream = self.container.add_stream("libx264", rate=rate)
-        self.stream.height, self.stream.width = int(shape[0]), int(shape[1])
-        self.stream.pix_fmt = "yuv420p"
-        self.stream.options = {"crf": "20", "preset": "veryfast", "g": "30", "bf": "0"}
-        self.stream.codec_context.time_base = 1 / rate
-        self.frames = 0
-
-    def write(self, rgb: np.ndarray) -> None:
-        for img in rgb:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
-            frame.pts = self.frames
-            self.frames += 1
-            for packet in self.stream.encode(frame):
-                self.container.mux(packet)
-
-    def close(self) -> None:
-        for packet in self.stream.encode(None):
-            self.container.mux(packet)
-        self.container.close()

@@ -82,6 +82,7 @@ class StreamTiming:
     rebased: int = 0  # discontinuities removed by re-basing
     jump_at: int = -1  # the sample the largest jump lands on (-1: none found in the timestamps)
     jump_back: bool = False  # the largest jump goes back in time
+    units: str = ""  # arrays: the units the source declares ("" when it declares none)
 
 
 @dataclass
@@ -267,6 +268,7 @@ def aligned_tracks(
         timing[c] = _timing("video", host[c] - t0, nominal[c], clocks[c], stamps[c], measured[c])
     for s, arr in raw.arrays.items():
         tm = _timing("array", host[s] - t0, nominal[s], clocks[s], stamps[s], measured[s])
+        tm.units = arr.units
         v = arr.values
         finite = np.isfinite(v)
         tm.nonfinite = int((~finite).sum())

@@ -80,6 +80,7 @@ def ingest_cmd(
     plan: str = typer.Option(
         "", "--plan", help="LayoutPlan JSON (`robodata advise --source ... --out`): write episodes in its layout"
     ),
+    qc: str = typer.Option("", "--qc", help="YAML QC file: per check run / blocking / thresholds (docs/ingestion.md)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     allow_none: bool = typer.Option(
         False, "--allow-none", help="exit 0 even when items were found and none passed (default: exit 1)"
@@ -98,7 +99,9 @@ def ingest_cmd(
     from robodata.ingest.tables import IngestPaths, check_batch
 
     try:
-        settings = IngestSettings(root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map, plan=plan)
+        settings = IngestSettings(
+            root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map, plan=plan, qc_file=qc
+        )
         name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
     except RobodataError as exc:
         raise typer.BadParameter(str(exc)) from None

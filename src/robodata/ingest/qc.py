@@ -108,16 +108,43 @@ def _gaps(al: AlignedTracks, th: QCThresholds):
     return (not bad, "; ".join(bad))
 
 
+RADIANS = ("rad", "radian", "radians")  # the units joints_in_range's bound (+-joint_abs_max) is in
+
+
 def _joints(al: AlignedTracks, th: QCThresholds):
+    """Joint positions are finite and, where the source declares them in radians, within
+    +-joint_abs_max. A joint stream of undeclared units (SO-100's +-100 range, pixel-space state) is
+    not range-checked: `units_declared` records that instead, without blocking."""
     bad = []
     for s, t in al.timing.items():
-        if t.kind != "array" or not s.startswith("joint_pos"):
+        radians = t.kind == "array" and t.units.lower() in RADIANS
+        if t.kind != "array" or not (s.startswith("joint_pos") or radians):
             continue
         if t.nonfinite:
             bad.append(f"{s}: {t.nonfinite} non-finite values")
-        elif t.vmin is not None and max(abs(t.vmin), abs(t.vmax or 0)) > th.joint_abs_max:
-            bad.append(f"{s}: range [{t.vmin:.3f}, {t.vmax:.3f}] exceeds +-{th.joint_abs_max:.3f}")
+        elif radians and t.vmin is not None and max(abs(t.vmin), abs(t.vmax or 0)) > th.joint_abs_max:
+            bad.append(f"{s}: range [{t.vmin:.3f}, {t.vmax:.3f}] rad exceeds +-{th.joint_abs_max:.3f}")
     return (not bad, "; ".join(bad))
+
+
+def _units(al: AlignedTracks, th: QCThresholds):
+    bad = [
+        f"{s}: units not declared, range [{t.vmin:.3f}, {t.vmax:.3f}] not checked (declare them: a key map's "
+        "or topic rule's `units`, LeRobot names ending in _rad)"
+        for s, t in al.timing.items()
+        if t.kind == "array" and s.startswith("joint_pos") and not t.units and t.vmin is not None
+    ]
+    return (not bad, "; ".join(bad))
+
+
+def _findings(prefix: str) -> PreCheck:
+    """A check failing on the episode's read-time findings (`RawEpisode.issues`) of one kind."""
+
+    def check(al: AlignedTracks, th: QCThresholds):
+        found = [i[len(prefix) :].strip() for i in al.issues if i.startswith(prefix)]
+        return (not found, "; ".join(found[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else ""))
+
+    return check
 
 
 def _clock(al: AlignedTracks, th: QCThresholds):
@@ -148,8 +175,22 @@ PRE_CHECKS: dict[str, PreCheck] = {
     "no_frame_gaps": _gaps,
     "clock_continuous": _continuous,
     "joints_in_range": _joints,
+    "units_declared": _units,
     "clock_aligned": _clock,
     "min_duration": _duration,
+    # read-time findings (non-blocking by default): the episode is as the source holds it, with a caveat
+    "frames_match_state": _findings("frames_state_mismatch:"),  # LeRobot: frames vs parquet rows
+    "episode_framed": _findings("is_last_unset:"),  # RLDS: framed by is_first and the record's end
+    "rate_declared": _findings("rate_unknown:"),  # step formats: no source gives the control rate
+}
+# the QCThresholds fields each check reads (a QC file sets them per check)
+THRESHOLDS = {
+    "rate_within_tolerance": ("rate_tolerance",),
+    "no_frame_gaps": ("max_gap_periods",),
+    "joints_in_range": ("joint_abs_max",),
+    "clock_aligned": ("max_clock_error_ms",),
+    "min_duration": ("min_duration_s",),
+    "duration_consistent": ("duration_tolerance_s",),
 }
 POST_CHECKS = ("converted", "video_decodable", "duration_consistent")
 ALL_CHECKS = (*PRE_CHECKS, *POST_CHECKS)

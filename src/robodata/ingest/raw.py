@@ -16,7 +16,6 @@ from robodata.errors import RobodataError
 from robodata.ingest.clock import IDENTITY, ClockFit
 from robodata.names import UnsafeNameError, check_name
 
-
 ROLE_STREAMS = {"state": "joint_pos", "action": "cmd"}  # what importers name a stream whose role they know
 
 

@@ -36,6 +36,7 @@ class IngestSettings:
     msgs: str = ""  # folder of .msg / .idl definitions bags do not embed (robodata.ingest.importers.msgdefs)
     key_map: str = ""  # YAML key maps for HDF5 / Zarr / RLDS layouts (robodata.ingest.importers.keymap)
     qc: QCSelection = field(default_factory=QCSelection)
+    qc_file: str = ""  # YAML per-check run / blocking / thresholds (robodata.ingest.qc_file), applied to `qc`
     align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
     plan: str = ""  # LayoutPlan JSON (`robodata advise --out`): episodes are written in its layout, not `video`
@@ -55,6 +56,10 @@ class IngestSettings:
             load_key_maps(self.key_map)
         if self.plan:
             self.layout_plan  # noqa: B018 - a plan that does not load fails here, naming the file
+        if self.qc_file:  # a bad file fails here, naming the file and key; `qc` becomes what it says
+            from robodata.ingest.qc_file import load_qc_file
+
+            object.__setattr__(self, "qc", load_qc_file(self.qc_file, self.qc))
 
     def for_bulk(self, workers: int) -> IngestSettings:
         """These settings for throughput: `workers` conversion processes (one a core), each reading,

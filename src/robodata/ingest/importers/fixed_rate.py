@@ -18,6 +18,7 @@ from robodata.ingest.rates import STEP_RATE_RANGE_HZ
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name
 
+NOMINAL_HZ = 10.0  # the grid steps are laid on when no source declares a rate (flagged: rate_unknown)
 # a camera: (frame count, height, width, frames()) where frames() yields images in order
 CameraSource = tuple[int, int, int, Callable[[], Iterator[Image]]]
 
@@ -38,6 +39,7 @@ class StepEpisode:
     source_dataset: str = ""
     epoch_ns: int = 0  # wall time of step 0 (these formats store none: the file's modification time)
     issues: list[str] = field(default_factory=list)
+    units: Mapping[str, str] = field(default_factory=dict)  # stream -> declared units (a key map's)
 
 
 def decode_encoded(data: bytes, where: str) -> Image:
@@ -50,6 +52,10 @@ def decode_encoded(data: bytes, where: str) -> Image:
 def as_rgb(frame: np.ndarray, where: str) -> np.ndarray:
     """An (H, W, 3) or (H, W) / (H, W, 1) uint8 array as RGB; CHW (3, H, W) transposed."""
     a = np.asarray(frame)
+    if a.dtype.kind == "f":  # pixel values stored as floats: taken only where they are exactly 0..255 integers
+        if not (np.all(a == np.round(a)) and a.min(initial=0) >= 0 and a.max(initial=0) <= 255):
+            raise RawEpisodeError(f"{where}: image dtype {a.dtype} holds values that are not integers 0..255")
+        a = a.astype(np.uint8)
     if a.dtype != np.uint8:
         raise RawEpisodeError(f"{where}: image dtype {a.dtype}, expected uint8")
     if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[2] not in (1, 3):
@@ -94,14 +100,21 @@ def declared_rate(value: object, where: str) -> float:
 def to_raw(ep: StepEpisode) -> RawEpisode:
     """The RawEpisode of a step-array episode (checks lengths, a usable rate, names)."""
     where = ep.uri
-    declared_rate(ep.fps, f"{where}: control rate (the file's, else key map `fps`)")  # hdf5 / zarr checked theirs
+    fps, issues = ep.fps, list(ep.issues)
+    if fps == 0:  # no source declares it: the steps go on a nominal grid, and the episode says so
+        fps = NOMINAL_HZ
+        issues.append(
+            f"rate_unknown: {where}: no control rate declared ({ep.source} stores none here); steps stored "
+            f"at a nominal {NOMINAL_HZ:g} Hz, catalog control_hz null (declare `fps` in a key map, --key-map)"
+        )
+    declared_rate(fps, f"{where}: control rate (the file's, else key map `fps`)")  # hdf5 / zarr checked theirs
     lens = {k: len(v) for k, (v, _) in ep.arrays.items()} | {k: c[0] for k, c in ep.cameras.items()}
     if not lens or max(lens.values()) == 0:
         raise RawEpisodeError(f"{where}: zero steps")
     if len(set(lens.values())) != 1:
         raise RawEpisodeError(f"{where}: streams disagree on the step count ({lens})")
     n = next(iter(lens.values()))
-    t = np.round(np.arange(n) * (1e9 / ep.fps)).astype(np.int64)
+    t = np.round(np.arange(n) * (1e9 / fps)).astype(np.int64)
     arrays = {}
     for name, (vals, names) in ep.arrays.items():
         check_name(name, field="array stream name", source=where)
@@ -109,13 +122,14 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
         if v.dtype.kind not in "biuf":
             raise RawEpisodeError(f"{where}: array {name!r} has dtype {v.dtype}, expected numbers")
         v = v.reshape(n, -1).astype(np.float32)
-        arrays[name] = ArrayTrack(t, v, ep.fps, "", names if len(names) == v.shape[1] else (), "state")
+        units = ep.units.get(name, "")
+        arrays[name] = ArrayTrack(t, v, fps, units, names if len(names) == v.shape[1] else (), "state")
     cams = {}
     for name, (_, h, w, _) in ep.cameras.items():
         check_name(name, field="camera stream name", source=where)
         if not (0 < h <= 16384 and 0 < w <= 16384):
             raise RawEpisodeError(f"{where}: camera {name!r} has shape {h}x{w}")
-        cams[name] = CameraTrack(t, h, w, ep.fps, clock="state")
+        cams[name] = CameraTrack(t, h, w, fps, clock="state")
     readers = {name: c[3] for name, c in ep.cameras.items()}
     shapes = {name: (c[1], c[2]) for name, c in ep.cameras.items()}
 
@@ -146,9 +160,10 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
         ep.success,
         cams,
         arrays,
-        issues=ep.issues,
+        issues=issues,
         frames=frames,
         robot_type=ep.robot,
         source_dataset=ep.source_dataset,
         language=ep.task,
+        rate_unknown=ep.fps == 0,
     )

@@ -101,7 +101,7 @@ def _fps(f, group, km: KeyMap, where: str) -> float:
     if env:
         found[f"data attrs {ENV_RATE}"] = declared_rate(env, f"{where}: data attrs {ENV_RATE}")
     if not found:
-        return km.fps or 10.0
+        return km.fps  # 0: no source declares it (to_raw lays the steps on a nominal grid, flagged)
     (first, hz), *rest = found.items()
     for other, v in rest:
         if abs(v / hz - 1) > 0.01:
@@ -205,5 +205,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             task=lang,
             source_dataset=path.name if group else path.parent.name,
             epoch_ns=int(path.stat().st_mtime * 1e9),
+            units=dict(km.units),
         )
     return to_raw(ep)

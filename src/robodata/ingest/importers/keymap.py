@@ -27,7 +27,7 @@ class KeyMap:
     name: str
     format: str  # hdf5 | zarr | rlds
     match: str = ".*"  # regex searched in the item name
-    fps: float = 0.0  # control rate; 0 -> the file's own (an attribute / dataset_info) or 10 Hz
+    fps: float = 0.0  # control rate; 0 -> the file's own (an attribute), else unknown (a nominal 10 Hz, flagged)
     cameras: dict[str, str] = field(default_factory=dict)  # stream -> key ("*" in both: one per key)
     arrays: dict[str, str] = field(default_factory=dict)  # stream -> key
     language: str = ""  # key (or attribute) holding the instruction text
@@ -35,6 +35,7 @@ class KeyMap:
     image_keys: str = ""  # regex: other keys holding images become cameras named by their last segment
     other_arrays: bool = False  # numeric keys no rule names become arrays named by their last segment
     required: tuple[str, ...] = ()  # keys an episode must hold (else quarantined naming the key)
+    units: dict[str, str] = field(default_factory=dict)  # stream -> units ("rad": joints_in_range checks it)
 
     def __post_init__(self) -> None:
         require(self.format in FORMATS, f"key map {self.name!r}: format must be one of {FORMATS}")
@@ -64,6 +65,7 @@ ALOHA = KeyMap(
     },
     robot_type="aloha",
     required=("observations/qpos", "action"),
+    units={"joint_pos": "rad", "joint_vel": "rad/s"},  # ACT / ALOHA qpos: joint angles (gripper normalized)
 )
 ROBOMIMIC = KeyMap(
     "robomimic",
@@ -75,6 +77,7 @@ ROBOMIMIC = KeyMap(
     other_arrays=True,
     language="problem_info.language_instruction",
     required=("actions",),
+    units={"joint_pos": "rad"},  # robosuite's robot0_joint_pos
 )
 UMI_ZARR = KeyMap(
     "diffusion_policy",
@@ -88,7 +91,7 @@ UMI_ZARR = KeyMap(
 RLDS = KeyMap(
     "rlds",
     "rlds",
-    fps=10.0,
+    fps=0.0,  # OXE datasets run at 3-30 Hz and TFDS records none: unknown unless a map declares it
     arrays={"joint_pos": "observation/state", "cmd": "action"},
     image_keys=r"^observation/.*(image|rgb).*$",
     other_arrays=True,

@@ -24,7 +24,10 @@ class Layout:
 
 
 def is_image(info: KeyInfo) -> bool:
-    """(N, H, W, C) uint8, or encoded frames: (N, L) uint8 padded bytes / (N,) variable bytes."""
+    """(N, H, W, C) uint8, or encoded frames: (N, L) uint8 padded bytes / (N,) variable bytes, or
+    (N, H, W, C) float pixel values (PushT's replay buffer stores 0..255 as float32)."""
+    if info.dtype[:1] == "f":
+        return len(info.shape) == 4 and info.shape[3] in (1, 3)
     return info.dtype in ("u1", "O", "S") and len(info.shape) in (1, 2, 4)
 
 
@@ -48,8 +51,8 @@ def plan(km: KeyMap, keys: dict[str, KeyInfo], where: str) -> Layout:
             continue
         if rx is not None and rx.search(key) and is_image(info):
             out.cameras[name] = key
-        elif km.other_arrays and info.dtype[:1] in "biuf" and len(info.shape) in (1, 2):
-            out.arrays[name] = key
+        elif km.other_arrays and info.dtype[:1] in "biuf" and len(info.shape) in (1, 2, 3) and not is_image(info):
+            out.arrays[name] = key  # (N, a, b) (e.g. keypoints) flattened per step
     for stream, key in out.cameras.items():
         info = keys[key]
         if not is_image(info):

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from robodata.errors import RobodataError
 from robodata.ingest.clock import ClockFit, fit_offset
-from robodata.ingest.importers.lerobot_video import EpisodeVideo, decode, episode_video
+from robodata.ingest.importers.lerobot_video import decode, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name, confine, within
 
@@ -63,6 +63,15 @@ def _info(root: Path) -> dict:
     if not isinstance(info.get("features", {}), dict):
         raise RawEpisodeError(f"{root}/meta/info.json: field 'features' must be an object")
     return info
+
+
+def declared_robot_type(uri: str) -> str:
+    """info.json's robot_type of the dataset holding `uri` ("" when it cannot be read): what a
+    quarantined episode's catalog row still says about its embodiment. Local datasets only."""
+    try:
+        return str(_info(Path(uri.split("#", 1)[0])).get("robot_type") or "")
+    except (RobodataError, OSError):
+        return ""
 
 
 def _episode(r: object, ver: str, where: Path) -> LeRobotEpisode:
@@ -311,7 +320,9 @@ def _open_lerobot(uri: str) -> RawEpisode:
                     del gens[c]
                     continue
                 except av.error.FFmpegError as exc:
-                    raise RawEpisodeError(f"{videos[c].path}: video decode failed at frame {counts[c]} ({exc})") from None
+                    raise RawEpisodeError(
+                        f"{videos[c].path}: video decode failed at frame {counts[c]} ({exc})"
+                    ) from None
                 yield c, counts[c], img
                 counts[c] += 1
 

@@ -57,15 +57,36 @@ def list_episodes(root: Path) -> list[str]:
     return out
 
 
-def _steps(feats: dict, where: str) -> int:
+def _steps(feats: dict, where: str, issues: list[str]) -> int:
+    """The record's step count, checked against steps/is_first and steps/is_last. An episode is one
+    record: is_first set at step 0 only, is_last at the last step only. A record whose is_last is
+    never set (octo's debug set; TFDS and dlimp read it) is framed by is_first and the record's end:
+    accepted, with an `is_last_unset:` finding. Anything else is refused naming the flag."""
     first, last = feats.get("steps/is_first"), feats.get("steps/is_last")
     if first is None or last is None:
         raise RawEpisodeError(f"{where}: missing key 'steps/is_first' / 'steps/is_last' (not an RLDS episode)")
     n = len(first)
     if n == 0:
         raise RawEpisodeError(f"{where}: zero steps")
-    if len(last) != n or not first[0] or not last[-1] or np.count_nonzero(first) != 1:
-        raise RawEpisodeError(f"{where}: is_first / is_last do not frame one episode of {n} steps")
+    if len(last) != n:
+        raise RawEpisodeError(f"{where}: steps/is_last holds {len(last)} flags for {n} steps (steps/is_first)")
+    set_first = np.flatnonzero(np.asarray(first)).tolist()
+    if set_first != [0]:
+        raise RawEpisodeError(
+            f"{where}: steps/is_first is set at steps {set_first[:5]} of {n}; "
+            "an episode's record sets it at step 0 only"
+        )
+    set_last = np.flatnonzero(np.asarray(last)).tolist()
+    if not set_last:
+        issues.append(
+            f"is_last_unset: {where}: steps/is_last is set at no step; the episode is framed by "
+            f"steps/is_first and the record's end ({n} steps)"
+        )
+    elif set_last != [n - 1]:
+        raise RawEpisodeError(
+            f"{where}: steps/is_last is set at steps {set_last[:5]} of {n}; an episode's record sets it at "
+            f"its last step ({n - 1}) only"
+        )
     return n
 
 
@@ -84,7 +105,8 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     shard = confine(root, rel, field="TFRecord shard", source=root)
     where = f"{shard} episode {index}"
     feats = parse_example(read_record(shard, offset), where)
-    n = _steps(feats, where)
+    issues: list[str] = []
+    n = _steps(feats, where, issues)
     keys: dict[str, KeyInfo] = {}
     for k, v in feats.items():
         if not k.startswith("steps/") or k.rsplit("/", 1)[-1] in SKIP:
@@ -129,13 +151,15 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         f"{root.name}-{shard_no:05d}-{index:06d}",
         "rlds",
         uri,
-        float(km.fps or 10.0),
+        float(km.fps),  # 0: TFDS declares no rate; the key map's `fps` is the only source
         arrays,
         cameras,
         robot=km.robot_type,
         task=lang,
         source_dataset=str(info.get("name") or root.name),
         epoch_ns=int(shard.stat().st_mtime * 1e9),
+        issues=issues,
+        units=dict(km.units),
     )
     return to_raw(ep)
 

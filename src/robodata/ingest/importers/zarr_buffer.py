@@ -98,7 +98,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         h, w = (shape[1], shape[2]) if shape[3] in (1, 3) else (shape[2], shape[3])
         cameras[s] = (hi - lo, int(h), int(w), _reader(store, k, lo, hi, uri))
     # a declared fps is used as declared (an explicit 0 is a lie, not "use the key map's")
-    fps = declared_rate(g.attrs["fps"], f"{uri}: attrs fps") if "fps" in g.attrs else (km.fps or 10.0)
+    fps = declared_rate(g.attrs["fps"], f"{uri}: attrs fps") if "fps" in g.attrs else km.fps
     ep = StepEpisode(
         f"{path.stem}-{index:06d}",
         "zarr",
@@ -109,5 +109,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         robot=km.robot_type,
         source_dataset=path.name,
         epoch_ns=int(path.stat().st_mtime * 1e9) if path.exists() else 0,
+        units=dict(km.units),
     )
     return to_raw(ep)

@@ -43,12 +43,18 @@ ALIGNED_SCHEMA = pa.schema(
         ("alignment_json", pa.string()),
         ("failed_check", pa.string()),  # "" when ok; else readable | recognized | names_safe | episode_id_unique
         ("source_digest", pa.string()),  # the item's content digest (robodata.ingest.landing.dedup)
+        ("robot_type", pa.string()),  # as the source declares it, also for an item that cannot be read
     ]
 )
 
 
 def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
-    return {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": error, "failed_check": check}
+    row = {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": error, "failed_check": check}
+    if kind.startswith("lerobot"):  # info.json declares the embodiment even when an episode is unreadable
+        from robodata.ingest.importers.lerobot import declared_robot_type
+
+        row["robot_type"] = declared_robot_type(uri)
+    return row
 
 
 def _digest(uri: str, kind: str, memo: dict[str, str]) -> str:
@@ -81,6 +87,7 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         "robot": raw.robot,
         "site": raw.site,
         "task": raw.task,
+        "robot_type": raw.robot_type,
         "ok": True,
         "error": "",
         "alignment_error_ms": al.alignment_error_ms,

@@ -55,14 +55,15 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
     start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC)
     cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
     arrays = [s for s, spec in m.streams.items() if spec.kind == "array"]
-    main = "joint_pos" if "joint_pos" in arrays else (arrays[0] if arrays else "")
+    roles = m.extra.get("roles") or {}  # {"state": stream, "action": stream} as the source declared them
+    main = roles.get("state") or ("joint_pos" if "joint_pos" in arrays else (arrays[0] if arrays else ""))
     counts: dict[str, int] = {}
     for ch in r.chunks:
         for p in ch.parts:
             counts[p.stream] = counts.get(p.stream, 0) + p.count
     success = m.extra.get("success")
     state = m.streams.get(main)
-    action = m.streams.get("cmd")
+    action = m.streams.get(roles.get("action") or "cmd")
     return {
         "episode_id": m.episode_id,
         "uri": c["container_uri"],
@@ -93,7 +94,10 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         "action_dim": int(action.shape[0]) if action is not None and action.shape else None,
         "state_names": list(state.names) if state is not None else [],
         "action_names": list(action.names) if action is not None else [],
-        "control_hz": float(state.rate_hz) if state is not None and state.rate_hz else None,
+        # null where no source gave the rate (the steps were laid on a nominal grid: rate_declared fails)
+        "control_hz": float(state.rate_hz)
+        if state is not None and state.rate_hz and not m.extra.get("rate_unknown")
+        else None,
         "language": str(m.extra.get("language") or ""),
     }
 
@@ -127,7 +131,7 @@ def _row_from_alignment(a: dict, batch: str, taken: set[str]) -> dict:
         "size_bytes": 0,
         "footer_offset": 0,
         "footer_length": 0,
-        "robot_type": "",
+        "robot_type": a.get("robot_type") or "",  # as the source declares it (LeRobot info.json), quarantined or not
         "source_format": a.get("source") or a.get("kind") or "",
         "source_dataset": "",
         "state_dim": None,
