@@ -54,7 +54,7 @@ def hdf5_hostile(land: Path, good: Path) -> dict[str, str]:
     edits = {
         "episode_901.hdf5": (lambda f: f.__delitem__("observations/qpos"), "missing key 'observations/qpos'"),
         "episode_902.hdf5": (
-            lambda f: _replace(f, "observations/images/wrist", np.zeros((10, 48, 64, 3), np.float32)),
+            lambda f: _replace(f, "observations/images/wrist", np.full((10, 48, 64, 3), 0.5, np.float32)),
             "dtype",
         ),
         "episode_903.hdf5": (lambda f: _zero(f), "zero steps"),

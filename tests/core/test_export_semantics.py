@@ -1,5 +1,6 @@
 """Issue 24: LeRobot export of episodes whose measured rates differ slightly (29.93-30.02 Hz) succeeds
-on the nominal grid; every episode is validated before anything is written; a failure leaves nothing."""
+at the nominal rate; every episode is validated before anything is written; a failure leaves nothing.
+Issue 36: the rows are the container's frames."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ def _row(path: Path, eid: str, fps: float) -> dict:
             "footer_length": r.footer_length, "split": "train"}  # fmt: skip
 
 
-def test_rates_within_tolerance_export_on_the_nominal_grid(tmp_path):
-    rows = [_row(tmp_path / f"e{i}.rdep", f"e{i}", fps) for i, fps in enumerate((29.93, 30.02, 30.0))]
+def test_rates_within_tolerance_export_at_the_nominal_rate(tmp_path):
+    rates = (29.93, 30.02, 30.0)
+    rows = [_row(tmp_path / f"e{i}.rdep", f"e{i}", fps) for i, fps in enumerate(rates)]
+    rows_of = [int(2.0 * fps) for fps in rates]  # the frames write_small wrote: 59, 60, 60
     out = tmp_path / "lr"
     res = export_lerobot(rows, out)
     assert res["fps"] == 30.0 and res["episodes"] == 3
@@ -32,7 +35,7 @@ def test_rates_within_tolerance_export_on_the_nominal_grid(tmp_path):
     data = pq.read_table(out / "data" / "chunk-000" / "file-000.parquet").to_pydict()
     for ep in range(3):
         ts = [t for t, e in zip(data["timestamp"], data["episode_index"], strict=True) if e == ep]
-        assert abs(ts[1] - ts[0] - 1 / 30) < 1e-6 and 59 <= len(ts) <= 61  # the 30 Hz grid over 2 s
+        assert abs(ts[1] - ts[0] - 1 / 30) < 1e-6 and len(ts) == rows_of[ep]  # k / 30 s, the frames written
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".lr")]
 
 
@@ -53,7 +56,7 @@ def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
     import robodata.export.lerobot as lr
 
     rows = [_row(tmp_path / f"e{i}.rdep", f"e{i}", 30.0) for i in range(2)]
-    monkeypatch.setattr(lr, "_write_tasks", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(lr, "write_tasks", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
         export_lerobot(rows, tmp_path / "lr")
     assert not (tmp_path / "lr").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".lr")]
@@ -63,9 +66,10 @@ def test_nominal_rate():
     assert nominal_rate([29.93, 30.02]) == 30.0 and nominal_rate([12.5]) == 12.5 and nominal_rate([9.99]) == 10.0
 
 
-def test_the_grid_holds_a_slower_cameras_last_frame_to_the_end(tmp_path):
-    """The demo's case: a 10 s episode exported at 30 Hz whose wrist camera runs at 10 Hz and whose
-    last frame is at 9.9 s: the grid time 10.0 s (and the window around it) holds that frame."""
+def test_rows_are_the_reference_cameras_frames_and_a_slower_camera_holds_its_last(tmp_path):
+    """A 10 s episode whose main camera has 300 frames at 30 Hz (the last at 9.967 s) and whose wrist
+    camera runs at 10 Hz (the last at 9.9 s): the rows are exactly the 300 main frames (the grid over
+    the duration gave 301: the last frame twice), each wrist frame the nearest, the last held."""
     from types import SimpleNamespace
 
     import numpy as np
@@ -84,12 +88,15 @@ def test_the_grid_holds_a_slower_cameras_last_frame_to_the_end(tmp_path):
         return out
 
     streams = {c: SimpleNamespace(rate_hz=r) for c, r in rates.items()}
+    parts = [SimpleNamespace(stream=c, count=len(t)) for c, t in times.items()]
     reader = SimpleNamespace(meta=SimpleNamespace(duration_s=10.0, episode_id="e", streams=streams))
-    reader.read_window = read_window
+    reader.read_window, reader.chunks = read_window, [SimpleNamespace(parts=parts)]
     ep = EpisodeStreams(reader, ["main", "wrist"], None, None, 30.0)  # type: ignore[arg-type]
-    got = list(frames(ep, grid_fps=30.0))
-    grid = np.concatenate([g for g, _ in got])
+    got = list(frames(ep))
+    t = np.concatenate([g for g, _ in got])
+    main = np.concatenate([o["main"].ravel() for _, o in got])
     wrist = np.concatenate([o["wrist"].ravel() for _, o in got])
-    assert len(grid) == 301 and grid[-1] == 10.0
-    assert wrist[-1] == 990  # 9.9 s held at 10.0 s
-    assert np.all(np.abs(wrist / 100 - grid) <= 0.1 + 1e-9)  # every frame within a wrist period
+    np.testing.assert_array_equal(t, times["main"])  # every frame once, in order
+    np.testing.assert_array_equal(main, (times["main"] * 100).round())
+    assert wrist[-1] == 990 and wrist[-2] == 990  # 9.9 s held to the last rows
+    assert np.all(np.abs(wrist / 100 - t)[t <= 9.9] <= 0.05 + 1e-9)  # the nearest: within half a wrist period

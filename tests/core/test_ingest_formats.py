@@ -133,10 +133,14 @@ def test_catalog_rows_carry_the_facts_for_mixing_corpora_and_specs_filter_on_the
     for f, n in (
         (Filter("language", "!=", ""), 2 + ok.filter(pl.col("source_format") == "rlds").height),
         (Filter("robot_type", "==", "aloha"), 2),
-        (Filter("control_hz", ">=", 10.0), ok.height),
+        # RLDS declares no control rate (TFDS records none, the built-in key map invents none): null
+        (Filter("control_hz", ">=", 10.0), ok.height - ok.filter(pl.col("source_format") == "rlds").height),
         (Filter("state_names", "not_null"), ok.height),
     ):
         assert ok.filter(f.expr()).height == n, f
+    rlds = ok.filter(pl.col("source_format") == "rlds")
+    assert rlds.height and rlds["control_hz"].null_count() == rlds.height
+    assert all("rate_declared" in q for q in rlds["qc_failed"].to_list())  # flagged, not blocking
 
 
 @pytest.mark.parametrize("version", ["v2.1", "v3.0"])

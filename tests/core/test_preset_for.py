@@ -51,11 +51,19 @@ def test_rates_come_from_the_episodes_of_that_set_and_bogus_ones_take_defaults()
     assert (video.length, video.every) == (40, 3)  # the 30 fps default: every 3rd frame for 4 s at 10 Hz
 
 
-def test_no_cameras_or_no_rows_or_no_json_is_a_config_error():
+def test_a_manifest_of_camera_less_episodes_gets_a_state_only_preset():
+    """Issue 36: IMU / telemetry / state-only recordings convert; a preset over them reads their state
+    and action windows (anchored at the state rate for vla) instead of refusing."""
+    imu = {"joint_pos": 200.0, "cmd": 50.0}
+    for name in ("wam", "vla"):
+        pattern = preset_for(_manifest([(None, imu), ([], imu), (["wrist"], RATES)]), name)
+        assert [w.name for w in pattern.windows] == ["state", "action"]
+    assert preset_for(_manifest([([], imu)]), "vla").anchor_stride_s == pytest.approx(1 / 200.0)
+
+
+def test_no_rows_or_no_json_is_a_config_error():
     with pytest.raises(ConfigError, match="no rows"):
         preset_for(_manifest([]), "wam")
-    with pytest.raises(ConfigError, match="most episodes of the manifest have no cameras"):
-        preset_for(_manifest([(None, RATES), ([], RATES), (["wrist"], RATES)]), "wam")
     with pytest.raises(ConfigError, match="camera names must be non-empty strings"):
         preset_for(_manifest([(["wrist", None], RATES), (["", "x"], RATES), (["wrist", None], RATES)]), "wam")
     with pytest.raises(ConfigError, match="stream_rates_json"):

@@ -138,25 +138,29 @@ def preset(
 
         (n, sub), (n_state, sub_state) = span(fps), span(state_hz)
         n_action, sub_action = span(action_hz or state_hz)
+        cams = (StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),) if cameras else ()
         return ReadPattern(
             "wam",
             (
-                StreamWindow("cameras", cameras, "video", length=n, every=sub, resize=resize),
+                *cams,
                 StreamWindow("state", ("joint_pos",), "array", length=n_state, every=sub_state),
                 StreamWindow("action", ("cmd",), "array", length=n_action, every=sub_action),
             ),
             anchor_stride_s=1.0,
             anchor_jitter=False,
         )
-    if name == "vla":
+    if name == "vla":  # without cameras (IMU, telemetry, state-only recordings): every state sample an anchor
+        cams = (
+            (StreamWindow("cameras", cameras, "video", length=2, every=1, offset=-1, resize=resize),) if cameras else ()
+        )
         return ReadPattern(
             "vla",
             (
-                StreamWindow("cameras", cameras, "video", length=2, every=1, offset=-1, resize=resize),
+                *cams,
                 StreamWindow("state", ("joint_pos",), "array", length=1),
                 StreamWindow("action", ("cmd",), "array", length=50),
             ),
-            anchor_stride_s=1.0 / fps,
+            anchor_stride_s=1.0 / (fps if cameras else state_hz),
             anchor_jitter=False,
         )
     raise ConfigError(f"unknown read pattern preset {name!r}; known: ['vla', 'wam']")
@@ -171,7 +175,8 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     of one set, never only the first row's.
 
     Raises:
-        ConfigError: an empty manifest, no cameras, or an unknown preset name.
+        ConfigError: an empty manifest, or an unknown preset name. Most episodes without a camera:
+            the preset's state and action windows only (a state-only pattern).
     """
     import polars as pl
 
@@ -183,12 +188,7 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     per_set: dict[tuple[str, ...], int] = {}
     for cameras, _, n in combos:  # in first-appearance order: max() keeps the first of equals
         per_set[tuple(cameras or ())] = per_set.get(tuple(cameras or ()), 0) + n
-    cams = max(per_set, key=lambda k: per_set[k])
-    if not cams:
-        raise ConfigError(
-            "most episodes of the manifest have no cameras (column 'cameras'); "
-            "pass a ReadPattern instead of a preset name"
-        )
+    cams = max(per_set, key=lambda k: per_set[k])  # () when most episodes have no camera: a state-only preset
     if not all(isinstance(c, str) and c for c in cams):
         raise ConfigError(f"manifest column 'cameras' holds {list(cams)!r}: camera names must be non-empty strings")
     raw = max((c for c in combos if tuple(c[0] or ()) == cams), key=lambda c: c[2])[1]
@@ -197,7 +197,7 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     except ValueError as exc:
         raise ConfigError(f"manifest column 'stream_rates_json' holds {raw!r}, not JSON: {exc}") from exc
     rates = rates if isinstance(rates, dict) else {}
-    fps = stream_rate(rates.get(cams[0])) or 30.0
+    fps = (stream_rate(rates.get(cams[0])) if cams else 0.0) or 30.0
     state_hz = stream_rate(rates.get("joint_pos")) or stream_rate(rates.get("cmd")) or 100.0
     action_hz = stream_rate(rates.get("cmd")) or state_hz
     return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)

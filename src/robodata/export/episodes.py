@@ -185,13 +185,20 @@ def arrays(ep: EpisodeStreams) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {s: (win[s].t, win[s].data.reshape(len(win[s].t), -1).astype(np.float32)) for s in names}
 
 
+def empty_destination(out: str | Path) -> Path:
+    """`out`, refused (ExportError) unless it is absent or an empty folder: checked before any
+    episode is opened, and again when the export is renamed into place."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} exists and is not an empty directory; export into a new or empty one")
+    return out
+
+
 @contextlib.contextmanager
 def staging(out: str | Path) -> Iterator[Path]:
     """A temporary folder next to `out` to export into, renamed to `out` on success and removed on
     any failure, so a failed export leaves nothing behind. `out` must be absent or empty."""
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ExportError(f"{out} exists and is not an empty directory; export into a new or empty one")
+    out = empty_destination(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()

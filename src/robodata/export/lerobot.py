@@ -39,6 +39,7 @@ from robodata.export.episodes import (
     ExportError,
     arrays,
     check_ids,
+    empty_destination,
     frames,
     open_episode,
     out_path,
@@ -157,6 +158,7 @@ def export_lerobot(
         raise ExportError(f"{out} already holds a LeRobot dataset; export into an empty directory")
     if not rows:
         raise ExportError("manifest selects no episodes; nothing to export")
+    empty_destination(out)
     # LeRobot's splits are episode-index ranges: the train episodes first, then val (each in row order)
     rows = sorted(rows, key=lambda r: r.get("split", "train") != "train")
     first, fps, declared = validate(rows)

@@ -30,8 +30,10 @@ def resolve_pattern(spec: str, meta: EpisodeMeta | None = None) -> ReadPattern:
     if meta is None:
         return preset(spec)
     cams = tuple(s for s, sp in meta.streams.items() if sp.kind == "video")
-    if not cams:
-        raise ConfigError(f"episode {meta.episode_id!r} has no cameras for pattern {spec!r}")
+    if not cams:  # a camera-less episode (IMU, odometry, telemetry): the preset's state / action windows
+        rates = {s: sp.rate_hz for s, sp in meta.streams.items() if sp.kind == "array" and sp.rate_hz > 0}
+        state_hz = rates.get("joint_pos") or rates.get("cmd") or max(rates.values(), default=100.0)
+        return preset(spec, cameras=(), state_hz=state_hz, action_hz=rates.get("cmd"))
     fps = min(meta.streams[c].rate_hz for c in cams)
     return preset(spec, cameras=cams, fps=fps)
 

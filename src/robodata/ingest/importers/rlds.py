@@ -6,7 +6,8 @@ whose `steps/<key>` features hold every step's values back to back (robodata.ing
 Item uri `<dataset>#<shard file>:<record index>`. Streams by key map (keys relative to `steps/`:
 `observation/image` -> camera `image`, `observation/state`, `action`, `language_instruction`),
 OXE's per-dataset key differences by a declared map (robodata.ingest.importers.keymap).
-Images are decoded per step on the way to the encoder; is_first / is_last frame the episode. A
+Images are decoded per step on the way to the encoder; is_first / is_last frame the episode (a record
+that never sets is_last is framed by is_first and the record's end, with a finding: `_steps`). A
 frame whose size contradicts the image shape features.json declares is refused naming the field
 (robodata.ingest.importers.tfds_features).
 """
