@@ -185,7 +185,8 @@ def _write_step_lie(root: Path, family: str, lie: str, ep, bad, p: float) -> tup
         lie_in.rlds_replace_image(path, k, lie_in.big_jpeg(ep, k))
     if lie == "count":
         lie_in.rlds_framing(path, "steps/is_last" if p < 0.5 else "steps/is_first", k if k < n - 1 else 1)
-    why = {"shape": "features.json" if p < 0.5 else "frame .* is", "count": r"steps/is_(first|last) is set at steps"}.get(lie, "")
+    framing = r"steps/is_(first|last) is set at steps"  # the reason names the flag
+    why = {"shape": "features.json" if p < 0.5 else "frame .* is", "count": framing}.get(lie, "")
     return f"{path}#1.0.0/rlds_ds-train.tfrecord-00000-of-00001:0:0", why
 
 
