@@ -202,11 +202,12 @@ def advise(
     step = progress if progress is not None else (lambda n: None)
     cal = calibration or calibrate(readers[0], cfg, bfs, vws[0].streams[0] if vws else None)
     step(1)
-    log(
-        f"calibrated: I/P/B decode ms at crf {cal.points[0].crf}: "
-        + "/".join(f"{x * 1e3:.3f}" for x in cal.points[0].decode_s)
-        + f", rgb {cal.rgb_s * 1e3:.3f} ms"
-    )
+    if cal.points:  # none for a camera-less episode
+        log(
+            f"calibrated: I/P/B decode ms at crf {cal.points[0].crf}: "
+            + "/".join(f"{x * 1e3:.3f}" for x in cal.points[0].decode_s)
+            + f", rgb {cal.rgb_s * 1e3:.3f} ms"
+        )
 
     ranked_video: dict[str, list[tuple[VideoChoice, Cost]]] = {}
     for w in vws:

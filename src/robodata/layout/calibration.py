@@ -340,8 +340,11 @@ def calibrate(
     reader: EpisodeReader, cfg: AdvisorConfig, bframes_set: set[int], camera: str | None = None
 ) -> Calibration:
     cams = [s for s, sp in reader.meta.streams.items() if sp.kind == "video"]
-    if not cams:
-        raise ConfigError(f"episode {reader.meta.episode_id!r} has no camera to calibrate with")
+    if not cams:  # a camera-less episode (IMU, telemetry, state only): its reads cost I/O and parsing only
+        range_s, part_s, byte_s, call_s = _io_costs(reader)
+        return Calibration(
+            cfg.codec, cfg.preset, 0, 0, [], 0.0, 0.0, call_s, range_s, part_s, byte_s, _array_bytes(reader)
+        )
     cam = camera or cams[0]
     spec = reader.meta.streams[cam]
     n = min(cfg.calibration_frames, max(8, int(reader.meta.duration_s * spec.rate_hz)))
