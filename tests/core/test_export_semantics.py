@@ -100,3 +100,39 @@ def test_rows_are_the_reference_cameras_frames_and_a_slower_camera_holds_its_las
     np.testing.assert_array_equal(main, (times["main"] * 100).round())
     assert wrist[-1] == 990 and wrist[-2] == 990  # 9.9 s held to the last rows
     assert np.all(np.abs(wrist / 100 - t)[t <= 9.9] <= 0.05 + 1e-9)  # the nearest: within half a wrist period
+
+
+def test_an_export_without_an_identified_action_is_refused_naming_the_streams(tmp_path):
+    """Issue 36: the export wrote the state as the action when no stream was called cmd / action; it
+    refuses instead, naming the episode's streams, before anything is written."""
+    from tests.core.helpers_hostile import container_with
+
+    row = container_with(tmp_path / "c.rdep", "ep-1", "wrist")  # a camera and joint_pos, no action
+    with pytest.raises(ExportError, match=r"'ep-1': field action: .*array streams are \['joint_pos'\]"):
+        export_lerobot([row], tmp_path / "lr")
+    assert not (tmp_path / "lr").exists()
+
+
+def test_robot_type_is_the_episodes_own_and_two_are_refused(tmp_path, monkeypatch):
+    """info.json's robot_type is the episodes' (the catalog's), not `robodata`; a dataset mixing two
+    embodiments is refused naming both episodes."""
+    import robodata.export.episodes as episodes
+
+    rows = [_row(tmp_path / f"e{i}.rdep", f"e{i}", 30.0) for i in range(2)]
+    assert json.loads(_export(rows, tmp_path / "none"))["robot_type"] is None  # none declared: null, not invented
+    opened = episodes.open_episode
+
+    def typed(uri, *a):
+        ep = opened(uri, *a)
+        ep.reader.meta.extra["robot_type"] = "so100" if uri.endswith("e1.rdep") else "koch"
+        return ep
+
+    monkeypatch.setattr("robodata.export.lerobot.open_episode", typed)
+    with pytest.raises(ExportError, match=r"'e1': field robot_type: 'so100' vs episode 'e0''s 'koch'"):
+        export_lerobot(rows, tmp_path / "mixed")
+    assert json.loads(_export(rows[:1], tmp_path / "one"))["robot_type"] == "koch"
+
+
+def _export(rows: list[dict], out: Path) -> str:
+    export_lerobot(rows, out)
+    return (out / "meta" / "info.json").read_text()

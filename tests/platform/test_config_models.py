@@ -109,6 +109,16 @@ def test_defaults_build_the_core_defaults(monkeypatch):
     assert ClusterRepairResource().repair_config().dry_run is False
 
 
+def test_the_ingest_resource_takes_a_qc_file(tmp_path):
+    """Issue 36: the resource's `qc_file` sets per-check blocking and thresholds, as `robodata ingest --qc`."""
+    from robodata.ingest.qc_file import load_qc_file
+
+    path = tmp_path / "qc.yaml"
+    path.write_text("checks:\n  joints_in_range: {blocking: false, joint_abs_max: 3.5}\n")
+    qc = IngestResource(qc_file=str(path)).settings().qc
+    assert qc == load_qc_file(str(path)) and "joints_in_range" not in qc.blocking and qc.thresholds.joint_abs_max == 3.5
+
+
 def test_no_module_reads_the_environment_itself():
     offenders = []
     for path in (p for folder in LAYER for p in folder.rglob("*.py")):
