@@ -61,7 +61,7 @@ def _ingest(fx: Fixture, work: Path) -> tuple[Path, str, Any]:
     opts = {
         k: str(REAL / v) if k in ("msgs", "topics_file", "key_map", "qc_file") else v for k, v in fx.settings.items()
     }
-    settings = IngestSettings(root=str(work / "root"), **opts)
+    settings = IngestSettings.from_dict({"root": str(work / "root"), **opts})
     items = new_items(str(land), LandingCursor())
     paths = IngestPaths(settings.root)
     write_manifest(paths, "real", items)
@@ -151,7 +151,7 @@ def run_fixture(fx: Fixture, work: Path) -> tuple[dict[str, Any], dict[str, int]
     summary = {r["uri"]: r for r in paths.read("qc_results", "real").to_pylist() if r["stage"] == "summary"}
     listed = {r["uri"].split("#", 1)[0] for r in aligned}
     skipped = len({str(p) for p in land.iterdir()} - listed)
-    d = {"format": fx.format, "items": len(aligned), "converted": 0, "quarantined": 0}
+    d: dict[str, Any] = {"format": fx.format, "items": len(aligned), "converted": 0, "quarantined": 0}
     d |= {"frames_expected": 0, "frames_kept": 0}
     t = {"wrong_values": 0, "frames_lost": 0, "exports_wrong": 0}
     seen, rows, eps = set(), [], {}

@@ -80,7 +80,8 @@ def _frames_on_rows(path: Path, t_from: float, ts: np.ndarray) -> int:
 
     with av.open(str(path)) as c:
         s = c.streams.video[0]
-        pts = np.array(sorted(float(p.pts * s.time_base) for p in c.demux(s) if p.pts is not None))
+        tb = float(s.time_base or 0)
+        pts = np.array(sorted(float(p.pts * tb) for p in c.demux(s) if p.pts is not None))
     want = t_from + ts
     i = np.clip(np.searchsorted(pts, want), 1, len(pts) - 1)
     near = np.minimum(np.abs(pts[i] - want), np.abs(pts[i - 1] - want))
@@ -127,7 +128,7 @@ def read_zarr_pusht(store: Path) -> dict[str, Episode]:
     (target x, y), `keypoint` (9 x 2), `n_contacts`, 96x96 `img`; episodes cut at meta/episode_ends."""
     import zarr
 
-    g = zarr.open_group(str(store), mode="r")
+    g: Any = zarr.open_group(str(store), mode="r")
     ends = np.asarray(g["meta/episode_ends"][:], np.int64)
     out = {}
     for i, hi in enumerate(ends):
@@ -159,10 +160,12 @@ def _varint(b: bytes, i: int) -> tuple[int, int]:
 
 def _fields(b: bytes) -> list[tuple[int, int, Any]]:
     """(field number, wire type, value) of a protobuf message: varints as ints, length-delimited as bytes."""
-    out, i = [], 0
+    out: list[tuple[int, int, Any]] = []
+    i = 0
     while i < len(b):
         tag, i = _varint(b, i)
         num, wt = tag >> 3, tag & 7
+        v: Any
         if wt == 0:
             v, i = _varint(b, i)
         elif wt == 2:

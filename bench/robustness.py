@@ -45,6 +45,7 @@ KEYS = (
     "semantics.pass_not_loadable",
     "semantics.manifests_refused_by_one_item",
     "semantics.exports_failed_on_pass_data",
+    "semantics.exports_wrong",
     "semantics.partial_exports_left",
     "semantics.reingested_unchanged",
     "semantics.orphan_containers",

@@ -28,6 +28,8 @@ step is invisible (no jump, no gap). Raw (N, H, W, 3) arrays (robomimic, Zarr) c
 in the array's header: no shape lie. TFDS stores no rate (the key map declares it). A plausible
 but wrong declared rate (3x) in a format with no clock is indistinguishable from the truth and is
 not injected there: its facts are the declaration, which must be a control rate (0.1 to 1e4 Hz).
+Besides the lies, the variations real recordings carry (bench/robustness_semantics_real.py): none is a
+lie, each must pass with true facts and only the findings its format earns (`Truth.findings`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.robustness_semantics_real import FINDINGS, VARIATIONS, lerobot_variation, rlds_no_last, zarr_variation
 from robodata.ingest.synth import SynthConfig, SynthEpisode, make_episode
 from robodata.ingest.synth.arrays import write_aloha, write_rlds, write_robomimic, write_zarr
 from robodata.ingest.synth.legacy import write_jpeg_episode
@@ -65,16 +68,16 @@ from tests.core.helpers_semantics import (
 
 FAMILIES = ("mcap", "jpeg", "lerobot", "ros1", "ros2", "aloha", "robomimic", "zarr", "rlds")
 _TIMED = ("none", "none", "jump", "gap", "rate", "shape")
-LIES = {  # per family, cycled: every lie the format can carry
+LIES = {  # per family, cycled: every lie the format can carry, and the variations real recordings carry
     "mcap": _TIMED,
     "jpeg": _TIMED,
-    "lerobot": ("none", "none", "jump", "rate", "shape", "rate"),
+    "lerobot": ("none", "none", "jump", "rate", "shape", "rate", *VARIATIONS["lerobot"]),
     "ros1": _TIMED,
     "ros2": _TIMED,
     "aloha": ("none", "none", "rate", "shape", "count", "rate"),
     "robomimic": ("none", "none", "rate", "count", "rate", "count"),
-    "zarr": ("none", "none", "rate", "count", "rate", "count"),
-    "rlds": ("none", "none", "shape", "count", "shape", "count"),
+    "zarr": ("none", "none", "rate", "count", "rate", "count", *VARIATIONS["zarr"]),
+    "rlds": ("none", "none", "shape", "count", "shape", "count", *VARIATIONS["rlds"]),
 }
 EXPECT = {  # the checks a lie may be quarantined (or flagged) by: alignment's, or the importer's / writer's refusal
     "jump": {"clock_continuous"},
@@ -85,6 +88,7 @@ EXPECT = {  # the checks a lie may be quarantined (or flagged) by: alignment's, 
 }
 FPS, STATE_HZ, SECONDS, SIZE = 10.0, 50.0, 5.0, 32
 STEP_FPS = 15.0  # declared by the step-array files: not any key map's default, so a fallback shows
+VARIATION_CAMERA = "top"  # the LeRobot variations' camera (see _lerobot)
 BAD_RATES = (0, -STEP_FPS, 1e-9, float("nan"), float("inf"), 1e9, "fifteen")
 STEP_FAMILIES = ("aloha", "robomimic", "zarr", "rlds")
 CAMERA = {"robomimic": "cam_image", "zarr": "cam_rgb", "rlds": "cam_image"}  # the key map's stream name
@@ -101,6 +105,7 @@ class Truth:
     camera: str = "cam"
     shape: tuple[int, int] = (SIZE, SIZE)
     what: str = ""  # the lie, for examples
+    findings: frozenset[str] = frozenset()  # non-blocking checks the true recording fails (its format's facts)
 
 
 def _episode(i: int, family: str, fps: float = FPS) -> SynthEpisode:
@@ -159,7 +164,9 @@ def write_case(root: Path, msgs: Path, i: int, family: str, lie: str, rng: rando
 def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: random.Random) -> tuple[Path, Truth]:
     """HDF5 ALOHA / robomimic, Zarr, RLDS: one episode per item, steps at the declared rate."""
     n, fps = len(ep.frame_t["cam"]), float(ep.meta["cameras"]["cam"]["fps"])
-    truth = Truth(family, lie, n, (n - 1) / fps, fps, fps, CAMERA.get(family, "cam"))
+    truth = Truth(
+        family, lie, n, (n - 1) / fps, fps, fps, CAMERA.get(family, "cam"), findings=FINDINGS.get(family, frozenset())
+    )
     declared_shape = family == "rlds" and lie == "shape" and rng.random() < 0.5  # features.json, not a frame
     odd = rng.randint(1, n - 1) if lie == "shape" and not declared_shape else -1  # written 2x after the rest
     if odd >= 0:
@@ -194,6 +201,9 @@ def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: ran
         return path, truth
     if family == "zarr":
         path = write_zarr([ep], root, name=name)
+        zarr_variation(path, lie, "cam_rgb")
+        if lie == "no_camera":
+            truth.camera, truth.frames = "", 0
         if lie == "rate":
             zarr_attr(path, "fps", bad)
             truth.what = f"attrs fps {bad!r}"
@@ -207,6 +217,9 @@ def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: ran
         truth.what = "features.json shape 2x"
     if odd >= 0:
         rlds_replace_image(path, odd, big_jpeg(ep, odd))
+    if lie == "no_last":
+        rlds_no_last(path)
+        truth.findings |= {"episode_framed"}
     if lie == "count":
         key = rng.choice(["steps/is_last", "steps/is_first"])
         rlds_framing(path, key, n // 2)
@@ -215,14 +228,20 @@ def _steps(root: Path, i: int, family: str, lie: str, ep: SynthEpisode, rng: ran
 
 
 def _lerobot(root: Path, i: int, lie: str, rng: random.Random) -> tuple[Path, Truth]:
-    n = int(SECONDS * FPS)
+    # the variations' camera has a name of its own: with `cam` they would tip which stream rates the
+    # presets laid over the whole manifest take, and those would then batch LeRobot's 6-D state with
+    # the other families' 7-D one (a loader limit of mixed manifests this section does not test)
+    cam = VARIATION_CAMERA if lie in VARIATIONS["lerobot"] else "cam"
+    fps = FPS
+    n = int(SECONDS * fps)
     d = root / f"sem-lerobot-{i:04d}"
-    write_lerobot(d, "v2.1", episodes=1, frames_per_episode=n, fps=int(FPS), height=SIZE, width=SIZE,
-                  cameras=("cam",), seed=i)  # fmt: skip
+    write_lerobot(d, "v3.0" if lie == "to_last" else "v2.1", episodes=1, frames_per_episode=n, fps=int(fps),
+                  height=SIZE, width=SIZE, cameras=(cam,), seed=i)  # fmt: skip
+    lerobot_variation(d, lie, n, fps)
     info_p = d / "meta" / "info.json"
     info = json.loads(info_p.read_text())
-    video = info["features"]["observation.images.cam"]
-    truth = Truth("lerobot", lie, n, (n - 1) / FPS, FPS, FPS)
+    video = info["features"][f"observation.images.{cam}"]
+    truth = Truth("lerobot", lie, n, (n - 1) / fps, fps, fps, cam, findings=FINDINGS["lerobot"])
     if lie == "rate":
         v = rng.choice([0, None, 1e-9, 3 * FPS])
         video["info"].pop("video.fps", None)
