@@ -44,8 +44,10 @@ class Fixture:
     name: str  # the key under "datasets"
     format: str  # what kind of recording it is (reported)
     entry: str  # the landing entry, relative to tests/data/real (a dataset folder, a store, a file)
-    read: Callable[[Path], dict[str, Episode]]  # independent reader: item key -> Episode
-    key: Callable[[str], str] = lambda frag: frag  # landing uri fragment (after '#') -> item key
+    read: Callable[[Path], dict[str, Episode]]  # independent reader of the entry: item key -> Episode
+    # landing uri fragment (after '#': an episode index, `<shard>:<index>:<offset>`; "" for an entry that
+    # is one item, a bag) -> the reader's item key
+    key: Callable[[str], str] = lambda frag: frag
     settings: dict[str, Any] = field(default_factory=dict)  # IngestSettings fields; paths relative to REAL
     smoke: bool = False  # part of --smoke
 
