@@ -81,7 +81,8 @@ def test_event_rows_per_batch_do_not_grow_with_episodes(instance, tmp_path):
         )
         assert res.success
         counts[n] = len(instance.all_logs(res.run_id))
-    assert counts[6] == counts[1] and counts[1] < 100
+    # a handful of events per asset and one per QC check (4 more non-blocking findings since issue 36: 103)
+    assert counts[6] == counts[1] and counts[1] < 120
 
 
 def test_metadata_backfill_and_relabel_profiles_touch_only_their_assets(instance, tmp_path):
