@@ -37,7 +37,7 @@ from bench.common import emit, parse, size_of
 from bench.realdata_fixtures import REAL, Episode, Fixture
 
 KEYS = ("datasets", "wrong_values", "frames_lost", "silently_skipped", "exports_wrong", "peak_rss_mb")
-MODULES = ("bench.realdata_fixtures",)  # each exposes FIXTURES (a ROS bag module registers here too)
+MODULES = ("bench.realdata_fixtures", "bench.realdata_bags")  # each exposes FIXTURES
 
 
 def fixtures(smoke: bool) -> list[Fixture]:
@@ -91,17 +91,21 @@ def _container(uri: str, ep: Episode) -> tuple[int, int, bool]:
     r = EpisodeReader.open(uri)
     counts = _counts(r)
     roles = r.meta.extra.get("roles") or {}
+    # the state as the container's roles name it; a source that declares none (a transform / IMU bag)
+    # has its values under `extra`, the first of which then counts its steps
+    steps = roles.get("state") or next(iter(ep.extra), "")
     lost = sum(abs(n - counts.get(cam, 0)) for cam, n in ep.frames.items())
     if not ep.frames:
-        lost = abs(len(ep.state) - counts.get(roles.get("state", ""), 0))
-    kept = max((counts.get(c, 0) for c in ep.frames), default=counts.get(roles.get("state", ""), 0))
+        lost = abs(len(ep.state) - counts.get(steps, 0))
+    kept = max((counts.get(c, 0) for c in ep.frames), default=counts.get(steps, 0))
     names = [s for s in (roles.get("state"), roles.get("action"), *ep.extra) if s]
     win = r.read_window(0.0, r.meta.duration_s + 1.0, streams=names) if names else {}
 
     def values(stream: str | None) -> np.ndarray | None:
         return None if not stream or stream not in win else win[stream].data.reshape(len(win[stream].t), -1)
 
-    exact = _same(values(roles.get("state")), ep.state) and _same(values(roles.get("action")), ep.action)
+    exact = not roles.get("state") or _same(values(roles["state"]), ep.state)
+    exact = exact and _same(values(roles.get("action")), ep.action)
     exact = exact and all(_same(values(s), v) for s, v in ep.extra.items())
     r.close()
     return kept, lost, exact
