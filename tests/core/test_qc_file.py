@@ -91,7 +91,8 @@ def test_ingest_qc_makes_undeclared_units_blocking(tmp_path):
     qc.write_text(yaml.safe_dump({"checks": {"units_declared": {"blocking": True}}}))
     s = IngestSettings(root=str(tmp_path / "s"), qc_file=str(qc))
     assert IngestSettings.from_dict(settings_dict(s)).qc == s.qc
-    res = CliRunner().invoke(app, ["ingest", str(land), "--root", str(tmp_path / "s"), "--qc", str(qc), "-q"])
+    args = ["ingest", str(land), "--root", str(tmp_path / "s"), "--qc", str(qc), "-q", "--allow-none"]
+    res = CliRunner().invoke(app, args)  # all quarantined: exit 0 only with --allow-none
     assert res.exit_code == 0, res.output
     qc_rows = DeltaTable(str(tmp_path / "s" / "ingest" / "qc_results")).to_pyarrow_table().to_pylist()
     units = [r for r in qc_rows if r["check"] == "units_declared"]
