@@ -87,7 +87,8 @@ def open_episode(uri: str, footer_offset: int | None = None, footer_length: int 
     elif state:
         fps = streams[state].rate_hz
     else:
-        raise ExportError(f"episode {r.meta.episode_id!r} has neither cameras nor a state stream (streams: {arrays})")
+        eid = r.meta.episode_id
+        raise ExportError(f"episode {eid!r} has neither cameras nor a state stream; its array streams are {arrays}")
     return EpisodeStreams(r, cameras, state, action, fps)
 
 
