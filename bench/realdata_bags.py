@@ -2,10 +2,8 @@
 independent reader (rosbags, never robodata) giving what it holds.
 
 The bags come from public repositories (each fixture's SOURCE.md: repository, commit, path,
-licence, what was cut). They are looked for, in order, under $ROBODATA_REAL_DATA, the checkout's
-tests/data/real/, and a `shared/real/` folder beside the checkout or one level up (where the
-workplace lays its shared data); `real_root()` is None when none holds them, and the tests that
-need them skip saying so.
+licence, what was cut). Their data lies where bench.realdata_fixtures.REAL finds it;
+`real_root()` is None when the bags are not there, and the tests that need them skip saying so.
 
     ros1_rovio_transform  ROS 1 bag, no camera: geometry_msgs/TransformStamped at 20 Hz (ETH ASL)
     ros2_vicon_go2        two ROS 2 Humble .db3 bags of one vendor type, vicon_receiver/msg/Position,
@@ -15,7 +13,6 @@ need them skip saying so.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,20 +20,14 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
 NAMES = ("ros1_rovio_transform", "ros2_vicon_go2")
 
 
 def real_root() -> Path | None:
-    """The folder holding the bag fixtures (every one of NAMES), or None."""
-    env = os.environ.get("ROBODATA_REAL_DATA")
-    places = [Path(env)] if env else []
-    places += [
-        REPO / "tests" / "data" / "real",
-        REPO.parent / "shared" / "real",
-        REPO.parent.parent / "shared" / "real",
-    ]
-    return next((p for p in places if all((p / n / "SOURCE.md").is_file() for n in NAMES)), None)
+    """The folder holding the bag fixtures' data (every one of NAMES, beside its SOURCE.md), or None."""
+    from bench.realdata_fixtures import REAL
+
+    return REAL if all((REAL / n / "landing").is_dir() for n in NAMES) else None
 
 
 @dataclass(frozen=True)

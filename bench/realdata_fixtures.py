@@ -9,6 +9,7 @@ named in bench.realdata.MODULES (bench/realdata_bags.py does so for ROS bags).
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,35 @@ from typing import Any
 
 import numpy as np
 
-REAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "real"
+REPO = Path(__file__).resolve().parents[1]
+# Each fixture's record (SOURCE.md, and a bag's topics.yaml) is committed under tests/data/real/<name>/;
+# the recordings themselves are not (the workplace keeps fetched data out of developers' commits: a
+# fixture's data is laid beside its record, or in a shared/real/ folder, or under $ROBODATA_REAL_DATA).
+SOURCES = REPO / "tests" / "data" / "real"
+RECORD = frozenset({"SOURCE.md", "topics.yaml"})
+WHERE = "$ROBODATA_REAL_DATA, tests/data/real, ../shared/real, ../../shared/real"
+MISSING = f"real fixture data not found ({WHERE}; tests/data/real/<name>/SOURCE.md says where it comes from)"
+
+
+def _holds_data(root: Path) -> bool:
+    """Whether some fixture folder under `root` holds more than its committed record."""
+    dirs = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+    return any(x.name not in RECORD for d in dirs for x in d.iterdir())
+
+
+def _roots() -> list[Path]:
+    env = os.environ.get("ROBODATA_REAL_DATA")
+    places = [Path(env)] if env else []
+    return places + [SOURCES, REPO.parent / "shared" / "real", REPO.parent.parent / "shared" / "real"]
+
+
+# where the fixtures' data lies: the first of _roots() that holds any (SOURCES when none does)
+REAL = next((r for r in _roots() if _holds_data(r)), SOURCES)
+
+
+def present(entry: str) -> bool:
+    """Whether a fixture's landing entry (relative to REAL) is here."""
+    return (REAL / entry).exists()
 
 
 @dataclass

@@ -9,7 +9,7 @@ import yaml
 from deltalake import DeltaTable
 from typer.testing import CliRunner
 
-from bench.realdata_fixtures import REAL
+from bench.realdata_fixtures import MISSING, REAL, present
 from robodata.errors import ConfigError
 from robodata.ingest.align import StreamTiming
 from robodata.ingest.qc import PRE_CHECKS, QCSelection, QCThresholds
@@ -79,6 +79,7 @@ def test_a_wrong_qc_file_is_refused_naming_the_file_and_key(doc, match, tmp_path
         load_qc_file(str(tmp_path / "missing.yaml"))
 
 
+@pytest.mark.skipif(not present("zarr_pusht_dp/pusht_cchi_v7_replay.zarr"), reason=MISSING)
 def test_ingest_qc_makes_undeclared_units_blocking(tmp_path):
     """The same PushT episodes pass by default (a finding) and are quarantined under a QC file that
     makes `units_declared` blocking; the worker settings carry the file's selection."""

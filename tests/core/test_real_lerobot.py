@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from bench.realdata_fixtures import REAL, read_lerobot
+from bench.realdata_fixtures import MISSING, REAL, present, read_lerobot
 from robodata.container import EpisodeReader
 from robodata.errors import RobodataError
 from robodata.ingest.align import aligned_tracks
@@ -21,6 +21,10 @@ from robodata.ingest.importers import open_raw
 from robodata.ingest.qc import PRE_CHECKS, QCThresholds
 
 OPEN50, G1 = REAL / "lerobot_v30_open50", REAL / "lerobot_v21_g1_av1"
+pytestmark = pytest.mark.skipif(
+    not present("lerobot_v30_open50/meta/info.json"),
+    reason=MISSING,
+)
 
 
 def _copy(src: Path, dst: Path) -> Path:
