@@ -30,7 +30,9 @@ def _instance():
 
     import dagster as dg
 
-    home = os.environ.get("DAGSTER_HOME", "")
+    from robodata_dagster.lib.env import setting
+
+    home = setting("DAGSTER_HOME")
     if not home:
         typer.secho(
             "DAGSTER_HOME is not set: these commands act on a Dagster instance. Set it to the instance's "
