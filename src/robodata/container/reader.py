@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,8 +198,11 @@ class EpisodeReader:
         if close is not None:
             close()
 
-    def fetch_parts(self, ranges: dict[str, tuple[int, int]]) -> list[tuple[ChunkInfo, PartInfo, bytes]]:
-        """Verified bytes of every part of each stream in a chunk overlapping its [lo_ns, hi_ns], in file order.
+    def fetch_parts(
+        self, ranges: Mapping[str, tuple[int, int] | Sequence[tuple[int, int]]]
+    ) -> list[tuple[ChunkInfo, PartInfo, bytes]]:
+        """Verified bytes of every part of each stream in a chunk overlapping its [lo_ns, hi_ns] (or any
+        of several such spans), in file order.
 
         Parts are selected by their chunk's span (checked at open to be the span of its parts), so
         a part whose own entry was altered is still read, and then fails its checks. One range
@@ -206,7 +210,8 @@ class EpisodeReader:
         when the whole chunk is read, else each part's CRC.
 
         Args:
-            ranges: {stream: (lo_ns, hi_ns)}, ns since meta.start_time_ns.
+            ranges: {stream: (lo_ns, hi_ns)} or {stream: [(lo_ns, hi_ns), ...]}, ns since
+                meta.start_time_ns: scattered samples of one episode fetch only their own chunks.
 
         Returns:
             (chunk, part, bytes) triples; the bytes are CRC-checked but not decoded (decode them
@@ -215,12 +220,14 @@ class EpisodeReader:
         Raises:
             ContainerError: a short read or a checksum mismatch.
         """
+        one = {s: isinstance(r[0], (int, np.integer)) for s, r in ranges.items()}
+        spans: dict = {s: [r] if one[s] else list(r) for s, r in ranges.items()}
         plan = []
         for c in self.chunks:
             parts = [
                 p
                 for p in c.parts
-                if p.stream in ranges and c.t_end >= ranges[p.stream][0] and c.t_start <= ranges[p.stream][1]
+                if p.stream in spans and any(c.t_end >= lo and c.t_start <= hi for lo, hi in spans[p.stream])
             ]
             if parts:
                 plan.append(_Wanted(c, parts))

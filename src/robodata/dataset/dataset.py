@@ -36,7 +36,7 @@ from torch.utils.data import Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.container import EpisodeReader
-from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest
+from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest, spans
 from robodata.dataset.index import Anchor, SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset_for
 from robodata.dataset.ring import Arena
@@ -259,9 +259,11 @@ class PatternDataset(Dataset):
         video = [(w, s) for w in self.pattern.video for s in w.streams]
         if video:
             targets = {s: self._targets(w, streams[s].rate_hz, ts) for w, s in video}
-            # nearest-sample tolerance is half a period: fetch no chunk that cannot hold a pick
+            # nearest-sample tolerance is half a period: fetch no chunk that cannot hold a pick; each
+            # sample's own span, so samples scattered over an episode (a global shuffle) fetch their
+            # chunks, not every chunk between them
             ranges = {
-                s: (float(t.min()) - 0.51 / streams[s].rate_hz, float(t.max()) + 0.51 / streams[s].rate_hz)
+                s: spans(t.min(axis=1) - 0.51 / streams[s].rate_hz, t.max(axis=1) + 0.51 / streams[s].rate_hz)
                 for s, t in targets.items()
             }
             frames = fetch_streams(r, ranges)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
@@ -66,11 +66,16 @@ class StreamFrames:
         return self.t_s[order], self.pts[order]
 
 
-def fetch_streams(reader: EpisodeReader, ranges: dict[str, tuple[float, float]]) -> dict[str, StreamFrames]:
-    """Packets of each camera overlapping its (t0, t1) seconds; one read per chunk, each part
-    verified against its index entry (the reader's part_table) as read_window does."""
+def fetch_streams(
+    reader: EpisodeReader, ranges: Mapping[str, tuple[float, float] | list[tuple[float, float]]]
+) -> dict[str, StreamFrames]:
+    """Packets of each camera overlapping its (t0, t1) seconds, or any of several such spans (the
+    chunks of samples scattered over an episode, not everything between them); one read per chunk,
+    each part verified against its index entry (the reader's part_table) as read_window does."""
     pieces: dict[str, list] = {s: [] for s in ranges}
-    for chunk, part, blob in reader.fetch_parts({s: (int(t0 * 1e9), int(t1 * 1e9)) for s, (t0, t1) in ranges.items()}):
+    spans = {s: [r] if isinstance(r, tuple) else r for s, r in ranges.items()}
+    ns = {s: [(int(t0 * 1e9), int(t1 * 1e9)) for t0, t1 in rs] for s, rs in spans.items()}
+    for chunk, part, blob in reader.fetch_parts(ns):
         pieces[part.stream].append((chunk.index, reader.part_table(chunk, part, blob)))
     out = {}
     for s, tabs in pieces.items():
@@ -217,6 +222,17 @@ def nearest(times: np.ndarray, targets: np.ndarray, tol: float) -> tuple[np.ndar
         j = np.where(left_closer, j - 1, j)
     ok = np.abs(times[j] - targets) <= tol
     return j, ok
+
+
+def spans(lo: np.ndarray, hi: np.ndarray) -> list[tuple[float, float]]:
+    """The union of the intervals [lo[i], hi[i]] as sorted disjoint (lo, hi) pairs."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(zip(lo.tolist(), hi.tolist(), strict=True)):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def decode_pool(n: int) -> ThreadPoolExecutor:
