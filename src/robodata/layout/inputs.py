@@ -17,7 +17,8 @@ from robodata.errors import ConfigError
 
 
 def resolve_pattern(spec: str, meta: EpisodeMeta | None = None) -> ReadPattern:
-    """A preset name (wam, vla: cameras and fps taken from `meta`) or a YAML/JSON ReadPattern file."""
+    """A preset name (wam, vla: cameras and every stream's rate taken from `meta`) or a YAML/JSON
+    ReadPattern file."""
     if os.path.isfile(spec):
         text = Path(spec).read_text()
         try:
@@ -35,7 +36,29 @@ def resolve_pattern(spec: str, meta: EpisodeMeta | None = None) -> ReadPattern:
         state_hz = rates.get("joint_pos") or rates.get("cmd") or max(rates.values(), default=100.0)
         return preset(spec, cameras=(), state_hz=state_hz, action_hz=rates.get("cmd"))
     fps = min(meta.streams[c].rate_hz for c in cams)
-    return preset(spec, cameras=cams, fps=fps)
+    # every stream at its own rate (a LeRobot import has its state at the camera rate, not the
+    # preset's 100 Hz: WAM's 4 s state window would otherwise span 13 s of a 30 Hz stream)
+    rate = {s: sp.rate_hz for s, sp in meta.streams.items() if sp.rate_hz and sp.rate_hz > 0}
+    state_hz = rate.get("joint_pos") or rate.get("cmd") or fps
+    return preset(spec, cameras=cams, fps=fps, state_hz=state_hz, action_hz=rate.get("cmd") or state_hz)
+
+
+def weighted_spec(spec: str) -> tuple[str, float]:
+    """`PATTERN[:WEIGHT]` -> (pattern, weight); a pattern without a weight counts 1.
+
+    Raises:
+        ConfigError: a weight that is not a number > 0.
+    """
+    head, sep, tail = spec.rpartition(":")
+    if not sep or not head or os.path.exists(spec):
+        return spec, 1.0
+    try:
+        weight = float(tail)
+    except ValueError:
+        return spec, 1.0  # a colon in a file name
+    if not (0 < weight < float("inf")):
+        raise ConfigError(f"{spec}: a pattern's weight must be a number > 0, got {tail!r}")
+    return head, weight
 
 
 def expand_episodes(items: list[str]) -> list[str]:
