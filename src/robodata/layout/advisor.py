@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
-from robodata.layout.calibration import Calibration, calibrate
+from robodata.layout.calibration import Calibration, CodecPoint, calibrate
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.costmodel import Cost, VideoChoice, camera_storage_bps, page_cost, predict_arrays, predict_video
-from robodata.layout.measure import measure
+from robodata.layout.measure import Measured, measure
+from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union
 from robodata.layout.plan import COLD_VIDEO, LayoutPlan
 from robodata.layout.rewrite import rewrite
 from robodata.layout.workload import Sample, sample_anchors, window_rate
@@ -33,12 +34,21 @@ DEFAULT_VIDEO = VideoChoice(gop=30, bframes=0, crf=23, span_s=2.0)  # what inges
 class Alternative:
     label: str
     layout: Layout
-    predicted: Cost
+    predicted: dict[str, Cost]  # per pattern
     storage_x: float
+    weights: dict[str, float]  # each pattern's share of the reads
     measured: dict | None = None
 
+    def cost(self) -> Cost:
+        """The predicted cost per sample, weighted over the patterns (the pattern's own with one)."""
+        out = Cost()
+        for name, c in self.predicted.items():
+            w = self.weights[name]
+            out = out + Cost(c.cpu_s * w, c.bytes * w, c.ranges * w, c.frames_decoded * w, c.storage_bps * w)
+        return out
+
     def row(self) -> dict:
-        p = self.predicted
+        p = self.cost()
         out = {
             "label": self.label,
             "layout_version": self.layout.version,
@@ -50,6 +60,11 @@ class Alternative:
             "storage_bps": round(p.storage_bps),
             "storage_x": round(self.storage_x, 3),
         }
+        if len(self.predicted) > 1:
+            out["patterns"] = {
+                n: {"weight": round(self.weights[n], 4), "predicted_ms": round(c.cpu_s * 1e3, 3)}
+                for n, c in self.predicted.items()
+            }
         if self.measured:
             out.update(self.measured)
         return out
@@ -69,7 +84,7 @@ def video_windows(pattern: ReadPattern, meta: EpisodeMeta) -> list[StreamWindow]
 def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> list[VideoChoice]:
     calibrated = {(p.crf, p.bframes) for p in cal.points}
     bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
-    good = [c for c in cfg.crfs if any(p.crf == c and p.psnr_db >= cfg.min_psnr_db for p in cal.points)]
+    good = [c for c in cfg.crfs if any(p.crf == c and meets_floor(p, cfg, False) for p in cal.points)]
     crfs = good or [min(cfg.crfs)]  # nothing meets the floor: best quality on offer
     out = []
     for gop in cfg.gops:
@@ -82,11 +97,18 @@ def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> l
                 if (crf, bf) not in calibrated:
                     continue
                 pt = cal.point(crf, bf)
-                if (pt.intra_psnr_db if gop == 1 else pt.psnr_db) < cfg.min_psnr_db and good:
+                if not meets_floor(pt, cfg, gop == 1) and good:
                     continue
                 for span in cfg.camera_spans_s:
                     out.append(VideoChoice(gop, bf, crf, span))
     return out
+
+
+def meets_floor(pt: CodecPoint, cfg: AdvisorConfig, intra: bool) -> bool:
+    """Whether an encoding keeps the quality floor on the calibration frames (1st percentile and
+    median PSNR)."""
+    p1, med = pt.quality(intra)
+    return p1 >= cfg.min_psnr_db and med >= cfg.median_psnr_db
 
 
 def _objective(c: Cost, cfg: AdvisorConfig, n_samples: int) -> float:
@@ -98,25 +120,31 @@ def _objective(c: Cost, cfg: AdvisorConfig, n_samples: int) -> float:
 _C = TypeVar("_C")  # what is being ranked: a VideoChoice, an array span
 
 
-def rank(scored: Sequence[tuple[_C, Cost]], cfg: AdvisorConfig, n_samples: int) -> list[tuple[_C, Cost]]:
-    """Cheapest first; within tie_tolerance of the best, least storage first."""
-    ordered = sorted(scored, key=lambda x: _objective(x[1], cfg, n_samples))
-    if not ordered:
-        return ordered
-    best = _objective(ordered[0][1], cfg, n_samples)
-    ties = [x for x in ordered if _objective(x[1], cfg, n_samples) <= best * (1 + cfg.tie_tolerance)]
-    ties.sort(key=lambda x: (x[1].storage_bps, _objective(x[1], cfg, n_samples)))
-    return ties + [x for x in ordered if x not in ties]
+def rank(
+    scored: Sequence[tuple[_C, dict[str, Cost]]], mix: list[Weighted], cfg: AdvisorConfig, n_samples: int
+) -> list[tuple[_C, dict[str, Cost]]]:
+    """Cheapest first by the mix's score (robodata.layout.mix: the weighted cost relative to each
+    pattern's own best; with one pattern, plain cost order), those keeping every pattern within
+    `mix_floor` of its best before the others; within tie_tolerance of the best, least storage first."""
+    if not scored:
+        return []
+    objs = [{m.pattern.name: _objective(c[m.pattern.name], cfg, n_samples) for m in mix} for _, c in scored]
+    sc = scores(objs, mix, cfg.mix_floor)
+    order = sorted(range(len(scored)), key=lambda i: (not sc[i][2], sc[i][0]))
+    top = sc[order[0]]
+    ties = [i for i in order if sc[i][2] == top[2] and sc[i][0] <= top[0] * (1 + cfg.tie_tolerance)]
+    ties.sort(key=lambda i: (next(iter(scored[i][1].values())).storage_bps, sc[i][0]))
+    return [scored[i] for i in ties + [i for i in order if i not in ties]]
 
 
-def _distinct(ranked: list[tuple[VideoChoice, Cost]], k: int) -> list[tuple[VideoChoice, Cost]]:
+def _distinct(ranked: list[tuple[VideoChoice, dict[str, Cost]]], k: int) -> list[VideoChoice]:
     """The k best choices with distinct encodings (gop, bframes, crf), each at its best span."""
     out, seen = [], set()
-    for ch, cost in ranked:
+    for ch, _ in ranked:
         key = (ch.gop, ch.bframes, ch.crf)
         if key not in seen:
             seen.add(key)
-            out.append((ch, cost))
+            out.append(ch)
         if len(out) == k:
             break
     return out
@@ -180,7 +208,7 @@ def predict_layout(
 
 
 def advise(
-    pattern: ReadPattern,
+    pattern: ReadPattern | Sequence[ReadPattern | tuple[ReadPattern, float]],
     episodes: list[str],
     cfg: AdvisorConfig | None = None,
     calibration: Calibration | None = None,
@@ -189,18 +217,29 @@ def advise(
     progress: Any = None,
     **storage_options,
 ) -> LayoutPlan:
+    """The layout for a read pattern, or one layout for several with weights ([(pattern, weight)]:
+    robodata.layout.mix), over sample episodes.
+
+    Raises:
+        ConfigError: no episode, a pattern the episodes cannot serve, patterns that group their
+            cameras differently, or no candidate within max_storage_x.
+    """
     cfg = cfg or AdvisorConfig()
+    mix = mix_of(pattern)
     if not episodes:
         raise ConfigError("advise needs at least one sample episode")
     readers = [EpisodeReader.open(e, **storage_options) for e in episodes]
     metas = [r.meta for r in readers]
-    vws = video_windows(pattern, metas[0])
-    samples = sample_anchors(metas, pattern, cfg.samples, cfg.seed)
-    n = len(samples)
-    bfs = {0, *cfg.bframes} | {w.every - 1 for w in vws if w.every > 1}
+    for m in mix:
+        video_windows(m.pattern, metas[0])
+    groups, full = camera_groups(mix), union(mix)
+    names = [m.pattern.name for m in mix]
+    samples = {m.pattern.name: sample_anchors(metas, m.pattern, cfg.samples, cfg.seed) for m in mix}
+    n = len(samples[names[0]])
+    bfs = {0, *cfg.bframes} | {w.every - 1 for m in mix for w in m.pattern.video if w.every > 1}
     # progress steps: calibration, each rewrite of a measured alternative, the measurement
     step = progress if progress is not None else (lambda n: None)
-    cal = calibration or calibrate(readers[0], cfg, bfs, vws[0].streams[0] if vws else None)
+    cal = calibration or calibrate(readers[0], cfg, bfs, full.video[0].streams[0] if full.video else None)
     step(1)
     if cal.points:  # none for a camera-less episode
         log(
@@ -209,97 +248,177 @@ def advise(
             + f", rgb {cal.rgb_s * 1e3:.3f} ms"
         )
 
-    ranked_video: dict[str, list[tuple[VideoChoice, Cost]]] = {}
-    for w in vws:
-        rate = window_rate(w, metas[0])
-        scale = [_scale(metas[0], c, cal) for c in w.streams]
-        default_ch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
-        cap = cfg.max_storage_x * sum(camera_storage_bps(cal, default_ch, rate, s) for s in scale)
-        scored = []
-        for ch in video_candidates(w, cfg, cal):
-            cost = predict_video(w, w.streams, ch, cal, metas, samples, cfg.loader)
-            if cost.storage_bps <= cap:
-                scored.append((ch, cost))
-        if not scored:
-            raise ConfigError(f"window {w.name!r}: no candidate fits max_storage_x={cfg.max_storage_x}")
-        ranked_video[w.name] = rank(scored, cfg, n)
-    awin = [w for w in pattern.windows if w.kind == "array"]
-    order = tuple(s for w in awin for s in w.streams)
-    array_span = cfg.array_spans_s[0]
-    if awin:
-        scored_a = [
-            (span, predict_arrays(awin, order, span, cal, metas, samples, cfg.loader)) for span in cfg.array_spans_s
-        ]
-        array_span = rank(scored_a, cfg, n)[0][0]
-
-    # alternatives: the top choices of the costliest video group, the others at their best
-    alts: list[Alternative] = []
-    lead = max(ranked_video, key=lambda k: ranked_video[k][0][1].cpu_s) if ranked_video else None
-    picks: list[VideoChoice | None] = (
-        [ch for ch, _ in _distinct(ranked_video[lead], max(1, cfg.verify_top))] if lead is not None else [None]
-    )
+    dch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
+    ranked_video: dict[str, list[tuple[VideoChoice, dict[str, Cost]]]] = {}
+    own_best: dict[str, dict[str, VideoChoice]] = {nm: {} for nm in names}  # pattern -> group -> its best
     default_bps = 0.0  # the ingestion default's camera bytes, the storage reference
-    for w in vws:
-        dch = VideoChoice(DEFAULT_VIDEO.gop, 0, _nearest_crf(cal, DEFAULT_VIDEO.crf), DEFAULT_VIDEO.span_s)
-        default_bps += sum(
-            camera_storage_bps(cal, dch, window_rate(w, metas[0]), _scale(metas[0], c, cal)) for c in w.streams
+    for gname, per in groups:
+        lw = next(iter(per.values()))
+        rate = window_rate(lw, metas[0])
+        scale = [_scale(metas[0], c, cal) for c in lw.streams]
+        default_bps += sum(camera_storage_bps(cal, dch, rate, s) for s in scale)
+        cap = cfg.max_storage_x * sum(camera_storage_bps(cal, dch, rate, s) for s in scale)
+        scored = []
+        for ch in dict.fromkeys(ch for w in per.values() for ch in video_candidates(w, cfg, cal)):
+            costs = {pn: predict_video(w, w.streams, ch, cal, metas, samples[pn], cfg.loader) for pn, w in per.items()}
+            if next(iter(costs.values())).storage_bps <= cap:
+                scored.append((ch, costs))
+        if not scored:
+            raise ConfigError(f"window {gname!r}: no candidate fits max_storage_x={cfg.max_storage_x}")
+        ranked_video[gname] = rank(scored, [m for m in mix if m.pattern.name in per], cfg, n)
+        for pn in per:
+            own_best[pn][gname] = rank(
+                scored, [Weighted(next(m.pattern for m in mix if m.pattern.name == pn), 1.0)], cfg, n
+            )[0][0]
+    arrays = {m.pattern.name: [w for w in m.pattern.windows if w.kind == "array"] for m in mix}
+    order = tuple(s for w in full.windows if w.kind == "array" for s in w.streams)
+    array_span = cfg.array_spans_s[0]
+    if order:
+        reading = [m for m in mix if arrays[m.pattern.name]]
+        scored_a = [
+            (
+                span,
+                {
+                    pn: predict_arrays(arrays[pn], order, span, cal, metas, samples[pn], cfg.loader)
+                    for pn in names
+                    if arrays[pn]
+                },
+            )
+            for span in cfg.array_spans_s
+        ]
+        array_span = rank(scored_a, reading, cfg, n)[0][0]
+
+    # alternatives: the top choices of the costliest video group, the others at their best; with
+    # several patterns also each pattern's own best layout (what "of its best" is measured against)
+    lead = (
+        max(ranked_video, key=lambda k: sum(c.cpu_s for c in ranked_video[k][0][1].values())) if ranked_video else None
+    )
+    best = {k: v[0][0] for k, v in ranked_video.items()}
+    choices: list[tuple[dict[str, VideoChoice], str]] = (
+        [
+            ({**best, lead: ch} if lead is not None else best, "")
+            for ch in _distinct(ranked_video[lead], max(1, cfg.verify_top))
+        ]
+        if lead is not None
+        else [(best, "")]
+    )
+    if len(mix) > 1:
+        choices += [(own_best[pn], f" (best for {pn})") for pn in names if own_best[pn] not in [c for c, _ in choices]]
+    weights = {m.pattern.name: m.weight for m in mix}
+    alts: list[Alternative] = []
+    for video, note in choices:
+        layout = build_layout(metas[0], full, video, array_span, cfg.codec, cfg.preset)
+        cost = {
+            m.pattern.name: predict_layout(layout, m.pattern, cal, metas, samples[m.pattern.name], cfg.loader)
+            for m in mix
+        }
+        vid_bps = sum(
+            predict_video(lw, lw.streams, video[g], cal, metas, samples[names[0]][:1]).storage_bps
+            for g, per in groups
+            for lw in [next(iter(per.values()))]
         )
-    for pick in picks:
-        video = {k: v[0][0] for k, v in ranked_video.items()}
-        if lead is not None and pick is not None:
-            video[lead] = pick
-        layout = build_layout(metas[0], pattern, video, array_span, cfg.codec, cfg.preset)
-        cost = predict_layout(layout, pattern, cal, metas, samples, cfg.loader)
-        vid_bps = sum(predict_video(w, w.streams, video[w.name], cal, metas, samples[:1]).storage_bps for w in vws)
-        label = " + ".join(f"{k}:{v.label()}" for k, v in video.items()) + f" + proprio:span{array_span:g}s"
-        alts.append(Alternative(label, layout, cost, vid_bps / default_bps if default_bps else 1.0))
+        label = " + ".join(f"{k}:{v.label()}" for k, v in video.items()) + f" + proprio:span{array_span:g}s" + note
+        alts.append(Alternative(label, layout, cost, vid_bps / default_bps if default_bps else 1.0, weights))
     for a in alts:
-        log(f"predicted {a.predicted.cpu_s * 1e3:8.3f} ms/sample  {a.label}")
+        log(f"predicted {a.cost().cpu_s * 1e3:8.3f} ms/sample  {a.label}")
 
     chosen = alts[0]
     if cfg.verify_top > 0:
-        m_eps = list(range(min(cfg.measure_episodes, len(readers))))
-        if progress is not None:
-            progress.set_total(2 + len(m_eps) * len(alts[: cfg.verify_top]))
-        m_samples = sample_anchors([metas[i] for i in m_eps], pattern, cfg.samples, cfg.seed + 1)
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="advise-") as tmp:
-            written: dict[str, list[EpisodeReader]] = {}
-            for k, a in enumerate(alts[: cfg.verify_top]):
-                paths = []
-                for i in m_eps:
-                    dst = str(Path(tmp) / f"alt{k}" / f"{metas[i].episode_id}.rdep")
-                    rewrite(readers[i], a.layout, dst, check=False)
-                    paths.append(dst)
-                    step(1)
-                written[a.label] = [EpisodeReader.open(p) for p in paths]
-            got = measure(written, pattern, m_samples, cfg.rounds, cfg.loader)
-            step(1)
-            for rs in written.values():
-                for r in rs:
-                    r.close()
-        for a in alts[: cfg.verify_top]:
-            m = got[a.label]
-            a.measured = {
-                "measured_ms": round(m.cpu_s * 1e3, 3),
-                "measured_wall_ms": round(m.wall_s * 1e3, 3),
-                "measured_frames_decoded": round(m.frames_decoded, 2),
-                "measured_bytes": round(m.bytes),
-                "measured_ranges": round(m.ranges, 2),
-            }
-            log(f"measured  {m.cpu_s * 1e3:8.3f} ms/sample  {a.label}")
-        if cfg.choose == "measured":
-            chosen = min(alts[: cfg.verify_top], key=lambda a: got[a.label].cpu_s)
-    page = min(cfg.page_sizes, key=lambda p: page_cost(chosen.predicted.range_sizes, n, p, cfg.store))
+        measured = alts[: cfg.verify_top] + [a for a in alts[cfg.verify_top :] if a.label.endswith(")")]
+        chosen = _measure(measured, readers, metas, mix, cfg, workdir, progress, step, log) or chosen
+    page = min(cfg.page_sizes, key=lambda p: page_cost(chosen.predicted[names[0]].range_sizes, n, p, cfg.store))
     for r in readers:
         r.close()
+    of_best = _of_best(alts, mix)
     return LayoutPlan(
-        pattern=_pattern_dict(pattern),
+        pattern=_pattern_dict(full if len(mix) > 1 else mix[0].pattern),
         layout=chosen.layout,
         page_size=page,
         alternatives=[a.row() for a in alts],
         chosen=chosen.label,
         calibration=asdict(cal),
+        patterns=[
+            {
+                "name": m.pattern.name,
+                "weight": m.weight,
+                "pattern": asdict(m.pattern),
+                **of_best[chosen.label][m.pattern.name],
+            }
+            for m in mix
+        ]
+        if len(mix) > 1
+        else [],
     )
+
+
+def _measure(
+    alts: list[Alternative], readers, metas, mix: list[Weighted], cfg: AdvisorConfig, workdir, progress, step, log
+) -> Alternative | None:
+    """Write each alternative for a sample episode, measure every pattern on it, record the result
+    in `alt.measured`; the measured best (cfg.choose == "measured") or None."""
+    m_eps = list(range(min(cfg.measure_episodes, len(readers))))
+    if progress is not None:
+        progress.set_total(2 + len(m_eps) * len(alts))
+    got: dict[str, dict[str, Measured]] = {}
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="advise-") as tmp:
+        written: dict[str, list[EpisodeReader]] = {}
+        for k, a in enumerate(alts):
+            paths = []
+            for i in m_eps:
+                dst = str(Path(tmp) / f"alt{k}" / f"{metas[i].episode_id}.rdep")
+                rewrite(readers[i], a.layout, dst, check=False)
+                paths.append(dst)
+                step(1)
+            written[a.label] = [EpisodeReader.open(p) for p in paths]
+        for m in mix:
+            m_samples = sample_anchors([metas[i] for i in m_eps], m.pattern, cfg.samples, cfg.seed + 1)
+            got[m.pattern.name] = measure(written, m.pattern, m_samples, cfg.rounds, cfg.loader)
+        step(1)
+        for rs in written.values():
+            for r in rs:
+                r.close()
+    costs = [{pn: got[pn][a.label].cpu_s for pn in got} for a in alts]
+    sc = scores(costs, mix, cfg.mix_floor)
+    for a, c, (score, worst, _) in zip(alts, costs, sc, strict=True):
+        ms = {pn: got[pn][a.label] for pn in got}
+        w = {pn: m.weight for m in mix for pn in [m.pattern.name]}
+        a.measured = {
+            "measured_ms": round(sum(w[pn] * x.cpu_s for pn, x in ms.items()) * 1e3, 3),
+            "measured_wall_ms": round(sum(w[pn] * x.wall_s for pn, x in ms.items()) * 1e3, 3),
+            "measured_frames_decoded": round(sum(w[pn] * x.frames_decoded for pn, x in ms.items()), 2),
+            "measured_bytes": round(sum(w[pn] * x.bytes for pn, x in ms.items())),
+            "measured_ranges": round(sum(w[pn] * x.ranges for pn, x in ms.items()), 2),
+        }
+        if len(mix) > 1:
+            a.measured["measured_score"] = round(score, 4)
+            a.measured["measured_worst_of_best"] = round(worst, 4)
+            best = {pn: min(x[pn] for x in costs) for pn in got}
+            a.measured["measured_patterns"] = {
+                pn: {"measured_ms": round(c[pn] * 1e3, 3), "of_best": round(best[pn] / c[pn], 4) if c[pn] else 1.0}
+                for pn in got
+            }
+        log(f"measured  {a.measured['measured_ms']:8.3f} ms/sample  {a.label}")
+    if cfg.choose != "measured":
+        return None
+    return alts[min(range(len(alts)), key=lambda i: (not sc[i][2], sc[i][0]))]
+
+
+def _of_best(alts: list[Alternative], mix: list[Weighted]) -> dict[str, dict[str, dict]]:
+    """Per alternative and pattern: its predicted (and measured) cost as a fraction of the pattern's
+    own best among the alternatives (best / cost: 1.0 at its best)."""
+    out: dict[str, dict[str, dict]] = {a.label: {} for a in alts}
+    for m in mix:
+        pn = m.pattern.name
+        best_p = min(a.predicted[pn].cpu_s for a in alts)
+        done = [a for a in alts if a.measured and "measured_patterns" in a.measured]
+        best_m = min((a.measured["measured_patterns"][pn]["measured_ms"] for a in done), default=0.0)  # type: ignore[index]
+        for a in alts:
+            row = {"of_best_predicted": round(best_p / a.predicted[pn].cpu_s, 4) if a.predicted[pn].cpu_s else 1.0}
+            if a in done:
+                ms = a.measured["measured_patterns"][pn]["measured_ms"]  # type: ignore[index]
+                row["of_best_measured"] = round(best_m / ms, 4) if ms else 1.0
+            out[a.label][pn] = row
+    return out
 
 
 def _pattern_dict(p: ReadPattern) -> dict:

@@ -45,6 +45,20 @@ class CodecPoint:
     psnr_db: float  # long GOP
     intra_psnr_db: float
     skip_s: float = 0.0  # a non-reference packet dropped by the decoder
+    # the quality floor's statistics over the calibration frames (0: a calibration saved before them)
+    psnr_p1_db: float = 0.0  # long GOP, 1st percentile
+    psnr_median_db: float = 0.0
+    intra_psnr_p1_db: float = 0.0
+    intra_psnr_median_db: float = 0.0
+
+    def quality(self, intra: bool) -> tuple[float, float]:
+        """(1st percentile, median) PSNR in dB of the calibration frames, all-intra or long GOP
+        (the mean for both where the calibration predates them)."""
+        p1, med = (
+            (self.intra_psnr_p1_db, self.intra_psnr_median_db) if intra else (self.psnr_p1_db, self.psnr_median_db)
+        )
+        mean = self.intra_psnr_db if intra else self.psnr_db
+        return (p1 or mean, med or mean)
 
 
 @dataclass
@@ -149,7 +163,7 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
         ex, pk = _encode(frames, cfg.codec, 1, crf, cfg.preset, 0, rate)
         ds, dec = _decode_timed(cfg.codec, ex, pk, 1, 0)
         intra_bytes = float(np.mean([len(p.data) for p in pk]))
-        intra_psnr = float(np.mean([_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]))
+        intra_all = [_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]
         for bf in sorted(bframes_set):
             ex, pk = _encode(frames, cfg.codec, CAL_GOP, crf, cfg.preset, bf, rate)
             ds_long, dec = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf)
@@ -160,7 +174,7 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
             if bf > 0:
                 sk, _ = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf, skip_nonref=True)
                 skip_s = float(sk[B])
-            psnr = float(np.mean([_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]))
+            psnrs = [_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]
             points.append(
                 CodecPoint(
                     crf,
@@ -169,12 +183,19 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
                     (float(ds_long[I]), float(ds_long[P]), float(ds_long[B])),
                     intra_bytes,
                     float(ds[I]),
-                    psnr,
-                    intra_psnr,
+                    float(np.mean(psnrs)),
+                    float(np.mean(intra_all)),
                     skip_s,
+                    *_floor_stats(psnrs),
+                    *_floor_stats(intra_all),
                 )
             )
     return points
+
+
+def _floor_stats(psnrs: list[float]) -> tuple[float, float]:
+    """(1st percentile, median) of per-frame PSNRs: what the quality floor is checked on."""
+    return float(np.percentile(psnrs, 1)), float(np.median(psnrs))
 
 
 def _packet_times(part: bytes) -> np.ndarray:

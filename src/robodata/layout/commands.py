@@ -17,7 +17,11 @@ def register(app: typer.Typer) -> None:
 
 
 def advise_cmd(
-    pattern: str = typer.Argument(..., help="read pattern: preset (wam, vla) or a YAML/JSON ReadPattern file"),
+    pattern: list[str] = typer.Argument(
+        ...,
+        help="read pattern(s): preset (wam, vla) or a YAML/JSON ReadPattern file, each optionally PATTERN:WEIGHT "
+        "(its share of the reads); several patterns get one layout for all (one copy for ingest --plan)",
+    ),
     episodes: list[str] = typer.Option([], "--episodes", "-e", help="sample containers (paths, dirs, globs, URLs)"),
     source: list[str] = typer.Option(
         [],
@@ -36,7 +40,8 @@ def advise_cmd(
     quick: bool = typer.Option(False, help="smaller search and fewer measurements"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
-    """Choose GOP, CRF, chunk spans, groups and cache page size for a read pattern; print the choice
+    """Choose GOP, CRF, chunk spans, groups and cache page size for a read pattern (or one layout for
+    several, `robodata advise vla:1 wam:1`); print the choice
     with the predicted and measured cost of the top alternatives. Over --source recordings the plan
     is for `robodata ingest --plan` (one encode); over -e / --catalog containers, for relayout."""
     from rich.console import Console
@@ -46,7 +51,7 @@ def advise_cmd(
     from robodata.container import EpisodeReader
     from robodata.layout.advisor import advise
     from robodata.layout.config import AdvisorConfig
-    from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
+    from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog, weighted_spec
     from robodata.layout.sources import containers_reference, convert_sources
 
     console = Console()
@@ -69,12 +74,12 @@ def advise_cmd(
             uris = sample_catalog(catalog, sample, cfg.seed) if catalog else expand_episodes(episodes)
             reference = containers_reference(uris)
         first = EpisodeReader.open(uris[0])
-        pat = resolve_pattern(pattern, first.meta)
+        mix = [(resolve_pattern(spec, first.meta), weight) for spec, weight in map(weighted_spec, pattern)]
         first.close()
         from robodata.progress import progress
 
         with progress("advise", None, "steps", quiet=quiet) as step:
-            plan = advise(pat, uris, cfg, log=lambda s: console.print(f"[dim]{s}[/dim]"), progress=step)
+            plan = advise(mix, uris, cfg, log=lambda s: console.print(f"[dim]{s}[/dim]"), progress=step)
         plan.quality_reference = reference
     except (ConfigError, RobodataError) as exc:
         console.print(f"[red]error:[/red] {exc}")
@@ -94,6 +99,9 @@ def advise_cmd(
         )
     console.print(t)
     console.print(f"quality floor measured against: {reference['measured_against']}")
+    for p in plan.patterns:  # one layout for several patterns: each against its own best
+        got = ", ".join(f"{k} {p[k]:.2f}" for k in ("of_best_predicted", "of_best_measured") if k in p)
+        console.print(f"  pattern {p['name']} (weight {p['weight']:.2f}): {got}")
     console.print(f"chosen: [bold]{plan.chosen}[/bold]  layout_version={plan.version}  page_size={plan.page_size}")
     for g in plan.layout.groups:
         v = g.video

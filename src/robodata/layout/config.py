@@ -36,9 +36,13 @@ class AdvisorConfig:
 
     gops, crfs, camera_spans_s, array_spans_s, page_sizes: the candidate settings.
     bframes: extra B-frame counts to try besides 0 and every-1 of each video window.
-    min_psnr_db: quality floor; a CRF whose calibrated PSNR is lower is never chosen.
+    min_psnr_db, median_psnr_db: the quality floor, PSNR against the sample's frames (with
+      --source: the source's decode) over the calibration frames: a CRF whose 1st percentile is
+      below min_psnr_db or whose median is below median_psnr_db is never chosen.
     max_storage_x: a camera group may take at most this many times the bytes of the
       ingestion default (GOP 30, CRF 23) at the same resolution.
+    mix_floor: with several read patterns (one layout for all, robodata.layout.mix), a layout that
+      keeps each pattern at >= this fraction of its own best (best cost / cost) is preferred.
     tie_tolerance: among layouts whose cost is within this fraction of the best, the one
       with the least storage wins.
     verify_top: how many of the best predicted alternatives are written and measured.
@@ -54,14 +58,16 @@ class AdvisorConfig:
     codec: str = "h264"
     preset: str = "veryfast"
     gops: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120)
-    crfs: tuple[int, ...] = (18, 23, 28)
+    crfs: tuple[int, ...] = (18, 20, 23, 28)
     bframes: tuple[int, ...] = (2,)
     camera_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
     array_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
     page_sizes: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
-    min_psnr_db: float = 36.0
+    min_psnr_db: float = 35.0
+    median_psnr_db: float = 37.0
     max_storage_x: float = 8.0
     tie_tolerance: float = 0.02
+    mix_floor: float = 0.8
     verify_top: int = 3
     choose: str = "measured"
     objective: str = "cpu"
@@ -91,6 +97,8 @@ class AdvisorConfig:
         )
         require(self.max_storage_x > 0, "max_storage_x must be > 0")
         require(0 <= self.tie_tolerance < 1, "tie_tolerance must be in [0, 1)")
+        require(0 < self.mix_floor <= 1, "mix_floor must be in (0, 1]")
+        require(self.median_psnr_db >= 0 and self.min_psnr_db >= 0, "PSNR floors must be >= 0")
         require(self.verify_top >= 0, "verify_top must be >= 0")
         require(
             self.choose in ("measured", "predicted"), f"choose must be 'measured' or 'predicted', got {self.choose!r}"

@@ -25,6 +25,10 @@ class LayoutPlan:
     # from the recordings, robodata.layout.sources) or "containers" (frames of stored containers:
     # already one encode from the source, so losses vs the source add up on re-encoding)
     quality_reference: dict[str, Any] = field(default_factory=dict)
+    # one layout for several read patterns (robodata.layout.mix): each pattern's name, weight, the
+    # pattern and the chosen layout's cost as a fraction of its own best (empty for one pattern;
+    # `pattern` then holds what the layout must serve: every stream any of them reads)
+    patterns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def version(self) -> str:
@@ -61,6 +65,7 @@ class LayoutPlan:
             "chosen": self.chosen,
             "calibration": self.calibration,
             "quality_reference": self.quality_reference,
+            "patterns": self.patterns,
         }
 
     @classmethod
@@ -74,6 +79,7 @@ class LayoutPlan:
                 chosen=d.get("chosen", ""),
                 calibration=dict(d.get("calibration", {})),
                 quality_reference=dict(d.get("quality_reference", {})),
+                patterns=list(d.get("patterns", [])),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"not a layout plan: {exc}") from exc
