@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from robodata.dataset.device import frames_to_float
 from robodata.errors import RobodataError
 from robodata.train.config import ModelConfig
 
@@ -135,10 +136,20 @@ def to_inputs(batch: dict[str, Any], cfg: ModelConfig, frames: int, device: torc
     missing = [k for k in (*cfg.cameras, cfg.state_key, cfg.action_key) if k not in batch]
     if missing:
         raise RobodataError(f"training batch lacks {missing}; it has {sorted(batch)}")
-    x = torch.stack([batch[c] for c in cfg.cameras], dim=1)
+    cams = [batch[c] for c in cfg.cameras]
     state, action = batch[cfg.state_key], batch[cfg.action_key]
-    if x.dtype != torch.uint8 or x.ndim != 6 or x.shape[-1] != 3 or x.shape[2] != frames:
-        raise RobodataError(f"frames must be uint8 (B, T={frames}, H, W, 3) per camera, got {x.dtype} {tuple(x.shape)}")
+    for x in cams:
+        if (
+            x.dtype != torch.uint8
+            or x.ndim != 5
+            or x.shape[-1] != 3
+            or x.shape[1] != frames
+            or x.shape != cams[0].shape
+        ):
+            raise RobodataError(
+                f"frames must be uint8 (B, T={frames}, H, W, 3) per camera, all of one shape, got {x.dtype} "
+                f"{tuple(x.shape)}"
+            )
     if state.ndim == 3:
         state = state[:, -1]
     if (
@@ -153,5 +164,7 @@ def to_inputs(batch: dict[str, Any], cfg: ModelConfig, frames: int, device: torc
             f"match the model: state_dim={cfg.state_dim}, action (B, >= {cfg.action_chunk}, "
             f"{cfg.action_dim})"
         )
-    frames_f = x.to(device, non_blocking=True).permute(0, 1, 2, 5, 3, 4).float().div_(255.0)
+    # uint8 over the host-to-device copy, converted on the device (robodata.dataset.device); the
+    # cameras are stacked there too, not in a CPU copy first
+    frames_f = torch.stack([frames_to_float(x, device) for x in cams], dim=1)
     return Inputs(frames_f, state.to(device, torch.float32), action[:, : cfg.action_chunk].to(device, torch.float32))
