@@ -5,18 +5,23 @@ PatternDataset on the same episodes, the same samples and the same tensors out.
 
 1. The peer venv (bench/lerobot_peer_venv.py; created once, several minutes, ~8 GB).
 2. LeRobot writes the episodes with its own writer and encoder defaults (AV1, g=2, crf 30):
-   a v3.0 dataset and the same episodes as v2.1 (bench/lerobot_peer_side.py write).
+   a v3.0 dataset and the same episodes as v2.1 (bench/lerobot_peer_side.py write); and a small
+   15 fps dataset, for `advise_cli_ok` (bench/lerobot_peer_layouts.py: `robodata advise vla|wam
+   --source` at the data's own rates, 30 and 15 Hz).
 3. Our importer (robodata.ingest.importers.lerobot) turns both into containers: the ingestion
-   default, and per pattern the prescribed layout (bench/lerobot_peer_layouts.py: advise --source
-   over LeRobot's episodes, then the import straight into the plan; --relayout: advise -e + relayout
-   of the default, agreement and bytes only).
+   default (export and round trip), and the prescribed layout: ONE copy for both patterns
+   (`robodata advise vla wam --source <LeRobot's set>`, then the import straight into that plan);
+   for `one_layout_vs_best`, each pattern's own advised layout too (`robodata advise vla --source`,
+   `robodata advise wam --source`: the copy a team would write per pattern without the mix).
 4. Interleaved rounds, one process per measurement, LeRobot and robodata taking turns (medians):
-   samples/s for VLA and WAM at 0 and 2 workers, batch 8, over the same index list in the same
-   (block-shuffled) order; first-batch latency (dataset construction included); peak RSS.
-   LeRobot returns float32 (T, 3, H, W) in [0, 1] per camera; PatternDataset is asked for the
-   same (DatasetConfig(frames="float32"), converted in its decode threads, inside the timing).
-5. Agreement on the same samples: PSNR of our frames vs LeRobot's, state/action max abs diff,
-   the frame index each returned (bench/lerobot_peer_check.py).
+   samples/s and CPU per sample (the process and its DataLoader workers) for VLA and WAM at 0 and
+   2 workers, uint8 and float32, over the same index list in the same order. The headline order
+   is a global shuffle (PatternSampler(shuffle="global"), what DataLoader(shuffle=True) users do),
+   on both sides; block order (blocks of 8 neighbours) is measured beside it, on both sides.
+   Order statistics of both orders against a uniform permutation (bench/lerobot_peer_order.py).
+5. Agreement on the same samples: PSNR of our frames vs LeRobot's decode of its source (min, 1st
+   percentile, median), state/action max abs diff, the frame index each returned
+   (bench/lerobot_peer_check.py).
 6. `robodata export --format lerobot` of the imported v3.0 and v2.1 sets, loaded by LeRobotDataset,
    its items against ours; the v2.1 export imported again by our importer.
 
@@ -33,33 +38,39 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.lerobot_peer_check import compare, episode_from_index, run_json
 from bench.lerobot_peer_data import import_dataset, manifest_table, write_manifest_file
-from bench.lerobot_peer_layouts import DEFAULT_VIDEO, advise_plan, describe, relaid
+from bench.lerobot_peer_layouts import DEFAULT_VIDEO, advise_cli_ok, advise_plan, describe, relaid
+from bench.lerobot_peer_order import ORDERS, order_keys, order_statistics
 from bench.lerobot_peer_roundtrip import roundtrip
 from bench.lerobot_peer_venv import ensure_peer_venv, peer_version
-from robodata.dataset import PatternSampler, SampleIndex
+from robodata.dataset import SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 
 SIDE = str(Path(__file__).with_name("lerobot_peer_side.py"))
+CELLS = ("w0_uint8", "w0_float32", "w2_uint8", "w2_float32")
 KEYS = (
     "lerobot_version",
     "source_bits_per_pixel",
-    "vla.vs_lerobot_w0_uint8",
-    "vla.vs_lerobot_w0_float32",
-    "vla.vs_lerobot_w2_uint8",
-    "vla.vs_lerobot_w2_float32",
+    "order",
+    *(f"{p}.{k}_{c}" for p in ("vla", "wam") for k in ("vs_lerobot", "cpu_vs_lerobot") for c in CELLS),
+    "vla.one_layout_vs_best",
     "vla.psnr_db_min",
     "vla.frame_index_mismatches",
-    "wam.vs_lerobot_w0_uint8",
-    "wam.vs_lerobot_w0_float32",
-    "wam.vs_lerobot_w2_uint8",
-    "wam.vs_lerobot_w2_float32",
+    "wam.one_layout_vs_best",
     "wam.psnr_db_min",
     "wam.frame_index_mismatches",
-    "layout.default",
-    "layout.advised",
+    "block",
+    "order_statistics",
+    "copies_written",
+    "psnr_db_p1",
+    "psnr_db_median",
+    "advise_cli_ok",
+    "layout.one",
+    "layout.best",
     "bytes_vs_lerobot",
     "export_loads_in_lerobot",
     "export_items_equal",
@@ -76,12 +87,15 @@ BATCHES = {"smoke": {"vla": 3, "wam": 3}, "quick": {"vla": 12, "wam": 6}, "full"
 # (8 would be 3.5 GB, and LeRobot's DataLoader holds workers x prefetch of them).
 BATCH, PREFETCH = {"vla": 8, "wam": 4}, {"vla": 2, "wam": 1}
 FPS, DIM, WORKERS = 30, 14, (0, 2)
+SLOW_FPS = 15  # the second source rate advise_cli_ok is checked on
 BLOCK = {"vla": 8, "wam": 8}
 # Frame modes, like for like: LeRobot return_uint8=True (uint8 (T, 3, H, W)) vs our "uint8_chw";
 # LeRobot's default float32 (T, 3, H, W) in [0, 1] vs our "float32".
 MODES = {"uint8": "uint8_chw", "float32": "float32"}
-OURS = ("default", "advised")  # our layouts: the ingest default, advise --source + ingest --plan
-PRESCRIBED = "advised"  # docs/layout.md: new data of a known pattern is ingested in the advised plan
+HEADLINE = "global"  # the order of the headline figures; "block" is reported beside
+# (side, order) measured each round: LeRobot and our one copy in both orders, each pattern's own
+# best layout in the headline order (one_layout_vs_best)
+RUN = (("lerobot", "global"), ("lerobot", "block"), ("one", "global"), ("one", "block"), ("best", "global"))
 
 
 def log(msg: str) -> None:
@@ -116,40 +130,40 @@ def patterns(cams: tuple[str, ...]) -> dict[str, tuple[ReadPattern, dict[str, li
     return {"vla": (vla, vla_lr), "wam": (wam, wam_lr)}
 
 
-def write_specs(work: Path, man, lr_root: Path, cams, size: str, n_agree: int) -> dict[str, dict[str, Path]]:
-    """Per pattern: our anchors and LeRobot's global indices for the same samples, in one order."""
+def write_specs(work: Path, man, lr_root: Path, cams, size: str, n_agree: int) -> tuple[dict, dict]:
+    """Per pattern and order: our anchors and LeRobot's global indices for the same samples, in one
+    order (agreement samples from the headline order); and each order's statistics."""
     from dataclasses import asdict
 
     starts = episode_from_index(lr_root)
     row_ep = [int(e.rsplit("-", 1)[-1]) for e in man.column("episode_id").to_pylist()]
     out: dict[str, dict[str, Path]] = {}
+    stats: dict[str, dict] = {}
     for name, (pat, deltas) in patterns(cams).items():
         idx = SampleIndex(man, pat)
-        order = list(PatternSampler(idx, seed=0, shuffle="block", block_size=BLOCK[name]))
+        stats[name] = order_statistics(idx, BATCH[name], BLOCK[name])
         n = BATCHES[size][name] * BATCH[name]
-        keys = (order * (1 + n // max(1, len(order))))[:n]
-        agree = order[:: max(1, len(order) // n_agree)][:n_agree]
-        anchors = [[k.row, k.t] for k in keys]
-        indices = [starts[row_ep[k.row]] + round(k.t * FPS) for k in keys]
         paths = {}
-        for tag, a, i in (("bench", anchors, indices), ("agree", [[k.row, k.t] for k in agree], None)):
-            ii = i if i is not None else [starts[row_ep[k.row]] + round(k.t * FPS) for k in agree]
-            p = work / "specs" / f"{name}_{tag}.json"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(
-                json.dumps(
-                    {
-                        "pattern": asdict(pat),
-                        "anchors": a,
-                        "indices": ii,
-                        "batch": BATCH[name],
-                        "delta_timestamps": deltas,
-                    }
-                )
-            )
-            paths[tag] = p
+        for order in ORDERS:
+            keys_all = order_keys(idx, order, BLOCK[name])
+            keys = (keys_all * (1 + n // max(1, len(keys_all))))[:n]
+            todo = [(order, keys)]
+            if order == HEADLINE:
+                todo.append(("agree", keys_all[:: max(1, len(keys_all) // n_agree)][:n_agree]))
+            for tag, ks in todo:
+                p = work / "specs" / f"{name}_{tag}.json"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                spec = {
+                    "pattern": asdict(pat),
+                    "anchors": [[k.row, k.t] for k in ks],
+                    "indices": [starts[row_ep[k.row]] + round(k.t * FPS) for k in ks],
+                    "batch": BATCH[name],
+                    "delta_timestamps": deltas,
+                }
+                p.write_text(json.dumps(spec))
+                paths[tag] = p
         out[name] = paths
-    return out
+    return out, stats
 
 
 def dir_bytes(p: Path) -> int:
@@ -165,70 +179,86 @@ def _side_cmd(side: str, peer_py: Path, lr_root: Path, manifests: dict, spec: Pa
 
 
 def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int) -> dict:
-    """Interleaved: every round runs each (pattern, workers, mode) on all three sides, one
-    process each, the side that goes first rotating."""
-    got: dict[tuple[str, str, int, str], list[dict]] = {}
-    sides = ["lerobot", *OURS]
+    """Interleaved: every round runs each (pattern, workers, mode) on every (side, order) of RUN,
+    one process each, the one that goes first rotating."""
+    got: dict[tuple[str, str, str, int, str], list[dict]] = {}
     for r in range(rounds):
         for name in ("vla", "wam"):
             for w in WORKERS:
                 for mi, mode in enumerate(MODES):
-                    k = (r + w // 2 + mi) % len(sides)
-                    for side in sides[k:] + sides[:k]:
-                        cmd = _side_cmd(side, peer_py, lr_root, manifests, specs[name]["bench"], name, w, mode)
+                    k = (r + w // 2 + mi) % len(RUN)
+                    for side, order in RUN[k:] + RUN[:k]:
+                        cmd = _side_cmd(side, peer_py, lr_root, manifests, specs[name][order], name, w, mode)
                         res = run_json(cmd, log)
-                        got.setdefault((side, name, w, mode), []).append(res)
-                        log(f"round {r} {name} w{w} {mode} {side}: {res['samples_per_s']:.2f} samples/s")
+                        got.setdefault((side, order, name, w, mode), []).append(res)
+                        log(
+                            f"round {r} {name} w{w} {mode} {side} {order}: {res['samples_per_s']:.2f} samples/s, "
+                            f"{res['cpu_ms_per_sample']:.1f} ms CPU/sample"
+                        )
     return got
+
+
+def _ratios(med: dict, cpu: dict, name: str, ours: tuple[str, str], theirs: tuple[str, str]) -> dict:
+    """vs_lerobot_* (samples/s, ours / theirs) and cpu_vs_lerobot_* (CPU per sample, theirs / ours)."""
+    out = {}
+    for w in WORKERS:
+        for mode in MODES:
+            a, b = med[(*ours, name, w, mode)], med[(*theirs, name, w, mode)]
+            ca, cb = cpu[(*ours, name, w, mode)], cpu[(*theirs, name, w, mode)]
+            out[f"vs_lerobot_w{w}_{mode}"] = round(a / b, 2) if b else None
+            out[f"cpu_vs_lerobot_w{w}_{mode}"] = round(cb / ca, 2) if ca else None
+    return out
 
 
 def summarize(got: dict) -> dict:
     med = {k: statistics.median(x["samples_per_s"] for x in v) for k, v in got.items()}
-    out: dict = {"vla": {}, "wam": {}, "layout": {lay: {} for lay in OURS}}
+    cpu = {k: statistics.median(x["cpu_ms_per_sample"] for x in v) for k, v in got.items()}
+    out: dict = {"order": HEADLINE, "vla": {}, "wam": {}, "block": {}}
     for name in ("vla", "wam"):
-        d, per = out[name], {lay: dict[str, Any]() for lay in OURS}
+        d = out[name]
+        d.update(_ratios(med, cpu, name, ("one", HEADLINE), ("lerobot", HEADLINE)))
+        out["block"][name] = _ratios(med, cpu, name, ("one", "block"), ("lerobot", "block"))
+        per_cell = {}
         for w in WORKERS:
             for mode in MODES:
-                theirs = med[("lerobot", name, w, mode)]
-                sps = {"lerobot": round(theirs, 2)}
-                for lay in OURS:
-                    ours = med[(lay, name, w, mode)]
-                    per[lay][f"vs_lerobot_w{w}_{mode}"] = round(ours / theirs, 2) if theirs else None
-                    sps[lay] = round(ours, 2)
-                d[f"vs_lerobot_w{w}_{mode}"] = per[PRESCRIBED][f"vs_lerobot_w{w}_{mode}"]
-                d[f"samples_per_s_w{w}_{mode}"] = sps
-                d[f"per_round_w{w}_{mode}"] = {
-                    s: [round(x["samples_per_s"], 2) for x in got[(s, name, w, mode)]] for s in ("lerobot", *OURS)
+                cell = f"w{w}_{mode}"
+                keys = {f"{s}_{o}": (s, o, name, w, mode) for s, o in RUN}
+                d[f"samples_per_s_{cell}"] = {t: round(med[k], 2) for t, k in keys.items()}
+                d[f"cpu_ms_per_sample_{cell}"] = {t: round(cpu[k], 2) for t, k in keys.items()}
+                d[f"per_round_{cell}"] = {t: [round(x["samples_per_s"], 2) for x in got[k]] for t, k in keys.items()}
+                d[f"first_batch_s_{cell}"] = {
+                    t: round(statistics.median(x["first_batch_s"] for x in got[k]), 3) for t, k in keys.items()
                 }
-                d[f"first_batch_s_w{w}_{mode}"] = {
-                    s: round(statistics.median(x["first_batch_s"] for x in got[(s, name, w, mode)]), 3)
-                    for s in ("lerobot", *OURS)
-                }
+                best = med[("best", HEADLINE, name, w, mode)]
+                per_cell[cell] = round(med[("one", HEADLINE, name, w, mode)] / best, 3) if best else None
+        d["one_layout_vs_best_per_cell"] = per_cell
+        vals = [v for v in per_cell.values() if v]
+        d["one_layout_vs_best"] = round(float(statistics.geometric_mean(vals)), 3) if vals else None
         d["tensors"] = {
-            f"{s}_{mode}": got[(s, name, 0, mode)][0]["shapes"] for s in ("lerobot", PRESCRIBED) for mode in MODES
+            f"{s}_{mode}": got[(s, HEADLINE, name, 0, mode)][0]["shapes"] for s in ("lerobot", "one") for mode in MODES
         }
-        d["lerobot_video_backend"] = got[("lerobot", name, 0, "float32")][0]["backend"]
-        for lay in OURS:
-            out["layout"][lay][name] = per[lay]
+        d["lerobot_video_backend"] = got[("lerobot", HEADLINE, name, 0, "float32")][0]["backend"]
     return out
 
 
 def build_layouts(work: Path, v3: Path, cams, log_, relayout: bool) -> tuple[list[Path], dict, dict, dict]:
-    """Our default import of LeRobot's v3.0 set; per pattern, the prescribed layout (advise --source
-    over LeRobot's episodes, then our importer straight into the plan: one encode); with `relayout`,
-    also advise -e over the default containers + relayout (a second encode), for agreement and bytes."""
+    """Our default import of LeRobot's v3.0 set; the prescribed layout: one copy for both patterns
+    (`robodata advise vla wam --source`, then our importer straight into the plan: one encode); each
+    pattern's own advised layout (`robodata advise vla --source`, ... wam); with `relayout`, also
+    advise -e over the default containers + relayout (a second encode), for agreement and bytes."""
     default = import_dataset(v3, work / "ours-default" / "v3.0", DEFAULT_VIDEO)
-    advised, plans, relaid_ = {}, {}, {}
-    for name, (pat, _) in patterns(cams).items():
-        plan = advise_plan(pat, [v3], work / f"plan-{name}-source.json", log_, source=True)
-        advised[name] = import_dataset(v3, work / f"ours-advised-{name}", DEFAULT_VIDEO, plan=plan)
-        plans[name] = plan
-        log_(f"advised layout for {name} (ingest --plan): {describe(advised[name])}")
-        if relayout:
-            rplan = advise_plan(pat, default, work / f"plan-{name}-containers.json", log_)
+    paths, plans, relaid_ = {}, {}, {}
+    for tag, presets in (("one", ["vla", "wam"]), ("vla", ["vla"]), ("wam", ["wam"])):
+        plan = advise_plan(list(presets), [v3], work / f"plan-{tag}-source.json", log_, source=True)
+        paths[tag] = import_dataset(v3, work / f"ours-advised-{tag}", DEFAULT_VIDEO, plan=plan)
+        plans[tag] = plan
+        log_(f"advised layout {tag} (ingest --plan): {describe(paths[tag])}")
+    if relayout:
+        for name, (pat, _) in patterns(cams).items():
+            rplan = advise_plan([pat], default, work / f"plan-{name}-containers.json", log_)
             relaid_[name] = (rplan, relaid(rplan, default, work / f"ours-relaid-{name}"))
             log_(f"relaid layout for {name}: {describe(relaid_[name][1])}")
-    return default, advised, plans, relaid_
+    return default, paths, plans, relaid_
 
 
 def _options(ap) -> None:
@@ -236,6 +266,37 @@ def _options(ap) -> None:
     ap.add_argument(
         "--relayout", action="store_true", help="also advise -e over the default + relayout: agreement and bytes"
     )
+
+
+def _lerobot_write(peer_py: Path, out: Path, cfg: dict, fps: int) -> None:
+    if (out / "done.json").exists():
+        return
+    log(f"LeRobot writes {cfg['episodes']} x {cfg['seconds']} s, {cfg['cams']} {cfg['w']}x{cfg['h']} at {fps} fps")
+    cmd = [str(peer_py), SIDE, "write", "--out", str(out), "--episodes", str(cfg["episodes"])]
+    cmd += ["--seconds", str(cfg["seconds"]), "--cams", cfg["cams"], "--height", str(cfg["h"])]
+    cmd += ["--width", str(cfg["w"]), "--fps", str(fps), "--dim", str(DIM)]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "done.json").write_text(json.dumps(run_json(cmd, log)))
+
+
+def _agreement(work, peer_py, v3, specs, manifests, lays, cams, n_agree) -> dict:
+    agree: dict = {}
+    for name in ("vla", "wam"):
+        a_lr = work / f"{name}_agree_lerobot.npz"
+        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
+            [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
+            log,
+        )
+        for lay in lays:
+            a_us = work / f"{name}_agree_ours_{lay}.npz"
+            a_us.exists() or run_json(
+                [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
+                + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
+                log,
+            )
+            agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams), keep=True)
+            log(f"{name} {lay} agreement { {k: v for k, v in agree[(name, lay)].items() if k != 'psnrs'} }")
+    return agree
 
 
 def main() -> None:
@@ -251,47 +312,36 @@ def main() -> None:
     lr = work / "lerobot"
     if not (lr / "done.json").exists():
         shutil.rmtree(work, ignore_errors=True)  # everything below is derived from LeRobot's set
-        log(f"LeRobot writes {cfg['episodes']} x {cfg['seconds']} s, {len(cams)} cameras {cfg['w']}x{cfg['h']}")
-        cmd = [str(peer_py), SIDE, "write", "--out", str(lr), "--episodes", str(cfg["episodes"])]
-        cmd += ["--seconds", str(cfg["seconds"]), "--cams", cfg["cams"], "--height", str(cfg["h"])]
-        cmd += ["--width", str(cfg["w"]), "--fps", str(FPS), "--dim", str(DIM)]
-        (lr / "done.json").parent.mkdir(parents=True, exist_ok=True)
-        (lr / "done.json").write_text(json.dumps(run_json(cmd, log)))
+    _lerobot_write(peer_py, lr, cfg, FPS)
+    slow = {**SIZES["smoke"], "episodes": 2, "seconds": 8.0}  # small: only the advisor reads it
+    _lerobot_write(peer_py, work / f"lerobot-{SLOW_FPS}fps", slow, SLOW_FPS)
     v3, v21 = lr / "v3.0", lr / "v2.1"
     t_imp = time.perf_counter()
     default, advised, plans, relaid_ = build_layouts(work, v3, cams, log, args.relayout)
     ours21 = import_dataset(v21, work / "ours-default" / "v2.1", DEFAULT_VIDEO)
     import_s = time.perf_counter() - t_imp
+    cli_ok = {
+        f"{FPS}hz": advise_cli_ok(v3, FPS, work / "advise-cli-30", log),
+        f"{SLOW_FPS}hz": advise_cli_ok(work / f"lerobot-{SLOW_FPS}fps" / "v3.0", SLOW_FPS, work / "advise-cli-15", log),
+    }
     man = manifest_table(default)
     manifest = write_manifest_file(man, work / "ours-default" / "v3.0.manifest.parquet")
-    manifests = {"default": {n: manifest for n in ("vla", "wam")}}
-    manifests["advised"] = {
-        n: write_manifest_file(manifest_table(p), work / f"ours-advised-{n}.manifest.parquet")
-        for n, p in advised.items()
+    one = write_manifest_file(manifest_table(advised["one"]), work / "ours-advised-one.manifest.parquet")
+    manifests: dict[str, dict[str, Path]] = {"default": {n: manifest for n in ("vla", "wam")}}
+    manifests["one"] = {n: one for n in ("vla", "wam")}  # both patterns read the one copy
+    manifests["best"] = {
+        n: write_manifest_file(manifest_table(advised[n]), work / f"ours-advised-{n}.manifest.parquet")
+        for n in ("vla", "wam")
     }
     manifests["relaid"] = {
         n: write_manifest_file(manifest_table(p), work / f"ours-relaid-{n}.manifest.parquet")
         for n, (_, p) in relaid_.items()
     }
-    specs = write_specs(work, man, v3, cams, size, n_agree)
+    specs, order_stats = write_specs(work, man, v3, cams, size, n_agree)
     log(f"data ready in {time.perf_counter() - t0:.0f} s; agreement, export, then {rounds} rounds")
 
-    agree: dict = {}
-    for name in ("vla", "wam"):
-        a_lr = work / f"{name}_agree_lerobot.npz"
-        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
-            [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
-            log,
-        )
-        for lay in (*OURS, "relaid") if relaid_ else OURS:
-            a_us = work / (f"{name}_agree_ours.npz" if lay == "default" else f"{name}_agree_ours_{lay}.npz")
-            a_us.exists() or run_json(
-                [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
-                + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
-                log,
-            )
-            agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams))
-            log(f"{name} {lay} agreement {agree[(name, lay)]}")
+    lays = ("one", "best", "default", "relaid") if relaid_ else ("one", "best", "default")
+    agree = _agreement(work, peer_py, v3, specs, manifests, lays, cams, n_agree)
     done = work / "roundtrip.json"
     if not done.exists():
         done.write_text(json.dumps(roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)))
@@ -302,20 +352,33 @@ def main() -> None:
     lr_video = dir_bytes(v3 / "videos")
     lr_bytes = lr_video + dir_bytes(v3 / "data")
     frames = cfg["episodes"] * round(cfg["seconds"] * FPS) * len(cams)
+    psnrs: list[float] = []
     for name in ("vla", "wam"):
-        result[name].update(agree[(name, PRESCRIBED)])
-        result["layout"]["default"][name]["agreement"] = agree[(name, "default")]
+        a = agree[(name, "one")]
+        psnrs += a.pop("psnrs")
+        result[name].update(a)
+    result["layout"] = {"one": {}, "best": {}, "default": {}}
+    for name in ("vla", "wam"):
+        for lay in ("best", "default"):
+            a = dict(agree[(name, lay)])
+            a.pop("psnrs")
+            result["layout"][lay].setdefault(name, {})["agreement"] = a
     dflt = describe(default)
     result["layout"]["default"].update(dflt, bytes_vs_lerobot=round(dflt["bytes"] / lr_bytes, 3))
-    for name, paths in advised.items():
+    for tag, paths in advised.items():
         d = describe(paths)
-        result["layout"]["advised"][name].update(
+        entry = dict(
             d,
-            plan=plans[name].chosen,
-            quality_reference=plans[name].quality_reference.get("measured_against", ""),
+            plan=plans[tag].chosen,
+            patterns=plans[tag].patterns,
+            quality_reference=plans[tag].quality_reference.get("measured_against", ""),
             bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3),
         )
-    rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("lerobot", *OURS)}
+        if tag == "one":
+            result["layout"]["one"].update(entry)
+        else:
+            result["layout"]["best"].setdefault(tag, {}).update(entry)
+    rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("lerobot", "one", "best")}
     result.update(
         {
             "lerobot_version": peer_version(peer_py),
@@ -330,6 +393,15 @@ def main() -> None:
             "prefetch_factor": PREFETCH,
             "block_size": BLOCK,
             "rounds": rounds,
+            "order_statistics": order_stats,
+            # the container sets both patterns' headline figures read: ingest --plan of one plan
+            "copies_written": len({str(manifests["one"][n]) for n in ("vla", "wam")}),
+            "psnr_db_p1": round(float(np.percentile(psnrs, 1)), 2),
+            "psnr_db_median": round(float(np.median(psnrs)), 2),
+            "psnr_frames": len(psnrs),
+            "psnr_db_calibration": _calibration_quality(plans["one"]),
+            "advise_cli_ok": all(v["ok"] for v in cli_ok.values()),
+            "advise_cli": cli_ok,
             "frame_modes": {
                 "uint8": "uint8 (B, T, 3, H, W) both sides",
                 "float32": "float32 (B, T, 3, H, W) in [0, 1]",
@@ -337,10 +409,12 @@ def main() -> None:
             "bytes_on_disk": {
                 "lerobot_v3": lr_bytes,
                 "lerobot_v21": dir_bytes(v21 / "videos") + dir_bytes(v21 / "data"),
+                "ours_one": result["layout"]["one"]["bytes"],
+                "ours_per_pattern_sum": sum(result["layout"]["best"][n]["bytes"] for n in ("vla", "wam")),
             },
             "import_s": round(import_s, 1),
             "peak_rss_mb_by_side": rss,
-            "peak_rss_mb": max(rss["default"], rss["advised"], peak_rss_mb(include_children=False)),
+            "peak_rss_mb": max(rss["one"], rss["best"], peak_rss_mb(include_children=False)),
             "wall_s": round(time.perf_counter() - t0, 1),
             **exports,
         }
@@ -349,15 +423,31 @@ def main() -> None:
         result["layout"]["relaid"] = {}
         for name, (rplan, paths) in relaid_.items():
             d = describe(paths)
+            a = dict(agree[(name, "relaid")])
+            a.pop("psnrs")
             result["layout"]["relaid"][name] = dict(
-                d,
-                plan=rplan.chosen,
-                bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3),
-                agreement=agree[(name, "relaid")],
+                d, plan=rplan.chosen, bytes_vs_lerobot=round(d["bytes"] / lr_bytes, 3), agreement=a
             )
-    # the prescribed layout of each pattern (advise --source + ingest --plan) against LeRobot's v3.0 files
-    result["bytes_vs_lerobot"] = max(result["layout"]["advised"][n]["bytes_vs_lerobot"] for n in ("vla", "wam"))
+    # the prescribed layout (advise vla wam --source + ingest --plan: one copy) against LeRobot's v3.0 files
+    result["bytes_vs_lerobot"] = result["layout"]["one"]["bytes_vs_lerobot"]
     emit(result)
+
+
+def _calibration_quality(plan) -> dict:
+    """The chosen camera encoding's PSNR on the advisor's calibration frames (p1, median)."""
+    v = next((g.video for g in plan.layout.groups if g.video is not None and g.name != "cold_video"), None)
+    if v is None:
+        return {}
+    for p in plan.calibration.get("points", []):
+        if p["crf"] == v.crf and p["bframes"] == (v.bframes if v.gop > 1 else 0):
+            intra = v.gop == 1
+            pre = "intra_" if intra else ""
+            return {
+                "crf": v.crf,
+                "psnr_db_p1": round(p.get(f"{pre}psnr_p1_db", 0.0), 2),
+                "psnr_db_median": round(p.get(f"{pre}psnr_median_db", 0.0), 2),
+            }
+    return {}
 
 
 if __name__ == "__main__":

@@ -31,10 +31,13 @@ def run_json(cmd: list[str], log: Callable[[str], None], cwd: str | None = None)
     return json.loads(lines[-1])
 
 
-def compare(lerobot_npz: Path, ours_npz: Path, n: int, cams: list[str], lerobot_first: bool = True) -> dict:
+def compare(
+    lerobot_npz: Path, ours_npz: Path, n: int, cams: list[str], lerobot_first: bool = True, keep: bool = False
+) -> dict:
     """Sample by sample: LeRobot's `observation.images.<cam>` vs our `<cam>` frames (uint8 HWC),
     observation.state/action vs joint_pos/cmd, and the frame indices each side picked.
-    lerobot_first=False: both files are ours (an import of an export against the original)."""
+    lerobot_first=False: both files are ours (an import of an export against the original).
+    keep: also return every frame's PSNR (`psnrs`), to pool with other comparisons."""
     lr, us = np.load(lerobot_npz), np.load(ours_npz)
     cam_key = (lambda c: f"observation.images.{c}") if lerobot_first else (lambda c: c)
     st, ac = (STATE[0], ACTION[0]) if lerobot_first else (STATE[1], ACTION[1])
@@ -51,16 +54,21 @@ def compare(lerobot_npz: Path, ours_npz: Path, n: int, cams: list[str], lerobot_
         frames += fl.size
         state_d = max(state_d, float(np.max(np.abs(lr[f"{i}/{st}"] - us[f"{i}/{STATE[1]}"]))))
         action_d = max(action_d, float(np.max(np.abs(lr[f"{i}/{ac}"] - us[f"{i}/{ACTION[1]}"]))))
-    return {
+    out: dict = {
         "samples": n,
         "frames_compared": len(psnrs),
         "psnr_db_min": round(min(psnrs), 2),
+        "psnr_db_p1": round(float(np.percentile(psnrs, 1)), 2),
+        "psnr_db_median": round(float(np.median(psnrs)), 2),
         "psnr_db_mean": round(float(np.mean(psnrs)), 2),
         "state_max_abs_diff": state_d,
         "action_max_abs_diff": action_d,
         "frame_index_mismatches": mismatches,
         "frame_indices_compared": frames,
     }
+    if keep:
+        out["psnrs"] = psnrs
+    return out
 
 
 def export_dataset(manifest: Path, out: Path, log: Callable[[str], None]) -> Path:

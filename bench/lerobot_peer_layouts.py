@@ -43,26 +43,71 @@ def describe(paths: list[Path]) -> dict:
     return {**enc, "chunk_span_s": span, "bytes": sum(p.stat().st_size for p in paths)}
 
 
+def _cli() -> list[str]:
+    cli = Path(sys.executable).parent / "robodata"
+    return [str(cli)] if cli.exists() else [sys.executable, "-m", "robodata.cli"]
+
+
 def advise_plan(
-    pattern: ReadPattern, episodes: list[Path], out: Path, log: Callable[[str], None], source: bool = False
+    patterns: list[str | ReadPattern],
+    episodes: list[Path],
+    out: Path,
+    log: Callable[[str], None],
+    source: bool = False,
 ) -> LayoutPlan:
-    """`robodata advise` for `pattern` over `episodes` (containers, or with `source` recordings
-    any importer reads: --source), as a user runs it (--quick)."""
+    """`robodata advise PATTERN...` over `episodes` (containers, or with `source` recordings any
+    importer reads: --source), as a user runs it (--quick). A pattern is a preset name (resolved
+    at the source's own stream rates) or a ReadPattern (passed as a file); several patterns get one
+    layout for all."""
     if not out.exists():
-        spec = out.with_suffix(".pattern.json")
-        spec.write_text(json.dumps(asdict(pattern)))
-        cli = Path(sys.executable).parent / "robodata"
-        cmd = [str(cli)] if cli.exists() else [sys.executable, "-m", "robodata.cli"]
-        cmd += ["advise", str(spec), "--quick", "--out", str(out)]
-        for p in episodes:
-            cmd += ["--source" if source else "-e", str(p)]
-        log(" ".join(cmd[:4]) + " ...")
+        specs = []
+        for p in patterns:
+            if isinstance(p, ReadPattern):
+                f = out.with_name(f"{out.stem}.{p.name}.pattern.json")
+                f.write_text(json.dumps(asdict(p)))
+                specs.append(str(f))
+            else:
+                specs.append(p)
+        cmd = [*_cli(), "advise", *specs, "--quick", "--out", str(out)]
+        for ep in episodes:
+            cmd += ["--source" if source else "-e", str(ep)]
+        log(" ".join(["robodata", "advise", *specs, "--quick", "--source" if source else "-e", "..."]))
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode or not out.exists():
             raise RuntimeError(
                 f"robodata advise failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
             )
     return LayoutPlan.load(out)
+
+
+def advise_cli_ok(source: Path, fps: float, out_dir: Path, log: Callable[[str], None]) -> dict:
+    """`robodata advise vla --source SRC` and `robodata advise wam --source SRC` (the documented path,
+    presets by name) on a LeRobot dataset recorded at `fps`: both exit 0 and write a plan whose
+    pattern is at the data's rates (WAM: every window spans 4 s; VLA: a 50-step action chunk at the
+    state rate, the previous and current frame). Returns {"ok": bool, per pattern: what was found}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    got: dict = {"fps": fps}
+    ok = True
+    for name in ("vla", "wam"):
+        out = out_dir / f"plan-{name}.json"
+        cmd = [*_cli(), "advise", name, "--source", str(source), "--quick", "--quiet", "--out", str(out)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode or not out.exists():
+            got[name] = {"exit": res.returncode, "error": (res.stdout + res.stderr)[-600:]}
+            ok = False
+            log(f"advise {name} --source ({fps:g} Hz) failed: {got[name]['error'][-300:]}")
+            continue
+        pat = ReadPattern.from_dict(LayoutPlan.load(out).pattern)
+        spans = {w.name: round(w.length * w.every / fps, 3) for w in pat.windows}
+        if name == "wam":
+            good = all(abs(s - 4.0) <= 0.2 for s in spans.values())
+        else:
+            win = {w.name: w for w in pat.windows}
+            good = win["action"].length == 50 and win["cameras"].length == 2 and win["cameras"].offset == -1
+        got[name] = {"exit": 0, "window_spans_s": spans, "at_source_rates": good}
+        ok = ok and good
+    got["ok"] = ok
+    return got
 
 
 def relaid(plan: LayoutPlan, episodes: list[Path], out_dir: Path) -> list[Path]:
