@@ -80,19 +80,21 @@ def advise_plan(
     return LayoutPlan.load(out)
 
 
-def advise_cli_ok(source: Path, fps: float, out_dir: Path, log: Callable[[str], None]) -> dict:
+def advise_cli_ok(source: Path, fps: float, out_dir: Path, log: Callable[[str], None], suffix: str = "") -> dict:
     """`robodata advise vla --source SRC` and `robodata advise wam --source SRC` (the documented path,
     presets by name) on a LeRobot dataset recorded at `fps`: both exit 0 and write a plan whose
     pattern is at the data's rates (WAM: every window spans 4 s; VLA: a 50-step action chunk at the
-    state rate, the previous and current frame). Returns {"ok": bool, per pattern: what was found}."""
+    state rate, the previous and current frame). A plan already at out_dir/plan-{name}{suffix}.json
+    (the same command, run for the layouts) is checked, not run again. Returns {"ok": bool, per
+    pattern: what was found}."""
     out_dir.mkdir(parents=True, exist_ok=True)
     got: dict = {"fps": fps}
     ok = True
     for name in ("vla", "wam"):
-        out = out_dir / f"plan-{name}.json"
+        out = out_dir / f"plan-{name}{suffix}.json"
         cmd = [*_cli(), "advise", name, "--source", str(source), "--quick", "--quiet", "--out", str(out)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode or not out.exists():
+        res = subprocess.run(cmd, capture_output=True, text=True) if not out.exists() else None
+        if res is not None and (res.returncode or not out.exists()):
             got[name] = {"exit": res.returncode, "error": (res.stdout + res.stderr)[-600:]}
             ok = False
             log(f"advise {name} --source ({fps:g} Hz) failed: {got[name]['error'][-300:]}")

@@ -28,16 +28,27 @@ import torch
 from torch.utils.data import BatchSampler
 
 from bench.common import peak_rss_mb
-from bench.lerobot_peer_timing import timed_batches
+from bench.lerobot_peer_timing import CPU_KEY, timed_batches
 from robodata.dataset import Anchor, BatchLoader, DatasetConfig, LoaderConfig, PatternDataset, ReadPattern
 from robodata.dataset.frames import fetch_streams, nearest
 
 PART_OF = "lerobot_peer"  # a process of bench.lerobot_peer, not a bench (bench/suite.py)
 
 
+class _Timed(PatternDataset):
+    """PatternDataset whose every batch carries the CPU seconds its building took (CPU_KEY: the
+    process's CPU, decode threads included), for the timed loop's per-sample CPU with workers."""
+
+    def batch(self, keys, shared=None, arena=None):
+        c = time.process_time()
+        out = super().batch(keys, shared, arena)
+        out[CPU_KEY] = torch.tensor([time.process_time() - c], dtype=torch.float64)
+        return out
+
+
 def _dataset(manifest: str, spec: dict, frames: str = "float32", decode_threads: int = 0) -> PatternDataset:
     cfg = DatasetConfig(frames=frames, decode_threads=decode_threads)
-    return PatternDataset(pq.read_table(manifest), ReadPattern.from_dict(spec["pattern"]), config=cfg)
+    return _Timed(pq.read_table(manifest), ReadPattern.from_dict(spec["pattern"]), config=cfg)
 
 
 def cmd_bench(a: argparse.Namespace) -> None:

@@ -75,7 +75,7 @@ def roundtrip(
     out: dict = {}
     # v3.0 import -> export -> LeRobotDataset
     ex3 = export_dataset(manifest3, work / "export_v3", log)
-    out["export_v3"] = _loaded_by_lerobot(peer_py, side, ex3, spec, work / "vla_agree_ours.npz", n, cams, log)
+    out["export_v3"] = _loaded_by_lerobot(peer_py, side, ex3, spec, work / "vla_agree_ours_default.npz", n, cams, log)
     # v2.1 import -> export -> LeRobotDataset, and -> our importer again
     man21 = write_manifest_file(manifest_table(ours21), work / "v2.1.manifest.parquet")
     ours21_npz = _ours_items(man21, spec, work / "vla_agree_ours_v21.npz", log)

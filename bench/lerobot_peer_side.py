@@ -186,10 +186,34 @@ def cmd_bench(a: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     ds = _dataset(a.root, spec, a.uint8)
     prefetch = a.prefetch if a.workers else None  # the same prefetch as our side (DataLoader's default: 2)
+    timing = _timing()
+    key = timing.CPU_KEY
+
+    class Timed(torch.utils.data.Dataset):  # each item's CPU (the process's: DatasetReader's threads too)
+        def __len__(self):
+            return len(ds)
+
+        def __getitem__(self, i):
+            c = time.process_time()
+            item = ds[i]
+            item[key] = torch.tensor(time.process_time() - c, dtype=torch.float64)
+            return item
+
+    def collate(items):  # the default collate, its own CPU added to the batch's
+        c = time.process_time()
+        b = torch.utils.data.default_collate(items)
+        b[key] = b[key].sum().reshape(1) + (time.process_time() - c)
+        return b
+
     dl = DataLoader(
-        ds, batch_size=spec["batch"], sampler=spec["indices"], num_workers=a.workers, prefetch_factor=prefetch
+        Timed(),
+        batch_size=spec["batch"],
+        sampler=spec["indices"],
+        num_workers=a.workers,
+        prefetch_factor=prefetch,
+        collate_fn=collate,
     )
-    out = _timing().timed_batches(dl, "index", a.workers, t0)
+    out = timing.timed_batches(dl, "index", a.workers, t0)
     print(
         json.dumps(
             {
