@@ -13,6 +13,8 @@ from robodata_dagster.lib.settings import to_settings
 
 class LayoutPlanConfig(dg.Config):
     pattern: str = "wam"  # preset name or a ReadPattern YAML/JSON file
+    # several patterns over one copy, each PATTERN[:WEIGHT] (replaces `pattern` when given)
+    patterns: list[str] = []
     episodes: list[str] = []  # sample containers (paths, dirs, globs, URLs) ...
     catalog_uri: str = ""  # ... or a random sample of this catalog
     sample: int = 4
@@ -41,7 +43,7 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
     from robodata.container import EpisodeReader
     from robodata.layout.advisor import advise
     from robodata.layout.config import AdvisorConfig
-    from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog
+    from robodata.layout.inputs import expand_episodes, resolve_pattern, sample_catalog, weighted_spec
     from robodata.storage import StorageLocation
 
     cfg = load_yaml(AdvisorConfig, config.advisor_yaml) if config.advisor_yaml else AdvisorConfig()
@@ -53,15 +55,17 @@ def layout_plan(context: dg.AssetExecutionContext, config: LayoutPlanConfig) -> 
         uris = expand_episodes(config.episodes)
     opts = StorageLocation.from_env(uris[0]).fsspec_options()
     first = EpisodeReader.open(uris[0], **opts)
-    pattern = resolve_pattern(config.pattern, first.meta)
+    specs = [weighted_spec(p) for p in config.patterns] or [(config.pattern, 1.0)]
+    mix = [(resolve_pattern(spec, first.meta), weight) for spec, weight in specs]
     first.close()
-    plan = advise(pattern, uris, cfg, log=context.log.info, **opts)
+    plan = advise(mix, uris, cfg, log=context.log.info, **opts)
     plan_path = StorageLocation.from_env(config.plan_path)
     plan.save(plan_path.root, plan_path.fsspec_options())
     return dg.MaterializeResult(
         metadata={
             "plan_path": plan_path.root,
-            "pattern": pattern.name,
+            "pattern": plan.pattern.get("name", ""),
+            "patterns": dg.MetadataValue.json(plan.patterns),
             "chosen": plan.chosen,
             "layout_version": plan.version,
             "page_size": plan.page_size,

@@ -81,7 +81,7 @@ def main() -> None:
     specs: dict = {}
     for name in ("vla", "wam"):
         manifest = work / f"ours-advised-{name}.manifest.parquet"
-        bench_spec = work / "specs" / f"{name}_bench.json"
+        bench_spec = work / "specs" / f"{name}_block.json"  # bench.lerobot_peer writes each order
         g_path, g_spec = global_spec(bench_spec, manifest)
         specs[name] = (manifest, bench_spec, g_path, json.loads(bench_spec.read_text()), g_spec)
     for r in range(a.rounds):
