@@ -42,6 +42,7 @@ CFG = AdvisorConfig(
     rounds=1,
     verify_top=2,
     min_psnr_db=25.0,
+    loader="reader",  # the read_window model frame for frame (the default follows PatternDataset)
 )
 
 

@@ -50,7 +50,7 @@ def test_advise_preset_over_source_is_at_the_sources_rates(hz, tmp_path):
 
 
 def test_one_layout_for_two_weighted_patterns(episode):  # noqa: F811
-    cfg = dataclasses.replace(CFG, gops=(1, 2, 10, 40), samples=8)
+    cfg = dataclasses.replace(CFG, gops=(1, 2, 10, 40), samples=8, loader="dataset")
     plan = advise([(VLA, 1.0), (WAM, 1.0)], [episode], cfg)
     assert [p["name"] for p in plan.patterns] == ["vla", "wam"]
     assert sum(p["weight"] for p in plan.patterns) == pytest.approx(1.0)

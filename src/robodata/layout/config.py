@@ -49,8 +49,10 @@ class AdvisorConfig:
     choose: "measured" (the measured best of verify_top) or "predicted" (the model's best).
     objective: "cpu" (loader CPU per sample: data on local disk / in the page cache) or
       "cold" (CPU plus cold-cache fetch time from the store model).
-    loader: what measures the alternatives: "reader" (EpisodeReader.read_window per window,
-      which the cost model follows frame for frame) or "dataset" (the delivery PatternDataset).
+    loader: what the cost model follows and what measures the alternatives: "dataset" (the
+      delivery PatternDataset, one sample at a time as under a global shuffle: its GOP decoder
+      skips every non-reference frame no sample wants, so B-frames cost a random-access pattern
+      little; what training reads with) or "reader" (EpisodeReader.read_window per window).
     measure_episodes: how many sample episodes are re-laid per alternative to measure it.
     samples: read-pattern samples used for measuring; rounds: interleaved repetitions.
     """
@@ -71,7 +73,7 @@ class AdvisorConfig:
     verify_top: int = 3
     choose: str = "measured"
     objective: str = "cpu"
-    loader: str = "reader"
+    loader: str = "dataset"
     measure_episodes: int = 2
     samples: int = 48
     rounds: int = 3
