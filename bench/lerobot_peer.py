@@ -51,12 +51,26 @@ from robodata.dataset import SampleIndex
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 
 SIDE = str(Path(__file__).with_name("lerobot_peer_side.py"))
-CELLS = ("w0_uint8", "w0_float32", "w2_uint8", "w2_float32")
 KEYS = (
     "lerobot_version",
     "source_bits_per_pixel",
     "order",
-    *(f"{p}.{k}_{c}" for p in ("vla", "wam") for k in ("vs_lerobot", "cpu_vs_lerobot") for c in CELLS),
+    "vla.vs_lerobot_w0_uint8",
+    "vla.vs_lerobot_w0_float32",
+    "vla.vs_lerobot_w2_uint8",
+    "vla.vs_lerobot_w2_float32",
+    "vla.cpu_vs_lerobot_w0_uint8",
+    "vla.cpu_vs_lerobot_w0_float32",
+    "vla.cpu_vs_lerobot_w2_uint8",
+    "vla.cpu_vs_lerobot_w2_float32",
+    "wam.vs_lerobot_w0_uint8",
+    "wam.vs_lerobot_w0_float32",
+    "wam.vs_lerobot_w2_uint8",
+    "wam.vs_lerobot_w2_float32",
+    "wam.cpu_vs_lerobot_w0_uint8",
+    "wam.cpu_vs_lerobot_w0_float32",
+    "wam.cpu_vs_lerobot_w2_uint8",
+    "wam.cpu_vs_lerobot_w2_float32",
     "vla.one_layout_vs_best",
     "vla.psnr_db_min",
     "vla.frame_index_mismatches",
