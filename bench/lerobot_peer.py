@@ -192,9 +192,14 @@ def _side_cmd(side: str, peer_py: Path, lr_root: Path, manifests: dict, spec: Pa
     return [*cmd, *common, "--frames", MODES[mode]]
 
 
-def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int) -> dict:
+def _save(got: dict, path: Path) -> None:
+    path.write_text(json.dumps({json.dumps(list(k)): v for k, v in got.items()}))
+
+
+def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int, keep: Path) -> dict:
     """Interleaved: every round runs each (pattern, workers, mode) on every (side, order) of RUN,
-    one process each, the one that goes first rotating."""
+    one process each, the one that goes first rotating. Every figure is kept in `keep` as it comes
+    (a run cut short after a whole round can still be summarized)."""
     got: dict[tuple[str, str, str, int, str], list[dict]] = {}
     for r in range(rounds):
         for name in ("vla", "wam"):
@@ -205,6 +210,7 @@ def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int) -
                         cmd = _side_cmd(side, peer_py, lr_root, manifests, specs[name][order], name, w, mode)
                         res = run_json(cmd, log)
                         got.setdefault((side, order, name, w, mode), []).append(res)
+                        _save(got, keep)
                         log(
                             f"round {r} {name} w{w} {mode} {side} {order}: {res['samples_per_s']:.2f} samples/s, "
                             f"{res['cpu_ms_per_sample']:.1f} ms CPU/sample"
@@ -366,8 +372,7 @@ def main() -> None:
     if args.summarize and kept.exists():
         got = {tuple(json.loads(k)): v for k, v in json.loads(kept.read_text()).items()}
     else:
-        got = measure(peer_py, v3, manifests, specs, rounds)
-        kept.write_text(json.dumps({json.dumps(list(k)): v for k, v in got.items()}))
+        got = measure(peer_py, v3, manifests, specs, rounds, kept)
     result = summarize(got)
     lr_video = dir_bytes(v3 / "videos")
     lr_bytes = lr_video + dir_bytes(v3 / "data")
@@ -412,7 +417,7 @@ def main() -> None:
             "batch_size": BATCH,
             "prefetch_factor": PREFETCH,
             "block_size": BLOCK,
-            "rounds": rounds,
+            "rounds": min(len(v) for v in got.values()),  # whole rounds measured
             "order_statistics": order_stats,
             # the container sets both patterns' headline figures read: ingest --plan of one plan
             "copies_written": len({str(manifests["one"][n]) for n in ("vla", "wam")}),
