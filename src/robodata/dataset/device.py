@@ -2,8 +2,9 @@
 
 The loader's transport stays uint8 (`DatasetConfig(frames="uint8")`, (B, T, H, W, 3), or
 "uint8_chw"): 4x fewer bytes written by the workers, through shared memory and over the
-host-to-device copy than float32, and no float pass on the CPU for frames that overlapping
-windows share (each is copied once as uint8). `frames_to_float` then converts (and normalises)
+host-to-device copy than float32, and no float pass on the CPU (a frame shown by several
+overlapping windows is decoded and converted from YUV once; each further window gets a uint8
+copy, a quarter of the float32 bytes). `frames_to_float` then converts (and normalises)
 where the model runs, on the accelerator: one elementwise kernel per camera tensor.
 `DatasetConfig(frames="float32")` remains for consumers that want float32 on the CPU
 (LeRobot's camera tensors), converting in the decode threads.
