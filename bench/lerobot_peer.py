@@ -218,15 +218,20 @@ def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int, k
     return got
 
 
+def _div(a: float | None, b: float | None, digits: int = 2) -> float | None:
+    return round(a / b, digits) if a is not None and b else None
+
+
 def _ratios(med: dict, cpu: dict, name: str, ours: tuple[str, str], theirs: tuple[str, str]) -> dict:
-    """vs_lerobot_* (samples/s, ours / theirs) and cpu_vs_lerobot_* (CPU per sample, theirs / ours)."""
+    """vs_lerobot_* (samples/s, ours / theirs) and cpu_vs_lerobot_* (CPU per sample, theirs / ours);
+    None where a cell was not measured (a run cut short)."""
     out = {}
     for w in WORKERS:
         for mode in MODES:
-            a, b = med[(*ours, name, w, mode)], med[(*theirs, name, w, mode)]
-            ca, cb = cpu[(*ours, name, w, mode)], cpu[(*theirs, name, w, mode)]
-            out[f"vs_lerobot_w{w}_{mode}"] = round(a / b, 2) if b else None
-            out[f"cpu_vs_lerobot_w{w}_{mode}"] = round(cb / ca, 2) if ca else None
+            a, b = med.get((*ours, name, w, mode)), med.get((*theirs, name, w, mode))
+            ca, cb = cpu.get((*ours, name, w, mode)), cpu.get((*theirs, name, w, mode))
+            out[f"vs_lerobot_w{w}_{mode}"] = _div(a, b)
+            out[f"cpu_vs_lerobot_w{w}_{mode}"] = _div(cb, ca)
     return out
 
 
@@ -242,22 +247,27 @@ def summarize(got: dict) -> dict:
         for w in WORKERS:
             for mode in MODES:
                 cell = f"w{w}_{mode}"
-                keys = {f"{s}_{o}": (s, o, name, w, mode) for s, o in RUN}
+                keys = {f"{s}_{o}": (s, o, name, w, mode) for s, o in RUN if (s, o, name, w, mode) in got}
                 d[f"samples_per_s_{cell}"] = {t: round(med[k], 2) for t, k in keys.items()}
                 d[f"cpu_ms_per_sample_{cell}"] = {t: round(cpu[k], 2) for t, k in keys.items()}
                 d[f"per_round_{cell}"] = {t: [round(x["samples_per_s"], 2) for x in got[k]] for t, k in keys.items()}
                 d[f"first_batch_s_{cell}"] = {
                     t: round(statistics.median(x["first_batch_s"] for x in got[k]), 3) for t, k in keys.items()
                 }
-                best = med[("best", HEADLINE, name, w, mode)]
-                per_cell[cell] = round(med[("one", HEADLINE, name, w, mode)] / best, 3) if best else None
+                per_cell[cell] = _div(
+                    med.get(("one", HEADLINE, name, w, mode)), med.get(("best", HEADLINE, name, w, mode)), 3
+                )
         d["one_layout_vs_best_per_cell"] = per_cell
         vals = [v for v in per_cell.values() if v]
         d["one_layout_vs_best"] = round(float(statistics.geometric_mean(vals)), 3) if vals else None
         d["tensors"] = {
-            f"{s}_{mode}": got[(s, HEADLINE, name, 0, mode)][0]["shapes"] for s in ("lerobot", "one") for mode in MODES
+            f"{s}_{mode}": got[(s, HEADLINE, name, 0, mode)][0]["shapes"]
+            for s in ("lerobot", "one")
+            for mode in MODES
+            if (s, HEADLINE, name, 0, mode) in got
         }
-        d["lerobot_video_backend"] = got[("lerobot", HEADLINE, name, 0, "float32")][0]["backend"]
+        first = got.get(("lerobot", HEADLINE, name, 0, "float32"))
+        d["lerobot_video_backend"] = first[0]["backend"] if first else None
     return out
 
 
@@ -404,6 +414,7 @@ def main() -> None:
         else:
             result["layout"]["best"].setdefault(tag, {}).update(entry)
     rss = {s: max(x["peak_rss_mb"] for k, v in got.items() if k[0] == s for x in v) for s in ("lerobot", "one", "best")}
+    cells = {k[2:] for k in got}  # (pattern, workers, mode) cells with figures (8 unless cut short)
     result.update(
         {
             "lerobot_version": peer_version(peer_py),
@@ -418,6 +429,7 @@ def main() -> None:
             "prefetch_factor": PREFETCH,
             "block_size": BLOCK,
             "rounds": min(len(v) for v in got.values()),  # whole rounds measured
+            "cells_measured": len(cells),
             "order_statistics": order_stats,
             # the container sets both patterns' headline figures read: ingest --plan of one plan
             "copies_written": len({str(manifests["one"][n]) for n in ("vla", "wam")}),
