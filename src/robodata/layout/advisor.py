@@ -156,7 +156,8 @@ def _scale(meta: EpisodeMeta, cam: str, cal: Calibration) -> float:
 
 
 def _nearest_crf(cal: Calibration, crf: int) -> int:
-    return min({p.crf for p in cal.points}, key=lambda c: (abs(c - crf), c))
+    """The calibrated CRF nearest `crf`; `crf` itself where nothing was calibrated (a camera-less episode)."""
+    return min({p.crf for p in cal.points}, key=lambda c: (abs(c - crf), c), default=crf)
 
 
 def build_layout(
