@@ -118,4 +118,46 @@ def test_every_format_is_one_registry_entry_whose_synth_writer_it_claims(fmt, tm
         from robodata.ingest.importers import ImportOptions
 
         opts = ImportOptions(msgs=str(msgs)) if msgs.exists() else None
-        assert open_raw(items[0].uri, items[0].kind, options=opts).episode_id
+        raw = open_raw(items[0].uri, items[0].kind, options=opts)
+        assert raw.episode_id and raw.source == items[0].kind  # the importer's kind is its entry's
+        if fmt.whole is not None:  # its completion check: the file as written is whole, a cut copy is not
+            base = Path(fmt.split(items[0].uri)[0])
+            with open(base, "rb") as f:
+                assert fmt.whole(f, base.stat().st_size)
+            cut = base.read_bytes()[: base.stat().st_size // 2]
+            (tmp_path / "cut").write_bytes(cut)
+            with open(tmp_path / "cut", "rb") as f:
+                assert not fmt.whole(f, len(cut))
+
+
+KINDS = {f.kind for f in formats.FORMATS}
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _kind_literals(path: Path) -> list[str]:
+    """String constants of `path` that spell a format's kind (or start a versioned one), except a
+    key map's own name (`KeyMap("rlds", ...)`: the built-in map named after its format)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    names = {
+        id(c.args[0])
+        for c in ast.walk(tree)
+        if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "KeyMap" and c.args
+    }
+    return [
+        f"{path.relative_to(SRC)}:{n.lineno}: {n.value!r}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and id(n) not in names
+        and (n.value in KINDS or any(n.value.startswith(k + "-v") or n.value == k + "-" for k in KINDS))
+    ]
+
+
+def test_no_kind_string_outside_the_registry():
+    """A format is one module: ingestion spells no kind outside robodata.ingest.formats (importers
+    take theirs from their entry, the settle logic asks the entry whether a file is whole)."""
+    ingest = SRC / "robodata" / "ingest"
+    found = [hit for p in sorted(ingest.rglob("*.py")) if "formats" not in p.parts for hit in _kind_literals(p)]
+    assert found == []

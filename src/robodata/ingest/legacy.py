@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from robodata.container import Layout
+from robodata.ingest import formats
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.clock import ClockFit, fit_clock
 from robodata.ingest.convert import convert
@@ -35,7 +36,7 @@ class ImportResult:
 def import_legacy(
     episode_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], layout: Layout | None = None
 ) -> ImportResult:
-    raw = open_raw(str(episode_dir), "legacy-jpeg")
+    raw = open_raw(str(episode_dir), formats.LEGACY_JPEG.kind)
     al = aligned_tracks(raw)
     video = layout.groups[0].video if layout is not None else None
     res = convert(raw, al, out_path, video)

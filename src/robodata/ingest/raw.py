@@ -45,7 +45,7 @@ class ArrayTrack:
 @dataclass
 class RawEpisode:
     episode_id: str
-    source: str  # legacy-jpeg | mcap | ros2-bag | lerobot-v2.1 | lerobot-v3.0
+    source: str  # the item kind: a format's kind (robodata.ingest.formats), `lerobot-v3.0` versioned
     uri: str
     robot: str
     site: str

@@ -10,6 +10,8 @@ A Format says
   markers     a folder entry holding one of these (a path inside it) is claimed. A marker is the
               format's completion marker: written last, its modification time is the item's
               completion time (the landing cursor and settle logic go by it)
+  whole       a file format's completion check on the file's bytes (formats.whole: an MCAP file's
+              footer magic, an HDF5 file's end-of-file address); None: whole once settled
   probe       a local folder claimed by looking inside it (RLDS: dataset_info.json here or in a
               version folder); remote folders are not probed
   fragments   its items are `<base>#<episode>`: one item per episode of a file / folder
@@ -21,6 +23,8 @@ A Format says
               episode reads (LeRobot: meta/, then the episode's files); None: the whole item
   synth       `robodata synth --format` names writing it -> writer (robodata.ingest.synth.writers)
 
+Importers take their kind from their entry (`formats.HDF5.kind`, `formats.LEROBOT.versioned("v3.0")`).
+
 Checked in this order: files by suffix, folders by marker (the first marker found wins), then
 probes. Any other entry is UNRECOGNIZED (robodata.ingest.landing.kinds gives its reason).
 """
@@ -30,9 +34,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
-from robodata.ingest.formats import listers, openers
+from robodata.ingest.formats import listers, openers, whole
 from robodata.ingest.formats.listers import Entry
 from robodata.ingest.formats.openers import OpenContext
 from robodata.ingest.landing.item import LandingItem
@@ -47,6 +51,7 @@ class Format:
     opener: Callable[[str, OpenContext], Any]
     suffixes: tuple[str, ...] = ()
     markers: tuple[str, ...] = ()
+    whole: Callable[[BinaryIO, int], bool] | None = None
     probe: Callable[[str], bool] | None = None
     fragments: bool = False
     lister: Callable[[Entry], Iterator[LandingItem]] | None = None
@@ -54,6 +59,10 @@ class Format:
     stage_first: tuple[str, ...] | None = None
     stage_rest: Callable[[str, str, str, dict], None] | None = None
     synth: dict[str, str] = field(default_factory=dict)  # synth name -> writer in synth.writers
+
+    def versioned(self, version: str) -> str:
+        """The kind of an item of this format at `version` (`lerobot-v3.0`)."""
+        return f"{self.kind}-{version}"
 
     def holds(self, kind: str) -> bool:
         """Whether `kind` (an item's kind, `lerobot-v2.1` included) is this format's."""
@@ -64,58 +73,62 @@ class Format:
         return uri.partition("#") if self.fragments else (uri, "", "")
 
 
-FORMATS: tuple[Format, ...] = (
-    Format("mcap", "MCAP", openers.bag, suffixes=(".mcap",), synth={"mcap": "mcap"}),
-    Format("ros1-bag", "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"}),
-    Format(
-        "hdf5",
-        "HDF5 (ALOHA, robomimic)",
-        openers.hdf5,
-        suffixes=(".hdf5", ".h5"),
-        fragments=True,
-        lister=listers.hdf5,
-        synth={"hdf5-aloha": "hdf5_aloha", "hdf5-robomimic": "hdf5_robomimic"},
-    ),
-    Format("legacy-jpeg", "legacy JPEG folders", openers.legacy, markers=("_COMPLETE",), synth={"jpeg": "jpeg"}),
-    Format(
-        "ros2-bag",
-        "ROS 2 bag folders",
-        openers.bag,
-        markers=("metadata.yaml",),
-        synth={"ros2-bag-custom": "ros2_bag_custom"},
-    ),
-    Format(
-        "lerobot",
-        "LeRobot",
-        openers.lerobot,
-        markers=("meta/info.json",),
-        fragments=True,
-        lister=listers.lerobot,
-        unread="#0",
-        stage_first=("meta",),
-        stage_rest=openers.lerobot_episode_files,
-        synth={"lerobot-v2.1": "lerobot_v21", "lerobot-v3.0": "lerobot_v30"},
-    ),
-    Format(
-        "zarr",
-        "Zarr replay buffers",
-        openers.zarr,
-        # Zarr v2 (diffusion_policy / UMI) and v3 stores
-        markers=("meta/episode_ends/.zarray", "meta/episode_ends/zarr.json"),
-        fragments=True,
-        lister=listers.zarr,
-        synth={"zarr": "zarr"},
-    ),
-    Format(
-        "rlds",
-        "RLDS/TFDS folders",
-        openers.rlds,
-        probe=listers.is_tfds,
-        fragments=True,
-        lister=listers.rlds,
-        synth={"rlds": "rlds"},
-    ),
+MCAP = Format("mcap", "MCAP", openers.bag, suffixes=(".mcap",), whole=whole.mcap, synth={"mcap": "mcap"})
+ROS1_BAG = Format("ros1-bag", "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"})
+HDF5 = Format(
+    "hdf5",
+    "HDF5 (ALOHA, robomimic)",
+    openers.hdf5,
+    suffixes=(".hdf5", ".h5"),
+    whole=whole.hdf5,
+    fragments=True,
+    lister=listers.hdf5,
+    synth={"hdf5-aloha": "hdf5_aloha", "hdf5-robomimic": "hdf5_robomimic"},
 )
+LEGACY_JPEG = Format(
+    "legacy-jpeg", "legacy JPEG folders", openers.legacy, markers=("_COMPLETE",), synth={"jpeg": "jpeg"}
+)
+ROS2_BAG = Format(
+    "ros2-bag",
+    "ROS 2 bag folders",
+    openers.bag,
+    markers=("metadata.yaml",),
+    synth={"ros2-bag-custom": "ros2_bag_custom"},
+)
+LEROBOT = Format(
+    "lerobot",
+    "LeRobot",
+    openers.lerobot,
+    markers=("meta/info.json",),
+    fragments=True,
+    lister=listers.lerobot,
+    unread="#0",
+    stage_first=("meta",),
+    stage_rest=openers.lerobot_episode_files,
+    synth={"lerobot-v2.1": "lerobot_v21", "lerobot-v3.0": "lerobot_v30"},
+)
+ZARR = Format(
+    "zarr",
+    "Zarr replay buffers",
+    openers.zarr,
+    # Zarr v2 (diffusion_policy / UMI) and v3 stores
+    markers=("meta/episode_ends/.zarray", "meta/episode_ends/zarr.json"),
+    fragments=True,
+    lister=listers.zarr,
+    synth={"zarr": "zarr"},
+)
+RLDS = Format(
+    "rlds",
+    "RLDS/TFDS folders",
+    openers.rlds,
+    probe=listers.is_tfds,
+    fragments=True,
+    lister=listers.rlds,
+    synth={"rlds": "rlds"},
+)
+FORMATS: tuple[Format, ...] = (MCAP, ROS1_BAG, HDF5, LEGACY_JPEG, ROS2_BAG, LEROBOT, ZARR, RLDS)
+# the formats whose layout a key map declares (robodata.ingest.importers.keymap: step arrays, no topics)
+KEY_MAPPED: tuple[Format, ...] = (HDF5, ZARR, RLDS)
 _BY_KIND = {f.kind: f for f in FORMATS}
 
 
@@ -170,7 +183,16 @@ def synth_writer(name: str) -> Callable[..., list]:
 
 __all__ = [
     "FORMATS",
+    "HDF5",
+    "KEY_MAPPED",
+    "LEGACY_JPEG",
+    "LEROBOT",
+    "MCAP",
+    "RLDS",
+    "ROS1_BAG",
+    "ROS2_BAG",
     "UNRECOGNIZED",
+    "ZARR",
     "Entry",
     "Format",
     "OpenContext",

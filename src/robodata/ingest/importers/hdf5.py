@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
+from robodata.ingest import formats
 from robodata.ingest.importers.fixed_rate import (
     StepEpisode,
     as_rgb,
@@ -176,7 +177,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         if group and group not in f:
             raise RawEpisodeError(f"{where}: no group {group!r} in the file")
         g = f[group] if group else f
-        km = choose("hdf5", item, key_map)
+        km = choose(formats.HDF5.kind, item, key_map)
         keys = _keys(g)
         lay = plan(km, keys, where)
         arrays = {}
@@ -196,7 +197,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             lang = v.decode() if isinstance(v, bytes) else str(v)
         ep = StepEpisode(
             f"{path.stem}-{group.rsplit('/', 1)[-1]}" if group else path.stem,
-            "hdf5",
+            formats.HDF5.kind,
             uri,
             _fps(f, g, km, where),
             arrays,

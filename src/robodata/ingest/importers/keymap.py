@@ -18,8 +18,9 @@ from functools import lru_cache
 
 from robodata.config import load_yaml_list, require
 from robodata.errors import ConfigError
+from robodata.ingest import formats
 
-FORMATS = ("hdf5", "zarr", "rlds")
+FORMATS = tuple(f.kind for f in formats.KEY_MAPPED)  # a map's `format`: hdf5 | zarr | rlds
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class KeyMap:
 
 ALOHA = KeyMap(
     "aloha",
-    "hdf5",
+    formats.HDF5.kind,
     r"episode_\d+",
     fps=50.0,
     cameras={"*": "observations/images/*"},
@@ -69,7 +70,7 @@ ALOHA = KeyMap(
 )
 ROBOMIMIC = KeyMap(
     "robomimic",
-    "hdf5",
+    formats.HDF5.kind,
     r".*",
     fps=20.0,
     arrays={"cmd": "actions", "joint_pos": "obs/robot0_joint_pos"},
@@ -81,7 +82,7 @@ ROBOMIMIC = KeyMap(
 )
 UMI_ZARR = KeyMap(
     "diffusion_policy",
-    "zarr",
+    formats.ZARR.kind,
     fps=10.0,
     arrays={"cmd": "action", "joint_pos": "state"},
     image_keys=r"(^|_)(img|image|rgb)$",
@@ -90,7 +91,7 @@ UMI_ZARR = KeyMap(
 )
 RLDS = KeyMap(
     "rlds",
-    "rlds",
+    formats.RLDS.kind,
     fps=0.0,  # OXE datasets run at 3-30 Hz and TFDS records none: unknown unless a map declares it
     arrays={"joint_pos": "observation/state", "cmd": "action"},
     image_keys=r"^observation/.*(image|rgb).*$",

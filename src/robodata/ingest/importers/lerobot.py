@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from robodata.errors import RobodataError
+from robodata.ingest import formats
 from robodata.ingest.clock import ClockFit, fit_offset
 from robodata.ingest.importers.lerobot_video import decode, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
@@ -331,12 +332,12 @@ def _open_lerobot(uri: str) -> RawEpisode:
     episode_id = check_name(f"{root.name}-{ep.index:06d}", field="dataset folder name + episode_index", source=root)
     return RawEpisode(
         episode_id,
-        f"lerobot-{ep.version}",
+        formats.LEROBOT.versioned(ep.version),
         uri,
         robot,
         str(info.get("site", "")),
         task_names[0],
-        str(info.get("vendor", "lerobot")),
+        str(info.get("vendor", formats.LEROBOT.kind)),  # no vendor named: the format it came in
         epoch,
         None,
         cams,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robodata.ingest import formats
 from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
@@ -83,7 +84,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
     lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
     g = _open_group(store)
-    km = choose("zarr", f"{path.name}#{index}", key_map)
+    km = choose(formats.ZARR.kind, f"{path.name}#{index}", key_map)
     keys = _keys(g)
     lay = plan(km, keys, uri)
     for key, info in keys.items():
@@ -101,7 +102,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     fps = declared_rate(g.attrs["fps"], f"{uri}: attrs fps") if "fps" in g.attrs else km.fps
     ep = StepEpisode(
         f"{path.stem}-{index:06d}",
-        "zarr",
+        formats.ZARR.kind,
         uri,
         fps,
         arrays,

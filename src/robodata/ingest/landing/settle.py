@@ -8,10 +8,12 @@ claimed into a batch when it is complete:
 * it is **settled**: its signature (files, bytes and newest modification time over the whole entry,
   every file of a folder) was the same on two ticks at least `settle_s` apart, so a copy that is
   still writing, or writing another file of the folder, is not cut;
-* and its format says it is whole (`format_complete`: an MCAP file ends with its footer magic, an
-  HDF5 file is as long as its superblock's end-of-file address) or, for an entry that never will
-  be (a truncated recording, a folder whose marker never comes), it stayed settled for
-  `incomplete_after_s`: then it is claimed as it is, and ingestion quarantines it with the reason.
+* and its format says it is whole (`format_complete` asks the format's registry entry,
+  robodata.ingest.formats.whole: an MCAP file ends with its footer magic, an HDF5 file is as long
+  as its superblock's end-of-file address; a folder format is listed only once its marker is
+  there) or, for an entry that never will be (a truncated recording, a folder whose marker never
+  comes), it stayed settled for `incomplete_after_s`: then it is claimed as it is, and ingestion
+  quarantines it with the reason.
   A folder no importer claims yet (no marker: `unrecognized`) waits the same way, since its marker
   may be the file still to come (an unrecognized file is claimed once settled).
 
@@ -22,16 +24,14 @@ the sensor's cursor) holds only the entries seen but not claimed yet.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from robodata.ingest import formats
 from robodata.ingest.landing.scan import LandingItem
 from robodata.storage import objects
 
 TEMP_SUFFIXES = (".partial", ".part", ".tmp", ".crdownload", ".download")
-MCAP_MAGIC = b"\x89MCAP0\r\n"
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 
 def is_temporary(name: str) -> bool:
@@ -72,41 +72,17 @@ def _mtime(info: dict[str, Any]) -> float:
 
 
 def format_complete(item: LandingItem, storage_options: dict | None = None) -> bool:
-    """Whether the item's format says the file is whole (True for formats without such a check)."""
-    base = _base(item.uri)
-    kind = item.kind
-    if kind not in ("mcap", "hdf5"):
+    """Whether the item's format says the file is whole (its registry entry's `whole` check:
+    robodata.ingest.formats.whole); True for formats without such a check."""
+    fmt = formats.of(item.kind)
+    if fmt is None or fmt.whole is None:
         return True
+    base = _base(item.uri)
     try:
         with objects.filesystem(base, storage_options).open(base, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            if kind == "mcap":
-                f.seek(max(size - len(MCAP_MAGIC), 0))
-                return f.read(len(MCAP_MAGIC)) == MCAP_MAGIC
-            f.seek(0)
-            eof = _hdf5_eof(f.read(128))
-            return eof is None or size >= eof
+            return fmt.whole(f, f.seek(0, os.SEEK_END))
     except OSError:
         return True  # unreadable: settled is all we can know; ingestion says why
-
-
-def _hdf5_eof(head: bytes) -> int | None:
-    """The end-of-file address of an HDF5 superblock at offset 0 (None when not found)."""
-    if not head.startswith(HDF5_MAGIC) or len(head) < 24:
-        return None
-    version = head[8]
-    if version in (0, 1):
-        size_o = head[13]
-        at = 24 + (4 if version == 1 else 0) + 2 * size_o  # base address, free-space address
-    elif version in (2, 3):
-        size_o = head[9]
-        at = 12 + 2 * size_o  # base address, superblock extension address
-    else:
-        return None
-    fmt = {4: "<I", 8: "<Q"}.get(size_o)
-    if fmt is None or len(head) < at + size_o:
-        return None
-    return int(struct.unpack_from(fmt, head, at)[0])
 
 
 @dataclass
@@ -158,7 +134,7 @@ def claim(
         stable_s = now - float(held[1])
         if stable_s < settle_s:
             continue
-        whole = not (it.kind == "unrecognized" and sig[3]) and format_complete(it, storage_options)
+        whole = not (it.kind == formats.UNRECOGNIZED and sig[3]) and format_complete(it, storage_options)
         if whole or stable_s >= incomplete_after_s:
             out.append(it)
             del state.seen[it.name]
