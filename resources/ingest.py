@@ -35,6 +35,14 @@ class VideoConfig(dg.Config):
     threads: int = 0  # encoder threads per camera; 0 = the codec's choice
 
 
+class VideoCopyConfig(dg.Config):
+    """robodata.ingest.video_copy.VideoCopyConfig: keep a source's video bitstream or transcode it."""
+
+    mode: str = Field(default="auto", description="auto | copy | transcode (robodata ingest --video)")
+    verify_gops: int = 3  # GOPs per copied camera decoded after the write
+    max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
+
+
 class QCThresholdsConfig(dg.Config):
     """robodata.ingest.qc.QCThresholds."""
 
@@ -102,6 +110,7 @@ class IngestResource(dg.ConfigurableResource):
         description="LayoutPlan JSON (`robodata advise --out`), readable by every worker: episodes "
         "are written in its layout instead of `video`",
     )
+    video_copy: VideoCopyConfig = VideoCopyConfig()
     bulk: bool = False
 
     def root_uri(self) -> str:

@@ -19,6 +19,7 @@ from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.qc import QCSelection, QCThresholds
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.topics import TopicRule
+from robodata.ingest.video_copy import VideoCopyConfig as CoreVideoCopyConfig
 from robodata.layout.relayout import RelayoutConfig
 from robodata_dagster.assets.layout import RelayoutRunConfig
 from robodata_dagster.lib.registry import SpecDirs
@@ -34,6 +35,7 @@ from robodata_dagster.resources.ingest import (
     StaggerConfig,
     TopicRuleConfig,
     VideoConfig,
+    VideoCopyConfig,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +49,7 @@ MIRRORS = [
     (IngestResource, IngestSettings, {"bulk"}, set(), {"root"}),
     (AlignConfig, CoreAlignConfig, set(), set(), set()),
     (VideoConfig, VideoSettings, set(), set(), set()),
+    (VideoCopyConfig, CoreVideoCopyConfig, set(), set(), set()),
     (QCConfig, QCSelection, set(), set(), set()),
     (QCThresholdsConfig, QCThresholds, set(), set(), set()),
     (TopicRuleConfig, TopicRule, set(), set(), set()),

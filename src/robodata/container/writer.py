@@ -12,7 +12,6 @@ import base64
 import contextlib
 import os
 import zlib
-from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -23,49 +22,12 @@ import numpy.typing as npt
 from robodata.codecs.arrays import PY_OBJECT_BYTES, encode_array, encode_events, encode_packets
 from robodata.codecs.image import Image, image_shape
 from robodata.codecs.ipc import ipc_info
-from robodata.codecs.video import Packet, VideoEncoder, encoder_pix_fmt
+from robodata.codecs.video import Packet
 from robodata.container import inputs
+from robodata.container.cameras import Camera, CopiedCamera, EncodedCamera
 from robodata.container.format import ChunkInfo, PartInfo, checksum, encode_footer, pack_header, pack_trailer
 from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup
 from robodata.errors import ContainerError
-
-
-class _Camera:
-    def __init__(self, group: TopicGroup, spec_shape: tuple[int, ...], rate_hz: float, first: Image):
-        v = group.video
-        assert v is not None
-        h, w, _ = spec_shape
-        self.encoder = VideoEncoder(
-            v.codec,
-            w,
-            h,
-            rate_hz,
-            v.gop,
-            v.crf,
-            v.preset,
-            v.bframes,
-            v.threads,
-            pix_fmt=encoder_pix_fmt(v.codec, first),
-        )
-        self.shape = spec_shape
-        self.t_by_pts: dict[int, int] = {}
-        self.last_t: int | None = None
-        self.current: list[Packet] = []  # GOP being filled
-        self.ready: deque[list[Packet]] = deque()  # completed GOPs not yet written
-        self.frames = 0
-
-    def take(self, packets: list[Packet]) -> None:
-        for p in packets:
-            if p.key and self.current:
-                self.ready.append(self.current)
-                self.current = []
-            self.current.append(p)
-
-    def finish(self) -> None:
-        self.take(self.encoder.flush())
-        if self.current:
-            self.ready.append(self.current)
-            self.current = []
 
 
 @dataclass(frozen=True)
@@ -120,7 +82,7 @@ class EpisodeWriter:
             self._f = target
         self._pos = 0
         self._chunks: list[ChunkInfo] = []
-        self._cams: dict[str, _Camera] = {}
+        self._cams: dict[str, Camera] = {}
         self._arrays: dict[str, list[tuple[np.ndarray, Any]]] = {}
         self._t_min: int | None = None
         self._t_max: int | None = None
@@ -149,11 +111,14 @@ class EpisodeWriter:
             raise self._err(f"frame for {stream!r} has shape {shape}{dtype}, expected {spec.shape} uint8")
         t_ns = inputs.time(self.meta.episode_id, stream, t_ns)
         cam = self._cams.get(stream)
+        if isinstance(cam, CopiedCamera):
+            raise self._err(f"{stream!r} is a stream copy: its packets come through write_packet")
         if cam is not None and cam.last_t is not None and t_ns <= cam.last_t:
             raise self._err(f"{stream!r} timestamps must increase ({t_ns} after {cam.last_t})")
         try:
             if cam is None:
-                cam = self._cams[stream] = _Camera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
+                cam = self._cams[stream] = EncodedCamera(self.layout.group_of(stream), spec.shape, spec.rate_hz, image)
+            assert isinstance(cam, EncodedCamera)
             packets = cam.encoder.encode(image)
         except (av.error.FFmpegError, ValueError, TypeError) as exc:
             raise self._err(f"{stream!r}: the encoder refused the frame: {exc}") from exc
@@ -162,6 +127,43 @@ class EpisodeWriter:
         cam.frames += 1
         self._touch(t_ns)
         cam.take(packets)
+        self._flush_video(self.layout.group_of(stream), final=False)
+
+    def write_packet(self, stream: str, packet: Packet, t_ns: int, extradata: bytes = b"") -> None:
+        """One compressed packet stored as it is (a stream copy: no decode, no encode).
+
+        Args:
+            stream: a video stream of the episode whose group's codec is the packet's.
+            packet: in decode order; `pts` is the frame's display index (0, 1, ... per camera),
+                `dts` increases; a camera's first packet is a keyframe.
+            t_ns: the frame's time in ns since meta.start_time_ns; increasing with pts.
+            extradata: the decoder's parameter sets (avcC / hvcC / av1C or Annex B), taken from a
+                camera's first packet.
+
+        Raises:
+            ContainerError: unknown or non-video stream, a camera written by write_frame, a first
+                packet that is no keyframe, a pts seen before, a dts that does not increase, a
+                time that does not increase with pts (when its chunk is cut), or a closed writer.
+        """
+        self._spec(stream, "video")
+        t_ns = inputs.time(self.meta.episode_id, stream, t_ns)
+        cam = self._cams.get(stream)
+        if cam is None:
+            if not packet.key:
+                raise self._err(f"{stream!r}: a stream copy must open on a keyframe (packet pts {packet.pts})")
+            cam = self._cams[stream] = CopiedCamera(bytes(extradata))
+        if not isinstance(cam, CopiedCamera):
+            raise self._err(f"{stream!r} is encoded from frames: write_packet cannot add to it")
+        if not isinstance(packet.pts, int) or packet.pts < 0 or packet.pts in cam.seen:
+            raise self._err(f"{stream!r}: packet pts {packet.pts!r} is not a new frame index")
+        if cam.last_dts is not None and packet.dts <= cam.last_dts:
+            raise self._err(f"{stream!r}: packet dts {packet.dts} does not increase (after {cam.last_dts})")
+        cam.seen.add(packet.pts)
+        cam.last_dts = packet.dts
+        cam.t_by_pts[packet.pts] = t_ns
+        cam.frames += 1
+        self._touch(t_ns)
+        cam.take([packet])
         self._flush_video(self.layout.group_of(stream), final=False)
 
     def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
@@ -231,7 +233,7 @@ class EpisodeWriter:
             else:
                 self._flush_lowdim(g)
         self.meta.duration_s = 0.0 if self._t_min is None else (self._t_max - self._t_min) / 1e9  # type: ignore[operator]
-        codec_data = {n: base64.b64encode(c.encoder.extradata).decode() for n, c in self._cams.items()}
+        codec_data = {n: base64.b64encode(c.extradata).decode() for n, c in self._cams.items()}
         footer = encode_footer(
             self.meta.to_dict(), {**self.layout.to_dict(), "version": self.layout.version}, codec_data, self._chunks
         )
@@ -343,6 +345,8 @@ class EpisodeWriter:
                 if not pkts:
                     continue
                 ts = [cam.t_by_pts.pop(p.pts) for p in pkts]
+                if isinstance(cam, CopiedCamera):
+                    self._check_copied_times(s, cam, pkts, ts)
                 blob = encode_packets(
                     [p.pts for p in pkts],
                     [p.dts for p in pkts],
@@ -354,6 +358,16 @@ class EpisodeWriter:
                 )
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
+
+    def _check_copied_times(self, stream: str, cam: CopiedCamera, pkts: list[Packet], ts: list[int]) -> None:
+        """A copied chunk's times increase with pts, after the previous chunk's (the reader picks a
+        window's frames by time and shows them by pts)."""
+        by_pts = [t for _, t in sorted(zip((p.pts for p in pkts), ts, strict=True))]
+        if any(b <= a for a, b in zip(by_pts, by_pts[1:], strict=False)) or (
+            cam.last_t is not None and by_pts[0] <= cam.last_t
+        ):
+            raise self._err(f"{stream!r}: copied frames' times do not increase with their pts")
+        cam.last_t = by_pts[-1]
 
     def _flush_lowdim(self, group: TopicGroup) -> None:
         data = {s: self._arrays.pop(s) for s in group.streams if s in self._arrays}

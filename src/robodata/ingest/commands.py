@@ -81,6 +81,12 @@ def ingest_cmd(
         "", "--plan", help="LayoutPlan JSON (`robodata advise --source ... --out`): write episodes in its layout"
     ),
     qc: str = typer.Option("", "--qc", help="YAML QC file: per check run / blocking / thresholds (docs/ingestion.md)"),
+    video: str = typer.Option(
+        "auto",
+        "--video",
+        help="copy: keep each source video bitstream that is sound; transcode: always re-encode; auto: copy "
+        "where it is also as cheap to read as the layout (docs/ingestion.md)",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     allow_none: bool = typer.Option(
         False, "--allow-none", help="exit 0 even when items were found and none passed (default: exit 1)"
@@ -99,8 +105,17 @@ def ingest_cmd(
     from robodata.ingest.tables import IngestPaths, check_batch
 
     try:
+        from robodata.ingest.video_copy import VideoCopyConfig
+
         settings = IngestSettings(
-            root=root, workers=workers, topics_file=topics, msgs=msgs, key_map=key_map, plan=plan, qc_file=qc
+            root=root,
+            workers=workers,
+            topics_file=topics,
+            msgs=msgs,
+            key_map=key_map,
+            plan=plan,
+            qc_file=qc,
+            video_copy=VideoCopyConfig(mode=video),
         )
         name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
     except RobodataError as exc:

@@ -14,7 +14,10 @@ from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, T
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
+from robodata.ingest.copy_verify import verify_copy
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
+from robodata.ingest.video_choice import transcode_failed, video_plan
+from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig
 
 if TYPE_CHECKING:
     from robodata.layout.plan import LayoutPlan
@@ -96,24 +99,68 @@ def convert(
     out_path: str | os.PathLike[str],
     video: VideoSettings | None = None,
     plan: LayoutPlan | None = None,
+    copy: VideoCopyConfig | None = None,
 ) -> Converted:
     """Decode, align and encode into out_path (via `.partial` + rename: never a half container).
 
     With a `plan` (robodata.layout.plan.LayoutPlan) the episode is written in the plan's layout
-    (one encode from the source, no relayout later); otherwise in the ingestion default with `video`."""
+    (one encode from the source, no relayout later); otherwise in the ingestion default with `video`.
+    Cameras whose source bitstream fits (robodata.ingest.video_copy, `copy`: auto by default) are
+    stored as they are, verified after the write (robodata.ingest.copy_verify); a camera whose
+    copy fails verification is transcoded with its group, the finding recorded as its reason."""
     if raw.frames is None:
         raise RawEpisodeError(f"{raw.uri}: importer gave no frame source")
     started = time.perf_counter()
+    cfg = copy or VideoCopyConfig()
     meta = episode_meta(raw, al)
     layout = planned_layout(plan, meta, video) if plan is not None else layout_for(raw, video)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
+    chosen = video_plan(raw, meta, layout, cfg, plan)
+    failed: dict[str, str] = {}
+    if chosen.copies:
+        try:
+            counts, facts = _write(raw, al, tmp, meta, chosen)
+            failed = verify_copy(str(tmp), chosen.copies, cfg.verify_gops)
+        except RobodataError as exc:  # the writer refused a copied stream's packets
+            failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
+        if failed:
+            chosen = transcode_failed(chosen, layout, failed)
+    if failed or not chosen.copies:
+        counts, facts = _write(raw, al, tmp, meta, chosen)
+    os.replace(tmp, out)
+    steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
+    return Converted(
+        raw.episode_id,
+        str(out),
+        out.stat().st_size,
+        facts.duration_s,
+        counts,
+        steps,
+        facts.layout_version,
+        facts.footer_offset,
+        facts.footer_length,
+        time.perf_counter() - started,
+    )
+
+
+def _write(raw: RawEpisode, al: AlignedTracks, tmp: Path, meta: EpisodeMeta, chosen: CopyPlan) -> tuple:
+    """One write of the container to `tmp`: copied cameras' packets, the others' frames encoded."""
+    assert raw.frames is not None
+    meta.extra.pop("video", None)
+    if chosen.decisions:
+        meta.extra["video"] = chosen.decisions  # per camera: copy | transcode, and why
     cam_t = {c: al.times(c, cam.t_ns) for c, cam in raw.cameras.items()}
     counts = {c: 0 for c in raw.cameras}
     try:
-        with EpisodeWriter(tmp, meta, layout) as w:
-            for cam, i, rgb in raw.frames():
+        with EpisodeWriter(tmp, meta, chosen.layout) as w:
+            for cam, cc in chosen.copies.items():
+                for p in cc.packets:
+                    w.write_packet(cam, p, int(cam_t[cam][p.pts]), cc.extradata)
+                counts[cam] = len(cc.packets)
+            frames = raw.frames(skip=set(chosen.copies)) if chosen.copies else raw.frames()
+            for cam, i, rgb in frames:
                 w.write_frame(cam, rgb, int(cam_t[cam][i]))
                 counts[cam] += 1
             for s, a in raw.arrays.items():
@@ -137,19 +184,6 @@ def convert(
     if short:
         tmp.unlink(missing_ok=True)
         raise RawEpisodeError(f"{raw.uri}: frame source ended early (written, expected): {short}")
-    os.replace(tmp, out)
     facts = w.written  # what the writer wrote: the container is not reopened
     assert facts is not None
-    steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
-    return Converted(
-        raw.episode_id,
-        str(out),
-        out.stat().st_size,
-        facts.duration_s,
-        counts,
-        steps,
-        facts.layout_version,
-        facts.footer_offset,
-        facts.footer_length,
-        time.perf_counter() - started,
-    )
+    return counts, facts

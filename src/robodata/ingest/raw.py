@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robodata.codecs.demux import SourceVideo
 from robodata.codecs.image import Image
 from robodata.errors import RobodataError
 from robodata.ingest.clock import IDENTITY, ClockFit
@@ -60,7 +61,7 @@ class RawEpisode:
     events_clock: str = "state"
     clocks: dict[str, ClockFit] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)  # findings while reading (e.g. unknown topics)
-    frames: Callable[[], Iterator[tuple[str, int, Image]]] | None = field(default=None, repr=False)
+    frames: Callable[..., Iterator[tuple[str, int, Image]]] | None = field(default=None, repr=False)
     # frames(): yields (camera, frame_index, image), each camera in order; cameras interleaved. An image
     # is RGB uint8 HxWx3 or a decoded av.VideoFrame in its own pixel format (robodata.codecs.image).
     robot_type: str = ""  # embodiment (LeRobot robot_type, a key map's robot_type); catalog column
@@ -71,6 +72,11 @@ class RawEpisode:
     # catalog and the exporters, which never guess a stream's role
     roles: dict[str, str] = field(default_factory=dict)
     rate_unknown: bool = False  # steps laid on a nominal grid: no source declares the control rate
+    # video_sources(camera): the camera's compressed packets of this episode as its source stores
+    # them (robodata.codecs.demux.SourceVideo, demuxed, never decoded), for a stream copy; None: the
+    # importer keeps no bitstream. An importer that sets it takes frames(skip=cameras): the copied
+    # cameras are then never decoded.
+    video_sources: Callable[[str], SourceVideo] | None = field(default=None, repr=False)
 
     def stream_roles(self) -> dict[str, str]:
         """Declared roles, else by robodata's stream names: `joint_pos` is the state, `cmd` the action."""

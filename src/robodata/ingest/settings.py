@@ -11,6 +11,7 @@ from robodata.ingest.align import AlignConfig
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule, load_topics
+from robodata.ingest.video_copy import VideoCopyConfig
 from robodata.layout.plan import LayoutPlan
 
 
@@ -40,6 +41,8 @@ class IngestSettings:
     align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
     plan: str = ""  # LayoutPlan JSON (`robodata advise --out`): episodes are written in its layout, not `video`
+    # copy a source's video bitstream where it fits, else transcode (robodata.ingest.video_copy)
+    video_copy: VideoCopyConfig = field(default_factory=VideoCopyConfig)
 
     def __post_init__(self) -> None:
         require(bool(self.root), "root must be set")

@@ -18,10 +18,11 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from robodata.codecs.demux import SourceVideo
 from robodata.errors import RobodataError
 from robodata.ingest import formats
 from robodata.ingest.clock import ClockFit, fit_offset
-from robodata.ingest.importers.lerobot_video import decode, episode_video
+from robodata.ingest.importers.lerobot_video import decode, episode_packets, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.names import check_name, confine, within
 
@@ -308,10 +309,11 @@ def _open_lerobot(uri: str) -> RawEpisode:
     images = _image_features(feats, table, where, cams, t_state, fps)
     task_names = ep.tasks or [""]
 
-    def frames():
-        # Cameras interleaved frame by frame (one open decoder per camera; image features from the parquet).
-        gens = {c: decode(videos[c]) for c in videos}
-        gens.update({c: g() for c, g in images.items()})
+    def frames(skip: frozenset[str] | set[str] = frozenset()):
+        # Cameras interleaved frame by frame (one open decoder per camera; image features from the
+        # parquet); cameras in `skip` (stream-copied) are never decoded.
+        gens = {c: decode(videos[c]) for c in videos if c not in skip}
+        gens.update({c: g() for c, g in images.items() if c not in skip})
         counts = {c: 0 for c in cams}
         while gens:
             for c in list(gens):
@@ -326,6 +328,11 @@ def _open_lerobot(uri: str) -> RawEpisode:
                     ) from None
                 yield c, counts[c], img
                 counts[c] += 1
+
+    def sources(cam: str) -> SourceVideo:
+        if cam not in videos:
+            raise RawEpisodeError(f"{where}: camera {cam!r} is an image feature (frames in the parquet, no bitstream)")
+        return episode_packets(videos[cam])
 
     robot = str(info.get("robot_type") or "")
     epoch = int(where.stat().st_mtime * 1e9)  # LeRobot stores no wall clock
@@ -349,6 +356,7 @@ def _open_lerobot(uri: str) -> RawEpisode:
         source_dataset=root.name,
         language=task_names[0],
         roles=roles,
+        video_sources=sources,
     )
 
 

@@ -17,6 +17,7 @@ import av
 import numpy as np
 from av.video.stream import VideoStream
 
+from robodata.codecs.demux import SourceVideo, demux_video
 from robodata.ingest.raw import RawEpisodeError
 
 EPS_S = 1e-4  # LeRobot's own timestamp tolerance
@@ -86,6 +87,14 @@ def episode_video(
         if last and abs(last[0] * tb - start - float(state_t[-1])) <= tol:
             keep.append(last[0])  # to_timestamp given as the last frame's time: it is this episode's
     return EpisodeVideo(path, t_from, tuple(keep), tb)
+
+
+def episode_packets(video: EpisodeVideo) -> SourceVideo:
+    """The kept frames' packets as the file stores them (demuxed, not decoded), for a stream
+    copy. KeyError for a camera that is an image feature (no video file). CodecError when the
+    file does not open."""
+    wanted = set(video.pts)
+    return demux_video(video.path, keep=lambda pts: pts in wanted)
 
 
 def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:

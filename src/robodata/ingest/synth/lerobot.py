@@ -18,16 +18,20 @@ from robodata.ingest.synth.scene import SceneRenderer
 ENCODERS = {"h264": "libx264", "av1": "libsvtav1"}
 
 
-def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str) -> None:
+def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str, gop: int = 0, bframes: int = -1) -> None:
+    """`gop` > 0: a keyframe every `gop` frames exactly; `bframes` >= 0 (H.264): that many B-frames."""
     path.parent.mkdir(parents=True, exist_ok=True)
     h, w, _ = frames[0].shape
     with av.open(str(path), "w") as c:
         s = cast(VideoStream, c.add_stream(ENCODERS[codec], rate=Fraction(fps)))  # ENCODERS holds video encoders
         s.width, s.height, s.pix_fmt = w, h, "yuv420p"
         if codec == "av1":
-            s.options = {"preset": "11", "svtav1-params": "lp=1"}
+            s.options = {"preset": "11", "svtav1-params": "lp=1" + (f":keyint={gop}:scd=0" if gop else "")}
         else:
-            s.options = {"preset": "ultrafast"}
+            x264 = ([f"keyint={gop}:min-keyint={gop}:scenecut=0:open-gop=0"] if gop else []) + (
+                [f"bframes={bframes}:b-adapt=0:b-pyramid=none"] if bframes >= 0 else []
+            )
+            s.options = {"preset": "ultrafast", **({"x264-params": ":".join(x264)} if x264 else {})}
         for i, rgb in enumerate(frames):
             f = av.VideoFrame.from_ndarray(rgb, format="rgb24")
             f.pts = i
@@ -71,9 +75,13 @@ def write_lerobot(
     seed: int = 0,
     task: str = "pick_place",
     image_cameras: tuple[str, ...] = (),
+    gop: int = 0,
+    bframes: int = -1,
 ) -> Path:
     """`image_cameras`: cameras stored as `dtype: image` features, PNG bytes in the parquet
-    (struct<bytes, path>, as Hugging Face datasets' Image feature writes them), not as videos."""
+    (struct<bytes, path>, as Hugging Face datasets' Image feature writes them), not as videos.
+    `gop` > 0: videos with a keyframe every `gop` frames (0: the encoder's default); `bframes`
+    >= 0: H.264 with that many B-frames (-1: the encoder's default)."""
     root = Path(root)
     (root / "meta").mkdir(parents=True, exist_ok=True)
     n = frames_per_episode
@@ -132,6 +140,8 @@ def write_lerobot(
                     frames[c],
                     fps,
                     codec,
+                    gop,
+                    bframes,
                 )
             ep_rows.append({"episode_index": e, "tasks": [task], "length": n})
         else:
@@ -174,7 +184,12 @@ def write_lerobot(
         pq.write_table(pa.concat_tables(tables), root / "data" / "chunk-000" / "file-000.parquet")
         for c in cameras:
             _write_video(
-                root / "videos" / f"observation.images.{c}" / "chunk-000" / "file-000.mp4", vids[c], fps, codec
+                root / "videos" / f"observation.images.{c}" / "chunk-000" / "file-000.mp4",
+                vids[c],
+                fps,
+                codec,
+                gop,
+                bframes,
             )
         (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(ep_rows), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")

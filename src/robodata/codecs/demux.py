@@ -1,0 +1,77 @@
+"""A source file's compressed video packets, demuxed with PyAV and never decoded.
+
+What a stream copy starts from: the codec (by robodata's registry name where it has one),
+the decoder's extradata (avcC / hvcC / av1C as the file stores it), the coded size, and each
+packet's pts, dts, the demuxer's keyframe flag and its bytes, in decode (file) order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import av
+
+from robodata.errors import CodecError
+
+# PyAV names a stream's codec by the decoder FFmpeg picked for it; robodata's registry by codec.
+_CODEC_OF_DECODER = {"h264": "h264", "hevc": "hevc", "libdav1d": "av1", "av1": "av1", "libaom-av1": "av1"}
+
+
+@dataclass(frozen=True)
+class SourcePacket:
+    pts: int | None
+    dts: int | None
+    key: bool  # the demuxer's flag (a container's claim: verified against the bitstream)
+    data: bytes
+    index: int = 0  # position in the file's decode order (kept packets of one episode are consecutive)
+
+
+@dataclass
+class SourceVideo:
+    """One video stream of a source, packets in decode order."""
+
+    codec: str  # registry name (h264 | hevc | av1) or the decoder's own name (e.g. mpeg4)
+    extradata: bytes
+    width: int
+    height: int
+    time_base: Fraction
+    packets: list[SourcePacket] = field(default_factory=list)
+    origin: str = ""  # the file, for messages
+
+
+def codec_name(decoder: str) -> str:
+    return _CODEC_OF_DECODER.get(decoder, decoder)
+
+
+def demux_video(path: str | Path, keep: Callable[[int | None], bool] | None = None) -> SourceVideo:
+    """The first video stream of `path`; with `keep`, only packets whose pts it accepts (the
+    demuxer still reads the whole file, which is what a byte copy reads too).
+
+    Raises:
+        CodecError: the file does not open or has no video stream.
+    """
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video:
+                raise CodecError(f"{path}: no video stream")
+            s = c.streams.video[0]
+            cc = s.codec_context
+            out = SourceVideo(
+                codec_name(cc.name),
+                bytes(cc.extradata or b""),
+                int(cc.width),
+                int(cc.height),
+                Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1),
+                origin=str(path),
+            )
+            for i, p in enumerate(q for q in c.demux(s) if q.size):
+                if keep is None or keep(p.pts):
+                    out.packets.append(SourcePacket(p.pts, p.dts, bool(p.is_keyframe), bytes(p), i))
+            return out
+    except CodecError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as exc:
+        raise CodecError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,230 @@
+"""Stream copy or transcode: which cameras of an episode keep their source's bitstream.
+
+A camera is copied (its packets stored as they are, robodata.container.EpisodeWriter.write_packet)
+when, read from packet headers alone (robodata.codecs.bitstream, no decode):
+- its codec is one the loader decodes (the registry in robodata.codecs);
+- its packets are sound: each parses as its codec, the demuxer's keyframe flags agree with the
+  bitstream, the decoder gets parameter sets (extradata, else in band on every keyframe), the
+  episode opens on a keyframe, GOPs are closed (each decodes alone), pts are unique and the
+  episode's packets are consecutive in the file;
+- its coded size is the declared one and it has one packet per frame the episode keeps;
+- `auto` only: its GOP / reorder structure costs a read no more than `max_cost_ratio` x the
+  layout it would be transcoded to, by the advisor's GOP model (robodata.layout.gop: frames
+  decoded per read of the plan's pattern, else of one random frame).
+Cameras of one topic group share a codec and settings: a group is copied whole or not at all.
+Every camera's decision and its reason go into the container (meta.extra["video"]) and so into
+the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from robodata.codecs import video_codec
+from robodata.codecs.bitstream import BitstreamError, Scanner
+from robodata.codecs.demux import SourceVideo
+from robodata.codecs.video import Packet
+from robodata.config import require
+from robodata.container import EpisodeMeta, Layout, TopicGroup, VideoSettings
+from robodata.dataset.pattern import StreamWindow
+from robodata.errors import ConfigError
+from robodata.layout.gop import decoded_counts
+
+VIDEO_MODES = ("auto", "copy", "transcode")
+COPY_PRESET = "copy"  # VideoSettings.preset of a copied group: its bitstream is the source's
+
+
+@dataclass(frozen=True)
+class VideoCopyConfig:
+    """How ingestion treats a source's video (`robodata ingest --video`, the Dagster resource)."""
+
+    mode: str = "auto"  # auto | copy (whenever sound) | transcode (always, as before)
+    verify_gops: int = 3  # GOPs per copied camera decoded after the write (first, last, evenly between)
+    max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
+
+    def __post_init__(self) -> None:
+        require(self.mode in VIDEO_MODES, f"video mode must be one of {VIDEO_MODES}, got {self.mode!r}")
+        require(0 <= self.verify_gops <= 1000, f"verify_gops must be in [0, 1000], got {self.verify_gops}")
+        require(self.max_cost_ratio > 0, f"max_cost_ratio must be > 0, got {self.max_cost_ratio}")
+
+
+class CopyRefused(Exception):
+    """Why a camera cannot be copied (the message is the recorded reason)."""
+
+
+@dataclass
+class CameraCopy:
+    """A camera's packets as the container stores them: pts = display frame index, decode order."""
+
+    camera: str
+    codec: str
+    extradata: bytes
+    packets: list[Packet]
+    gop: int  # longest GOP, frames
+    reorder: int  # frames a packet is decoded ahead of its display position (B-frames)
+    keys: tuple[int, ...]  # display indices of the keyframes
+
+
+@dataclass
+class CopyPlan:
+    layout: Layout
+    decisions: dict[str, dict[str, str]]  # camera -> {"mode": copy | transcode, "reason": ...}
+    copies: dict[str, CameraCopy]  # the copied cameras only
+
+
+def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) -> CameraCopy:
+    """The camera's packets, checked from their headers; CopyRefused naming what is wrong."""
+    try:
+        video_codec(src.codec)
+    except ConfigError:
+        raise CopyRefused(f"codec {src.codec!r} is not one the loader decodes") from None
+    pk = src.packets
+    if len(pk) != frames:
+        raise CopyRefused(f"{len(pk)} packets for the episode's {frames} frames")
+    if (src.height, src.width) != tuple(shape[:2]):
+        raise CopyRefused(f"coded size {src.height}x{src.width}, declared {shape[0]}x{shape[1]}")
+    if any(b.index != a.index + 1 for a, b in zip(pk, pk[1:], strict=False)):
+        raise CopyRefused("the episode's packets are not consecutive in the file")
+    pts = [p.pts for p in pk]
+    if any(p is None for p in pts) or len(set(pts)) != len(pts):
+        raise CopyRefused("packet pts missing or repeated")
+    annexb = (b"\0\0\1", b"\0\0\0\1")
+    if src.codec in ("h264", "hevc") and not src.extradata and pk and not pk[0].data.startswith(annexb):
+        raise CopyRefused("the extradata is missing: length-prefixed packets need the avcC / hvcC record")
+    scanner = Scanner(src.codec, src.extradata)
+    keys = []
+    for k, p in enumerate(pk):
+        try:
+            scan = scanner.scan(p.data)
+        except BitstreamError as exc:
+            raise CopyRefused(f"packet {k} (pts {p.pts}): {exc}") from None
+        if scan.key != p.key:
+            raise CopyRefused(f"packet {k} (pts {p.pts}) is flagged key={p.key}, its bitstream says key={scan.key}")
+        if scan.open_gop:
+            raise CopyRefused(f"packet {k} (pts {p.pts}): open GOP (leading pictures reference the GOP before)")
+        if scan.key and not (scan.params or scanner.extradata_params):
+            raise CopyRefused(f"keyframe packet {k} carries no parameter sets and the extradata has none")
+        keys.append(scan.key)
+    if not keys[0]:
+        raise CopyRefused("the episode does not open on a keyframe")
+    order = np.argsort(np.asarray(pts, np.int64), kind="stable")
+    display = np.empty(len(pk), np.int64)
+    display[order] = np.arange(len(pk))  # decode position -> display index
+    starts = [k for k, key in enumerate(keys) if key] + [len(pk)]
+    for a, b in zip(starts, starts[1:], strict=False):
+        if sorted(display[a:b].tolist()) != list(range(int(display[a]), int(display[a]) + b - a)):
+            raise CopyRefused(f"the GOP at packet {a} is not closed (its frames reach into another GOP)")
+    key_display = tuple(int(display[k]) for k in starts[:-1])
+    gop = max(b - a for a, b in zip(starts, starts[1:], strict=False))
+    reorder = int(max(0, int((display - np.arange(len(pk))).max())))
+    delay = int(max(0, int((np.arange(len(pk)) - display).max())))
+    packets = [
+        Packet(int(display[k]), k - delay, keys[k], p.data, True) for k, p in enumerate(pk)
+    ]  # AV1 / length-prefixed NALs: every picture counts as a reference (never skipped)
+    if src.codec in ("h264", "hevc"):
+        packets = [replace(q, ref=scanner.scan(q.data).ref) for q in packets]
+    return CameraCopy(camera, src.codec, src.extradata, packets, gop, reorder, key_display)
+
+
+def read_cost(gop: int, bframes: int, fpc: int, frames: int, windows: list[StreamWindow], rate: float) -> float:
+    """Frames decoded per read (the reader's count, robodata.layout.gop) averaged over anchors
+    spread over the episode, for each window (one random frame when there are none)."""
+    ws = windows or [StreamWindow("frame", ("x",), "video")]
+    anchors = np.linspace(0, max(0, frames - 1), num=min(64, max(1, frames))).astype(int)
+    total = 0.0
+    for w in ws:
+        for f in anchors:
+            d = decoded_counts(gop, bframes, fpc, int(f) + w.first, int(f) + w.last, w.every, frames)
+            total += float(d.types.sum())
+    del rate
+    return total / (len(anchors) * len(ws))
+
+
+def _copied_settings(copies: list[CameraCopy], target: VideoSettings) -> VideoSettings:
+    gop = max(c.gop for c in copies)
+    bf = max(c.reorder for c in copies)
+    if gop > 1000 or bf > 8:
+        raise CopyRefused(f"GOP of {gop} frames / reorder depth {bf} is more than a layout holds")
+    return VideoSettings(copies[0].codec, gop, 0, COPY_PRESET, bf, target.threads)
+
+
+def _gate(
+    g: TopicGroup, copies: list[CameraCopy], target: VideoSettings, meta: EpisodeMeta, windows, ratio: float
+) -> str:
+    """Why the group's source structure is dear to read (""), as the advisor's GOP model prices it."""
+    settings = _copied_settings(copies, target)
+    rate = min(meta.streams[s].rate_hz for s in g.streams)
+    frames = max(len(c.packets) for c in copies)
+    mine = [w for w in windows if set(w.streams) & set(g.streams)]
+
+    def fpc(v: VideoSettings) -> int:
+        return max(1, round(g.chunk_span_s * rate / v.gop)) * v.gop
+
+    src = read_cost(settings.gop, settings.bframes, fpc(settings), frames, mine, rate)
+    tgt = read_cost(target.gop, target.bframes, fpc(target), frames, mine, rate)
+    what = f"gop {settings.gop}/reorder {settings.bframes}: {src:.1f} frames decoded per read"
+    if src > ratio * tgt:
+        return f"{what}, the layout's gop {target.gop}/b{target.bframes} {tgt:.1f}: transcoded to it"
+    return f"{what} (the layout's gop {target.gop}/b{target.bframes}: {tgt:.1f})"
+
+
+def plan_copy(
+    meta: EpisodeMeta,
+    layout: Layout,
+    sources: dict[str, SourceVideo | Exception],
+    frames: dict[str, int],
+    cfg: VideoCopyConfig,
+    windows: list[StreamWindow] | None = None,
+) -> CopyPlan:
+    """Which camera groups of `layout` keep their source bitstream; `sources`: each camera's
+    demuxed packets for the episode, or why there are none; `frames`: each camera's frame count.
+    The returned layout holds the copied groups' settings (codec, GOP, reorder of the source;
+    preset "copy")."""
+    decisions: dict[str, dict[str, str]] = {}
+    copies: dict[str, CameraCopy] = {}
+    groups = []
+    for g in layout.groups:
+        if g.video is None:
+            groups.append(g)
+            continue
+        why: dict[str, str] = {}
+        found: dict[str, CameraCopy] = {}
+        for cam in g.streams:
+            src = sources.get(cam)
+            if cfg.mode == "transcode":
+                why[cam] = "--video transcode"
+            elif src is None or isinstance(src, Exception):
+                why[cam] = f"no source bitstream ({src})" if src is not None else "the importer keeps no bitstream"
+            else:
+                spec = meta.streams[cam]
+                try:
+                    found[cam] = inspect(cam, src, frames[cam], spec.shape)
+                except CopyRefused as exc:
+                    why[cam] = str(exc)
+        settings: VideoSettings | None = None
+        if not why:
+            cs = list(found.values())
+            try:
+                if len({c.codec for c in cs}) > 1:
+                    raise CopyRefused(f"the group's cameras differ in codec ({sorted({c.codec for c in cs})})")
+                settings = _copied_settings(cs, g.video)
+                gate = _gate(g, cs, g.video, meta, windows or [], cfg.max_cost_ratio)
+                if cfg.mode == "auto" and gate.endswith("transcoded to it"):
+                    raise CopyRefused(gate)
+                for cam in g.streams:
+                    decisions[cam] = {"mode": "copy", "reason": f"{cs[0].codec} {gate}"}
+                copies.update(found)
+            except CopyRefused as exc:
+                why = {cam: str(exc) for cam in g.streams}
+                settings = None
+        if settings is None:
+            for cam in g.streams:
+                own = why.get(cam)
+                reason = own or "its group transcodes: " + "; ".join(f"{c}: {r}" for c, r in why.items())
+                decisions[cam] = {"mode": "transcode", "reason": reason}
+            groups.append(g)
+        else:
+            groups.append(TopicGroup(g.name, g.streams, g.chunk_span_s, settings))
+    return CopyPlan(Layout(groups=tuple(groups)), decisions, copies)
