@@ -164,3 +164,29 @@ def test_video_copy_config_is_validated_up_front():
         VideoCopyConfig(mode="fast")
     with pytest.raises(ConfigError, match="verify_gops"):
         VideoCopyConfig(verify_gops=-1)
+
+
+def test_cli_ingest_records_each_cameras_decision_in_the_catalog(tmp_path):
+    """`robodata ingest --video`: the decision and its reason reach the catalog (video_json)."""
+    import json
+
+    from deltalake import DeltaTable
+    from typer.testing import CliRunner
+
+    from robodata.cli import app
+    from robodata.ingest.tables import IngestPaths
+
+    landing = tmp_path / "landing"
+    _dataset(landing, "h264", 2)
+    for mode, want in (("auto", "copy"), ("transcode", "transcode")):
+        root = tmp_path / f"state-{mode}"
+        res = CliRunner().invoke(app, ["ingest", str(landing), "--root", str(root), "--video", mode, "-q"])
+        assert res.exit_code == 0, res.output
+        rows = DeltaTable(IngestPaths(str(root)).catalog).to_pyarrow_table().to_pylist()
+        assert [json.loads(r["video_json"])["top"]["mode"] for r in rows] == [want]
+        summary = json.loads(res.output.strip().splitlines()[-1])["episodes"]  # the asset's metadata
+        assert (summary["video_copied_streams"], summary["video_transcoded_streams"]) == (
+            (1, 0) if want == "copy" else (0, 1)
+        )
+    res = CliRunner().invoke(app, ["ingest", str(landing), "--root", str(tmp_path / "x"), "--video", "fast"])
+    assert res.exit_code != 0 and "video mode" in res.output

@@ -49,6 +49,9 @@ CATALOG_SCHEMA = pa.schema(
         ("qc_reason", pa.string()),  # "check: reason; ..." of the failed checks ("" when none)
         ("streams", pa.list_(pa.string())),  # every stream the container holds (cameras, arrays, events)
         ("source_digest", pa.string()),  # content digest of the landing item (robodata.ingest.landing.dedup)
+        # -- video (issue 40): per camera, whether the source's bitstream was kept or transcoded and why,
+        # {"cam": {"mode": "copy" | "transcode", "reason": "..."}}; "{}" where nothing was decided
+        ("video_json", pa.string()),
     ]
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ class Converted:
     footer_offset: int
     footer_length: int
     seconds: float
+    video: dict[str, dict[str, str]] = field(default_factory=dict)  # camera -> {"mode", "reason"} (video_copy)
 
 
 def stored_rate(al: AlignedTracks, stream: str, declared: float) -> float:
@@ -142,6 +143,7 @@ def convert(
         facts.footer_offset,
         facts.footer_length,
         time.perf_counter() - started,
+        chosen.decisions,
     )
 
 

@@ -99,6 +99,7 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         if state is not None and state.rate_hz and not m.extra.get("rate_unknown")
         else None,
         "language": str(m.extra.get("language") or ""),
+        "video_json": json.dumps(m.extra.get("video") or {}, sort_keys=True),
     }
 
 
@@ -140,6 +141,7 @@ def _row_from_alignment(a: dict, batch: str, taken: set[str]) -> dict:
         "action_names": None,
         "control_hz": None,
         "language": "",
+        "video_json": "{}",
     }
 
 

@@ -78,6 +78,7 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
             layout_version=res.layout_version,
             footer_offset=res.footer_offset,
             footer_length=res.footer_length,
+            video=res.video,
         )
     except RobodataError as exc:
         row.update(container_uri="", ok=False, error=str(exc))
@@ -120,6 +121,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
     rows += refused
     wall = time.perf_counter() - started
+    video = video_summary([r.pop("video", None) or {} for r in rows])
     for r in rows:
         r["batch"] = batch
     paths.replace("conversions", pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
@@ -136,4 +138,20 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
         "wall_s": round(wall, 3),
         "workers": n_workers,
         "worker_busy_max_over_mean": round(spread, 4),
+        **video,
+    }
+
+
+def video_summary(decisions: list[dict[str, dict[str, str]]], top: int = 8) -> dict:
+    """Streams copied and transcoded over a batch, and the commonest reasons for transcoding (a
+    handful of figures for the asset's metadata; each episode's own are in the catalog, video_json)."""
+    modes = [d for ep in decisions for d in ep.values()]
+    why: dict[str, int] = {}
+    for d in modes:
+        if d["mode"] == "transcode":
+            why[d["reason"]] = why.get(d["reason"], 0) + 1
+    return {
+        "video_copied_streams": sum(d["mode"] == "copy" for d in modes),
+        "video_transcoded_streams": sum(d["mode"] == "transcode" for d in modes),
+        "video_transcode_reasons": dict(sorted(why.items(), key=lambda kv: -kv[1])[:top]),
     }
