@@ -25,6 +25,8 @@ makespan_vs_ideal: heavy-tailed episodes on N workers as the conversion stage ru
     makespan_vs_ideal_static_bins: the same with fixed bins cut from the estimates up front.
 events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny episodes / 1,000
     (and the same for 100, to show it does not grow).
+copy: stream copy of a source's video (issue 40; bench/ingest_copy.py says what each figure is).
+    --section copy runs it alone (--section is repeatable; default: every section).
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ KEYS = (
     "events_per_episode",
     "event_rows_per_run",
     "events_runs_succeeded",
+    "copy.vs_decode_plus_encode",
+    "copy.vs_byte_copy",
+    "copy.frames_identical_to_source",
+    "copy.copied_streams",
+    "copy.transcoded_streams",
+    "copy.loader_vs_transcoded.vla",
+    "copy.loader_vs_transcoded.wam",
     "size",
     "peak_rss_mb",
 )
@@ -380,16 +389,32 @@ def events(tmp: Path, sizes: tuple[int, ...]) -> dict:
     }
 
 
+def _options(ap) -> None:
+    ap.add_argument("--section", action="append", choices=SECTIONS, help="run only this section (repeatable)")
+
+
+SECTIONS = ("throughput", "pool", "makespan", "events", "copy")
+
+
 def main() -> None:
-    args = parse(__doc__.splitlines()[0])
+    from bench.ingest_copy import copy_section
+
+    args = parse(__doc__.splitlines()[0], extra=_options)
+    only = set(args.section or SECTIONS)
     size = SIZES[size_of(args)]
     result: dict[str, Any] = {"quick": bool(args.quick), "size": size_of(args)}
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as d:
         tmp = Path(d)
-        result.update(throughput(tmp, size.throughput_episodes, size.throughput_episode_s, size.throughput_rounds))
-        result.update(pool(tmp, size.pool_jobs, size.pool_rounds))
-        result.update(makespan(tmp, size.makespan_episodes, 4))
-        result.update(events(tmp, size.event_batches))
+        if "throughput" in only:
+            result.update(throughput(tmp, size.throughput_episodes, size.throughput_episode_s, size.throughput_rounds))
+        if "pool" in only:
+            result.update(pool(tmp, size.pool_jobs, size.pool_rounds))
+        if "makespan" in only:
+            result.update(makespan(tmp, size.makespan_episodes, 4))
+        if "events" in only:
+            result.update(events(tmp, size.event_batches))
+        if "copy" in only:  # issue 40: the source's bitstream kept (bench/ingest_copy.py)
+            result["copy"] = copy_section(tmp, size_of(args))
     emit(result)
 
 
