@@ -13,7 +13,9 @@ unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over every imp
 LeRobot, ROS 1/2 bags, HDF5 ALOHA/robomimic, Zarr, RLDS) with every other figure 0
 (bench/robustness_semantics.py). Curation (issue 28): sidecars and heads damaged (a byte, cut
 short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
-(bench/robustness_curation.py).
+(bench/robustness_curation.py). Stream copy (issue 40): video packets that lie (flags, pts, truncated
+or garbage packets, extradata missing or garbage) give 0 stored_broken and 0 raw errors, each
+transcoded with its reason (bench/robustness_copy.py).
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ from typing import Any
 
 from bench.common import emit, parse, size_of
 
-SECTIONS = ("container", "importers", "paths", "manifest", "catalog", "upload", "spec", "semantics", "curation")
+SECTIONS = (
+    "container",
+    "importers",
+    "paths",
+    "manifest",
+    "catalog",
+    "upload",
+    "spec",
+    "semantics",
+    "curation",
+    "copy",
+)
 
 
 KEYS = (
@@ -53,6 +66,9 @@ KEYS = (
     "curation.cases",
     "curation.silent_wrong",
     "curation.raw_errors",
+    "copy.cases",
+    "copy.stored_broken",
+    "copy.raw_errors",
     "wall_s",
     "peak_rss_mb",
 )

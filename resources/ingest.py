@@ -39,7 +39,7 @@ class VideoCopyConfig(dg.Config):
     """robodata.ingest.video_copy.VideoCopyConfig: keep a source's video bitstream or transcode it."""
 
     mode: str = Field(default="auto", description="auto | copy | transcode (robodata ingest --video)")
-    verify_gops: int = 3  # GOPs per copied camera decoded after the write
+    verify_gops: int = 1  # GOPs per copied camera decoded after the write (the first, then the last, between)
     max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
 
 

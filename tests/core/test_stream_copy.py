@@ -125,6 +125,16 @@ def test_lying_packets_are_refused_before_the_write(tmp_path):
     assert "coded size" in _refused(dataclasses.replace(src, width=32))
 
 
+def test_av1_pts_out_of_decode_order_and_bad_extradata_are_refused(tmp_path):
+    src = _source(_dataset(tmp_path, "av1", 2))
+    pk = src.packets
+    swapped = [*pk[:3], dataclasses.replace(pk[3], pts=pk[4].pts), dataclasses.replace(pk[4], pts=pk[3].pts), *pk[5:]]
+    assert "AV1 stream shows its packets in decode order" in _refused(dataclasses.replace(src, packets=swapped))
+    assert "extradata does not parse" in _refused(dataclasses.replace(src, extradata=b"\x81\x00\x0c\x00\x0a\x7f"))
+    # keyframes carry their sequence header in band: without extradata the stream still decodes alone
+    assert inspect("top", dataclasses.replace(src, extradata=b""), 24, (64, 64, 3)).keys[0] == 0
+
+
 def test_verification_compares_the_stored_stream_with_the_source(tmp_path):
     root = _dataset(tmp_path, "h264", 2)
     r, _ = _convert(root, tmp_path, "copy")

@@ -164,7 +164,8 @@ class EpisodeWriter:
         cam.frames += 1
         self._touch(t_ns)
         cam.take([packet])
-        self._flush_video(self.layout.group_of(stream), final=False)
+        if packet.key:  # a GOP was completed: its group's chunk may be due
+            self._flush_video(self.layout.group_of(stream), final=False)
 
     def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Samples of an array stream; may be called several times, in time order.

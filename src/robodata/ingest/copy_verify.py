@@ -67,4 +67,6 @@ def _verify_one(reader: EpisodeReader, cam: str, c: CameraCopy, gops: int) -> st
             return f"GOP {g} (packets {a}..{b - 1}) does not decode: {type(exc).__name__}: {exc}"
         if set(got) != wanted:
             return f"GOP {g} (packets {a}..{b - 1}) decoded {len(got)} of {len(wanted)} frames"
+        if list(got) != sorted(got):  # the decoder shows pictures in their own order, each with its pts
+            return f"GOP {g} (packets {a}..{b - 1}): the decoder shows its pictures in another order than their pts"
     return ""

@@ -1,0 +1,147 @@
+"""bench.robustness copy section (issue 40): sources whose video packets lie, offered for a stream copy.
+
+A LeRobot v2.1 episode (H.264 GOP 2 with B-frames, and AV1 GOP 2) is converted with --video copy
+while its camera's demuxed packets are altered the way a hostile file presents them: keyframe flags
+flipped either way, pts swapped / repeated / dropped, a packet cut short, a packet's bytes replaced
+with garbage of the same length, extradata removed, the episode opening after its keyframe, packets
+from another file spliced in. Each case must end as a transcode with a reason (or the episode
+refused with a RobodataError); `stored_broken` counts containers that hold a copied stream whose
+frames differ from PyAV's decode of the original packets, `raw_errors` exceptions outside
+RobodataError. `copied_intact`: unaltered controls that were copied (they must be).
+
+    python -c "from bench.robustness_copy import run; print(run('quick'))"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+from bench.common import BENCH_DIR
+
+
+def _lies(src, rng: random.Random) -> dict[str, Any]:
+    """name -> altered SourceVideo."""
+    pk = src.packets
+    n = len(pk)
+    keys = [i for i, p in enumerate(pk) if p.key]
+    non = [i for i, p in enumerate(pk) if not p.key]
+
+    def alter(i: int, **kw) -> list:
+        return [dataclasses.replace(p, **kw) if j == i else p for j, p in enumerate(pk)]
+
+    def swap(i: int, j: int) -> list:
+        out = list(pk)
+        out[i], out[j] = dataclasses.replace(pk[i], pts=pk[j].pts), dataclasses.replace(pk[j], pts=pk[i].pts)
+        return out
+
+    k, m = rng.choice(keys[1:]), rng.choice(non)
+    garbage = bytes(rng.getrandbits(8) for _ in range(len(pk[m].data)))
+    return {
+        "key_flag_cleared": dataclasses.replace(src, packets=alter(k, key=False)),
+        "key_flag_set": dataclasses.replace(src, packets=alter(m, key=True)),
+        "pts_swapped_in_gop": dataclasses.replace(src, packets=swap(k, k + 1)),
+        "pts_swapped_far": dataclasses.replace(src, packets=swap(1, n - 2)),
+        "pts_repeated": dataclasses.replace(src, packets=alter(m, pts=pk[m - 1].pts)),
+        "pts_missing": dataclasses.replace(src, packets=alter(m, pts=None)),
+        "packet_truncated": dataclasses.replace(src, packets=alter(m, data=pk[m].data[: len(pk[m].data) // 3])),
+        "packet_garbage": dataclasses.replace(src, packets=alter(m, data=garbage)),
+        "packet_empty": dataclasses.replace(src, packets=alter(m, data=b"")),
+        "extradata_missing": dataclasses.replace(src, extradata=b""),
+        "extradata_garbage": dataclasses.replace(src, extradata=bytes(rng.getrandbits(8) for _ in range(24))),
+        "opens_after_keyframe": dataclasses.replace(src, packets=pk[1:]),
+        "packet_dropped": dataclasses.replace(src, packets=pk[:m] + pk[m + 1 :]),
+        "codec_mislabelled": dataclasses.replace(src, codec="hevc" if src.codec != "hevc" else "h264"),
+    }
+
+
+def _decode_all(src) -> list[np.ndarray]:
+    ctx = av.CodecContext.create({"av1": "libdav1d"}.get(src.codec, src.codec), "r")
+    ctx.extradata = src.extradata
+    out = {}
+    for p in src.packets:
+        pkt = av.Packet(p.data)
+        pkt.pts, pkt.dts = p.pts, p.dts
+        out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(pkt)})
+    out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(None)})
+    return [out[k] for k in sorted(out)]
+
+
+def run(size: str) -> dict[str, Any]:
+    from robodata.container import EpisodeReader
+    from robodata.errors import RobodataError
+    from robodata.ingest.align import aligned_tracks
+    from robodata.ingest.convert import convert
+    from robodata.ingest.importers import open_raw
+    from robodata.ingest.synth.lerobot import write_lerobot
+    from robodata.ingest.video_copy import VideoCopyConfig
+
+    rng = random.Random(40)
+    rounds = {"smoke": 1, "quick": 3}.get(size, 6)
+    BENCH_DIR.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="robust-copy-", dir=BENCH_DIR))
+    cases = stored_broken = raw_errors = transcoded = refused = controls = copied_intact = 0
+    unclear: list[str] = []
+    outcome: dict[str, str] = {}  # first round: what became of each case
+    for codec, bframes in (("h264", 1), ("av1", -1)):
+        root = write_lerobot(
+            work / f"{codec}", episodes=1, frames_per_episode=24, fps=10, height=64, width=64, codec=codec,
+            cameras=("top",), gop=4 if bframes > 0 else 2, bframes=bframes,
+        )  # fmt: skip
+        raw = open_raw(f"{root}#0", "lerobot-v2.1")
+        al = aligned_tracks(raw)
+        good = raw.video_sources("top")
+        truth = _decode_all(good)
+        for r in range(rounds):
+            variants = {"control": good, **_lies(good, rng)}
+            for name, src in variants.items():
+                raw.video_sources = lambda cam, s=src: s  # what a hostile file's demuxer hands over
+                out = work / f"{codec}-{name}-{r}.rdep"
+                cases += name != "control"
+                try:
+                    res = convert(raw, al, out, copy=VideoCopyConfig(mode="copy", verify_gops=2))
+                except RobodataError as exc:
+                    refused += 1
+                    outcome.setdefault(f"{codec}/{name}", f"refused: {exc}"[:160])
+                    continue
+                except Exception as exc:  # noqa: BLE001 - what this bench counts
+                    raw_errors += 1
+                    unclear.append(f"{codec}/{name}: {type(exc).__name__}: {exc}"[:200])
+                    continue
+                d = res.video["top"]
+                outcome.setdefault(f"{codec}/{name}", f"{d['mode']}: {d['reason']}"[:160])
+                if d["mode"] == "copy":
+                    got = EpisodeReader.open(out).read_window(-1.0, float("inf"), ["top"])["top"].data
+                    intact = len(got) == len(truth) and all(
+                        np.array_equal(a, b) for a, b in zip(got, truth, strict=True)
+                    )
+                    if name == "control":
+                        controls += 1
+                        copied_intact += intact
+                    elif not intact:
+                        stored_broken += 1
+                        unclear.append(f"{codec}/{name}: copied and differs from the source")
+                elif name != "control":
+                    transcoded += 1
+                    if not d["reason"]:
+                        unclear.append(f"{codec}/{name}: transcoded without a reason")
+                else:
+                    controls += 1
+    return {
+        "cases": cases,
+        "stored_broken": stored_broken,
+        "raw_errors": raw_errors,
+        "transcoded_with_reason": transcoded,
+        "refused": refused,
+        "copied_lies_intact": cases - transcoded - refused - stored_broken - raw_errors,
+        "controls": controls,
+        "controls_copied_intact": copied_intact,
+        "unclear": unclear[:10],
+        "outcomes": outcome,
+    }
