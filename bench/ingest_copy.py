@@ -94,6 +94,20 @@ def _floor(raw, al, out: Path) -> tuple[float, float]:
     return cpu_s() - c0, time.perf_counter() - w0
 
 
+def source_frames(src) -> list[np.ndarray]:
+    """PyAV's decode of a SourceVideo's packets (RGB, in pts order): the source's own frames."""
+    ctx = av.CodecContext.create({"av1": "libdav1d"}.get(src.codec, src.codec), "r")
+    if src.extradata:
+        ctx.extradata = src.extradata
+    out = {}
+    for p in src.packets:
+        pkt = av.Packet(p.data)
+        pkt.pts, pkt.dts = p.pts, p.dts
+        out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(pkt)})
+    out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(None)})
+    return [out[k] for k in sorted(out)]
+
+
 def _identical(path: Path, raw) -> bool:
     """Every frame of each copied stream equals PyAV's decode of the same source packets."""
     from robodata.container import EpisodeReader
@@ -103,17 +117,7 @@ def _identical(path: Path, raw) -> bool:
     for cam, d in (r.meta.extra.get("video") or {}).items():
         if d["mode"] != "copy":
             continue
-        src = raw.video_sources(cam)
-        ctx = av.CodecContext.create({"av1": "libdav1d"}.get(src.codec, src.codec), "r")
-        if src.extradata:
-            ctx.extradata = src.extradata
-        want = {}
-        for p in src.packets:
-            pkt = av.Packet(p.data)
-            pkt.pts, pkt.dts = p.pts, p.dts
-            want.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(pkt)})
-        want.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(None)})
-        frames = [want[k] for k in sorted(want)]
+        frames = source_frames(raw.video_sources(cam))
         got = r.read_window(-1.0, float("inf"), [cam])[cam].data
         ok = ok and len(got) == len(frames) and all(np.array_equal(a, b) for a, b in zip(got, frames, strict=True))
     r.close()

@@ -20,10 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 
 from bench.common import BENCH_DIR
+from bench.ingest_copy import source_frames
 
 
 def _lies(src, rng: random.Random) -> dict[str, Any]:
@@ -61,18 +61,6 @@ def _lies(src, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _decode_all(src) -> list[np.ndarray]:
-    ctx = av.CodecContext.create({"av1": "libdav1d"}.get(src.codec, src.codec), "r")
-    ctx.extradata = src.extradata
-    out = {}
-    for p in src.packets:
-        pkt = av.Packet(p.data)
-        pkt.pts, pkt.dts = p.pts, p.dts
-        out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(pkt)})
-    out.update({f.pts: f.to_ndarray(format="rgb24") for f in ctx.decode(None)})
-    return [out[k] for k in sorted(out)]
-
-
 def run(size: str) -> dict[str, Any]:
     from robodata.container import EpisodeReader
     from robodata.errors import RobodataError
@@ -97,7 +85,7 @@ def run(size: str) -> dict[str, Any]:
         raw = open_raw(f"{root}#0", "lerobot-v2.1")
         al = aligned_tracks(raw)
         good = raw.video_sources("top")
-        truth = _decode_all(good)
+        truth = source_frames(good)
         for r in range(rounds):
             variants = {"control": good, **_lies(good, rng)}
             for name, src in variants.items():

@@ -200,3 +200,34 @@ def test_cli_ingest_records_each_cameras_decision_in_the_catalog(tmp_path):
         )
     res = CliRunner().invoke(app, ["ingest", str(landing), "--root", str(tmp_path / "x"), "--video", "fast"])
     assert res.exit_code != 0 and "video mode" in res.output
+
+
+def _calibration(decode_s: float):
+    from robodata.layout.calibration import Calibration, CodecPoint
+
+    point = CodecPoint(23, 0, (1e4, 1e3, 1e3), (decode_s,) * 3, 1e4, decode_s, 40.0, 40.0)
+    return Calibration("h264", "veryfast", 64, 64, [point], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("layout_decode_s", "mode"), [(1e-9, "transcode"), (1.0, "copy")])
+def test_auto_prices_the_sources_decode_against_the_plans_calibration(tmp_path, layout_decode_s, mode):
+    """With a plan's calibration, auto compares decode seconds per read: the source's measured, the
+    layout's calibrated (here made free, or dear)."""
+    from robodata.ingest.convert import episode_meta, layout_for
+    from robodata.ingest.video_copy import plan_copy
+
+    root = _dataset(tmp_path, "av1", 2)
+    raw = open_raw(f"{root}#0", "lerobot-v2.1")
+    meta, layout = episode_meta(raw, aligned_tracks(raw)), layout_for(raw)
+    got = plan_copy(
+        meta,
+        layout,
+        {"top": raw.video_sources("top")},
+        {"top": 24},
+        VideoCopyConfig(),
+        [],
+        _calibration(layout_decode_s),
+    )
+    d = got.decisions["top"]
+    assert d["mode"] == mode and "ms decoded per read" in d["reason"], d
+    assert ("top" in got.copies) == (mode == "copy")

@@ -11,6 +11,7 @@ from robodata.dataset.pattern import ReadPattern
 from robodata.errors import RobodataError
 from robodata.ingest.raw import RawEpisode
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig, plan_copy
+from robodata.layout.calibration import Calibration
 
 if TYPE_CHECKING:
     from robodata.layout.plan import LayoutPlan
@@ -31,8 +32,9 @@ def video_plan(
             except RobodataError as exc:
                 sources[cam] = exc
     windows = list(ReadPattern.from_dict(plan.pattern).video) if plan is not None else []
+    cal = Calibration.from_dict(plan.calibration) if plan is not None and plan.calibration else None
     frames = {c: len(cam.t_ns) for c, cam in raw.cameras.items()}
-    return plan_copy(meta, layout, sources, frames, cfg, windows)
+    return plan_copy(meta, layout, sources, frames, cfg, windows, cal)
 
 
 def transcode_failed(chosen: CopyPlan, layout: Layout, failed: dict[str, str]) -> CopyPlan:

@@ -9,8 +9,8 @@ when, read from packet headers alone (robodata.codecs.bitstream, no decode):
   episode's packets are consecutive in the file;
 - its coded size is the declared one and it has one packet per frame the episode keeps;
 - `auto` only: its GOP / reorder structure costs a read no more than `max_cost_ratio` x the
-  layout it would be transcoded to, by the advisor's GOP model (robodata.layout.gop: frames
-  decoded per read of the plan's pattern, else of one random frame).
+  layout it would be transcoded to (robodata.ingest.copy_cost: the advisor's GOP model, frames
+  decoded per read of the plan's pattern, priced in decode seconds with the plan's calibration).
 Cameras of one topic group share a codec and settings: a group is copied whole or not at all.
 Every camera's decision and its reason go into the container (meta.extra["video"]) and so into
 the catalog.
@@ -19,7 +19,6 @@ the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -31,7 +30,8 @@ from robodata.config import require
 from robodata.container import EpisodeMeta, Layout, TopicGroup, VideoSettings
 from robodata.dataset.pattern import StreamWindow
 from robodata.errors import ConfigError
-from robodata.layout.gop import decoded_counts
+from robodata.ingest.copy_cost import decode_s_per_frame, price
+from robodata.layout.calibration import Calibration
 
 VIDEO_MODES = ("auto", "copy", "transcode")
 COPY_PRESET = "copy"  # VideoSettings.preset of a copied group: its bitstream is the source's
@@ -136,21 +136,6 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
     return CameraCopy(camera, src.codec, src.extradata, packets, gop, reorder, key_display)
 
 
-@lru_cache(maxsize=1024)
-def read_cost(gop: int, bframes: int, fpc: int, frames: int, windows: tuple[StreamWindow, ...]) -> float:
-    """Frames decoded per read (the reader's count, robodata.layout.gop) averaged over anchors
-    spread over the episode, for each window (one random frame when there are none); episodes of
-    one source share their structure, so the answer is cached."""
-    ws = windows or (StreamWindow("frame", ("x",), "video"),)
-    anchors = np.linspace(0, max(0, frames - 1), num=min(32, max(1, frames))).astype(int)
-    total = 0.0
-    for w in ws:
-        for f in anchors:
-            d = decoded_counts(gop, bframes, fpc, int(f) + w.first, int(f) + w.last, w.every, frames)
-            total += float(d.types.sum())
-    return total / (len(anchors) * len(ws))
-
-
 def _copied_settings(copies: list[CameraCopy], target: VideoSettings) -> VideoSettings:
     gop = max(c.gop for c in copies)
     bf = max(c.reorder for c in copies)
@@ -160,23 +145,24 @@ def _copied_settings(copies: list[CameraCopy], target: VideoSettings) -> VideoSe
 
 
 def _gate(
-    g: TopicGroup, copies: list[CameraCopy], target: VideoSettings, meta: EpisodeMeta, windows, ratio: float
-) -> str:
-    """Why the group's source structure is dear to read (""), as the advisor's GOP model prices it."""
+    g: TopicGroup,
+    copies: list[CameraCopy],
+    target: VideoSettings,
+    meta: EpisodeMeta,
+    windows: list[StreamWindow],
+    ratio: float,
+    cal: Calibration | None,
+) -> tuple[bool, str]:
+    """(whether the copy reads within `ratio` of the layout, why), as robodata.ingest.copy_cost prices it."""
     settings = _copied_settings(copies, target)
-    rate = min(meta.streams[s].rate_hz for s in g.streams)
     frames = max(len(c.packets) for c in copies)
-    mine = [w for w in windows if set(w.streams) & set(g.streams)]
-
-    def fpc(v: VideoSettings) -> int:
-        return max(1, round(g.chunk_span_s * rate / v.gop)) * v.gop
-
-    src = read_cost(settings.gop, settings.bframes, fpc(settings), frames, tuple(mine))
-    tgt = read_cost(target.gop, target.bframes, fpc(target), frames, tuple(mine))
-    what = f"gop {settings.gop}/reorder {settings.bframes}: {src:.1f} frames decoded per read"
-    if src > ratio * tgt:
-        return f"{what}, the layout's gop {target.gop}/b{target.bframes} {tgt:.1f}: transcoded to it"
-    return f"{what} (the layout's gop {target.gop}/b{target.bframes}: {tgt:.1f})"
+    source_s = {c.camera: decode_s_per_frame(c.codec, c.extradata, c.packets) for c in copies} if cal else None
+    p = price(g, settings, target, meta, frames, windows, source_s, cal)
+    what = f"gop {settings.gop}/reorder {settings.bframes}: {p.copy:.1f} {p.unit} decoded per read"
+    layout = f"the layout's gop {target.gop}/b{target.bframes} {p.layout:.1f}"
+    if p.copy > ratio * p.layout:
+        return False, f"{what}, {layout}: transcoded to it"
+    return True, f"{what} ({layout})"
 
 
 def plan_copy(
@@ -186,6 +172,7 @@ def plan_copy(
     frames: dict[str, int],
     cfg: VideoCopyConfig,
     windows: list[StreamWindow] | None = None,
+    calibration: Calibration | None = None,
 ) -> CopyPlan:
     """Which camera groups of `layout` keep their source bitstream; `sources`: each camera's
     demuxed packets for the episode, or why there are none; `frames`: each camera's frame count.
@@ -219,8 +206,8 @@ def plan_copy(
                 if len({c.codec for c in cs}) > 1:
                     raise CopyRefused(f"the group's cameras differ in codec ({sorted({c.codec for c in cs})})")
                 settings = _copied_settings(cs, g.video)
-                gate = _gate(g, cs, g.video, meta, windows or [], cfg.max_cost_ratio)
-                if cfg.mode == "auto" and gate.endswith("transcoded to it"):
+                cheap, gate = _gate(g, cs, g.video, meta, windows or [], cfg.max_cost_ratio, calibration)
+                if cfg.mode == "auto" and not cheap:
                     raise CopyRefused(gate)
                 for cam in g.streams:
                     decisions[cam] = {"mode": "copy", "reason": f"{cs[0].codec} {gate}"}
