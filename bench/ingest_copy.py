@@ -15,7 +15,8 @@ copied episodes, medians over rounds. frames_identical_to_source: every frame of
 stream, read back through EpisodeReader, equals PyAV's decode of the same source packets.
 loader_vs_transcoded: for vla and wam, PatternDataset samples/s (CPU) on the episodes ingested
 with --video auto under the advisor's plan for that pattern over samples/s on the same episodes
-transcoded into that plan's layout; `advisor_chose` says where auto transcoded instead.
+transcoded into that plan's layout; `advisor_chose` says where auto transcoded instead (and
+`copy_forced_vs_transcoded` what --video copy would have given).
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def loader_vs_transcoded(uris: list[str], tmp: Path, size: str) -> tuple[dict[st
         pattern = preset(name, cams, rate, state_hz=rate)
         plan = advise(pattern, [base.uri], cfg, workdir=str(tmp / name))
         made = {}
-        for mode in ("auto", "transcode"):
+        for mode in ("auto", "transcode", "copy"):
             made[mode] = [
                 convert(raw, al, tmp / f"{name}-{mode}-{i}.rdep", plan=plan, copy=VideoCopyConfig(mode=mode))
                 for i, (raw, al) in enumerate(raws)
@@ -105,6 +105,7 @@ def loader_vs_transcoded(uris: list[str], tmp: Path, size: str) -> tuple[dict[st
                 per[m].append(_serve(ds, keys))
         cpu = [t[0] / max(1e-9, c[0]) for c, t in zip(per["auto"], per["transcode"], strict=True)]
         wall = [t[1] / max(1e-9, c[1]) for c, t in zip(per["auto"], per["transcode"], strict=True)]
+        forced = [t[0] / max(1e-9, c[0]) for c, t in zip(per["copy"], per["transcode"], strict=True)]
         ratios[name] = round(float(np.median(cpu)), 3)
         g = plan.layout.groups[0].video
         detail[name] = {
@@ -112,6 +113,8 @@ def loader_vs_transcoded(uris: list[str], tmp: Path, size: str) -> tuple[dict[st
             "advised_video": f"{g.codec} gop{g.gop}/b{g.bframes}/crf{g.crf}" if g else None,
             "auto_reasons": sorted({d["reason"] for r in made["auto"] for d in r.video.values()}),
             "vs_transcoded_wall": round(float(np.median(wall)), 3),
+            # every camera copied (--video copy) whatever auto chose: what auto's choice avoids or takes
+            "copy_forced_vs_transcoded": round(float(np.median(forced)), 3),
             "samples": n,
             "cpu_ms_per_sample": {m: round(1e3 * float(np.median([c for c, _ in v])) / n, 3) for m, v in per.items()},
             "bytes_per_episode": {m: int(np.mean([r.size_bytes for r in made[m]])) for m in made},
