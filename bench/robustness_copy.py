@@ -84,6 +84,7 @@ def run(size: str) -> dict[str, Any]:
         )  # fmt: skip
         raw = open_raw(f"{root}#0", "lerobot-v2.1")
         al = aligned_tracks(raw)
+        assert raw.video_sources is not None, "a LeRobot video camera keeps its bitstream"
         good = raw.video_sources("top")
         truth = source_frames(good)
         for r in range(rounds):

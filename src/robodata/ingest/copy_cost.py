@@ -93,7 +93,7 @@ def price(
             point = cal.point(target.crf, target.bframes)
         except ConfigError:  # the layout's encoding was not calibrated: frames it is
             point = None
-    if point is None or source_s is None:
+    if point is None or source_s is None or cal is None:
         return Priced(float(src.sum()), float(tgt.sum()), "frames")
     copy_ms = layout_ms = 0.0
     for cam in g.streams:
