@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "robodata.container.commands",
     "robodata.ingest.commands",
     "robodata.health.commands",
+    "robodata.cluster.commands",  # `health repair`, after health
     "robodata.train.commands",
     "robodata.curate.commands",
     "robodata.layout.commands",

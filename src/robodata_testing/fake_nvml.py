@@ -18,6 +18,7 @@ from typing import Any
 import pynvml
 
 from robodata.config import from_dict, require
+from robodata.errors import ConfigError
 
 
 @dataclass
@@ -202,3 +203,11 @@ class FakeNvml:
         if gpu.lost:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
         return gpu
+
+
+def backend(spec: str | Path | None) -> FakeNvml:
+    """The `fake` NVML backend (entry points robodata.nvml_backends, this package's registration):
+    GPUs and errors from a JSON spec (`robodata health check --nvml-backend fake --nvml-spec F`)."""
+    if spec is None:
+        raise ConfigError("the fake NVML backend needs --nvml-spec FILE (a JSON spec of GPUs)")
+    return FakeNvml.from_file(spec)

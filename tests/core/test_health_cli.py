@@ -15,13 +15,40 @@ def test_check_records_and_exits_3_when_excluded(tmp_path):
     table = str(tmp_path / "health")
     runner = CliRunner()
     res = runner.invoke(
-        app, ["health", "check", "--node", "n1", "--fake-nvml", str(spec), "--no-probes", "--table", table]
+        app,
+        [
+            "health",
+            "check",
+            "--node",
+            "n1",
+            "--nvml-backend",
+            "fake",
+            "--nvml-spec",
+            str(spec),
+            "--no-probes",
+            "--table",
+            table,
+        ],
     )
     assert res.exit_code == 3, res.output
     assert "page retirement pending" in res.output
     spec.write_text(json.dumps({"gpus": [{"uuid": "GPU-1", "aggregate_uncorrected": 5}]}))
     ok = runner.invoke(
-        app, ["health", "check", "--node", "n2", "--fake-nvml", str(spec), "--no-probes", "--table", table, "--json"]
+        app,
+        [
+            "health",
+            "check",
+            "--node",
+            "n2",
+            "--nvml-backend",
+            "fake",
+            "--nvml-spec",
+            str(spec),
+            "--no-probes",
+            "--table",
+            table,
+            "--json",
+        ],
     )
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output.strip().splitlines()[-1])["assignable"] is True
@@ -34,7 +61,9 @@ def test_check_records_and_exits_3_when_excluded(tmp_path):
 def test_bad_fake_spec_is_a_clear_error(tmp_path):
     spec = tmp_path / "nvml.json"
     spec.write_text(json.dumps({"gpus": [{"volatile_uncorected": 1}]}))
-    res = CliRunner().invoke(app, ["health", "check", "--fake-nvml", str(spec), "--no-probes"])
+    res = CliRunner().invoke(
+        app, ["health", "check", "--nvml-backend", "fake", "--nvml-spec", str(spec), "--no-probes"]
+    )
     assert res.exit_code == 2 and "unknown key" in res.output
 
 
@@ -42,7 +71,9 @@ def test_check_every_repeats_and_needs_a_table(tmp_path):
     spec = tmp_path / "nvml.json"
     spec.write_text(json.dumps({"gpus": [{"uuid": "GPU-1"}]}))
     runner = CliRunner()
-    bad = runner.invoke(app, ["health", "check", "--fake-nvml", str(spec), "--no-probes", "--every", "1"])
+    bad = runner.invoke(
+        app, ["health", "check", "--nvml-backend", "fake", "--nvml-spec", str(spec), "--no-probes", "--every", "1"]
+    )
     assert bad.exit_code == 2
     table = str(tmp_path / "health")
     res = runner.invoke(
@@ -52,7 +83,9 @@ def test_check_every_repeats_and_needs_a_table(tmp_path):
             "check",
             "--node",
             "n",
-            "--fake-nvml",
+            "--nvml-backend",
+            "fake",
+            "--nvml-spec",
             str(spec),
             "--no-probes",
             "--table",
@@ -83,3 +116,27 @@ def test_daemonset_manifest_is_valid_and_runs_the_check():
     cmd = spec["containers"][0]["command"]
     assert cmd[:3] == ["robodata", "health", "check"] and "--no-probes" in cmd
     assert "nvidia.com/gpu" not in str(spec["containers"][0]["resources"])  # never holds a GPU
+
+
+def test_an_unknown_nvml_backend_is_refused_naming_the_registered_ones():
+    res = CliRunner().invoke(app, ["health", "check", "--nvml-backend", "nope", "--no-probes"])
+    assert res.exit_code == 2 and "no NVML backend 'nope'" in res.output and "fake" in res.output
+
+
+def test_the_product_code_never_imports_the_test_package():
+    """The fake NVML is injected through entry points (robodata.nvml_backends), not imported."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "robodata"
+    found = [
+        f"{p.relative_to(src)}:{n.lineno}"
+        for p in sorted(src.rglob("*.py"))
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.ImportFrom | ast.Import)
+        and any(
+            (name or "").split(".")[0] == "robodata_testing"
+            for name in ([n.module] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names])
+        )
+    ]
+    assert found == []

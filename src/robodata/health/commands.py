@@ -1,8 +1,7 @@
-"""`robodata health check|show|repair`."""
+"""`robodata health check|show` (`robodata health repair` is the cluster's: robodata.cluster.commands)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -25,7 +24,12 @@ def check(
     node: str | None = typer.Option(None, help="node name to record (default: hostname)"),
     table: str | None = typer.Option(None, help="node-health Delta table to append the result to"),
     config: Path | None = typer.Option(None, help="HealthConfig YAML"),
-    fake_nvml: Path | None = typer.Option(None, help="JSON spec for the fake NVML backend (demos/tests)"),
+    nvml_backend: str | None = typer.Option(
+        None, help="an NVML backend registered under this name (entry points robodata.nvml_backends; default pynvml)"
+    ),
+    nvml_spec: Path | None = typer.Option(
+        None, help="the named backend's spec file (the `fake` backend: a JSON of GPUs)"
+    ),
     probes: bool = typer.Option(True, help="run the matmul and gloo all-reduce probes"),
     as_json: bool = typer.Option(False, "--json", help="print the result row as JSON"),
     every: float | None = typer.Option(None, help="repeat every N seconds (DaemonSet mode; needs --table)"),
@@ -34,16 +38,13 @@ def check(
     """Run the preflight on this node. Exit code 3 when the node is not assignable (one-shot mode)."""
     from robodata.config import load_yaml
     from robodata.health.config import HealthConfig
+    from robodata.health.nvml_backend import named_backend
     from robodata.health.preflight import run_preflight
     from robodata.health.store import write_results
 
     try:
         cfg = load_yaml(HealthConfig, config) if config else HealthConfig()
-        nvml = None
-        if fake_nvml:  # the test double, installed with robodata (robodata_testing)
-            from robodata_testing.fake_nvml import FakeNvml
-
-            nvml = FakeNvml.from_file(fake_nvml)
+        nvml = named_backend(nvml_backend, nvml_spec) if nvml_backend else None
     except (ConfigError, OSError, json.JSONDecodeError) as exc:
         raise typer.BadParameter(str(exc)) from None
     if every is not None and (every <= 0 or not table):
@@ -94,47 +95,3 @@ def show(
         typer.echo(f"{name}\t{state}\thealthy={row['healthy']}\t{row['checked_at'].isoformat()}")
         for reason in row["exclusion_reasons"] or []:
             typer.echo(f"  - {reason}")
-
-
-@health_app.command("repair")
-def repair(
-    audit: str = typer.Option(..., help="audit Delta table"),
-    health: str | None = typer.Option(None, help="node-health Delta table (needed to restore cordoned nodes)"),
-    apply: bool = typer.Option(False, "--apply", help="make changes (default: dry-run, report only)"),
-    host: str | None = typer.Option(None, help="API server URL (no auth), e.g. a loopback test server"),
-    kubeconfig: str | None = typer.Option(None, help="kubeconfig path (default: $KUBECONFIG / ~/.kube/config)"),
-    context: str | None = typer.Option(None, help="kubeconfig context"),
-    in_cluster: bool = typer.Option(False, help="use the pod's service account"),
-    config: Path | None = typer.Option(None, help="RepairConfig YAML"),
-    state: Path | None = typer.Option(None, help="JSON file keeping first-seen/reported state between runs"),
-) -> None:
-    """One pass of cordon and stale-allocation repair; every action goes to the audit table."""
-    from robodata.cluster.config import RepairConfig
-    from robodata.cluster.kube import api_client
-    from robodata.cluster.repair import run_repair
-    from robodata.cluster.state import RepairState
-    from robodata.config import load_yaml
-
-    try:
-        cfg = load_yaml(RepairConfig, config) if config else RepairConfig()
-        api = api_client(host=host, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster)
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    cfg = dataclasses.replace(cfg, dry_run=not apply)
-    st = RepairState()
-    if state and state.exists():
-        st.load_state_dict(json.loads(state.read_text()))
-    from kubernetes.client.rest import ApiException
-    from urllib3.exceptions import HTTPError
-
-    try:
-        with api:
-            report = run_repair(api, cfg, audit_uri=audit, health_uri=health, state=st)
-    except (ApiException, HTTPError) as exc:
-        typer.echo(f"error: Kubernetes API: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if state:
-        tmp = state.with_suffix(state.suffix + ".partial")
-        tmp.write_text(json.dumps(st.state_dict()))
-        tmp.replace(state)
-    typer.echo(report.summary())

@@ -8,9 +8,12 @@ shapes, so the real backend is simply the `pynvml` module and the fake one
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 import pynvml
+
+from robodata.errors import ConfigError
 
 
 class NvmlBackend(Protocol):
@@ -51,3 +54,21 @@ def is_timeout(exc: BaseException) -> bool:
 NO_DRIVER_CODES = frozenset(
     {pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, pynvml.NVML_ERROR_DRIVER_NOT_LOADED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND}
 )
+
+
+ENTRY_POINTS = "robodata.nvml_backends"  # name -> callable(spec path or None) -> NvmlBackend
+
+
+def named_backend(name: str, spec: str | Path | None = None) -> NvmlBackend:
+    """The backend registered as `name` in the `robodata.nvml_backends` entry points, built from
+    `spec` (robodata_testing registers `fake`: FakeNvml from a JSON spec of GPUs and errors).
+    The product code names no backend but pynvml: others are injected by their package."""
+    from importlib.metadata import entry_points
+
+    found = {e.name: e for e in entry_points(group=ENTRY_POINTS)}
+    if name not in found:
+        raise ConfigError(
+            f"no NVML backend {name!r} is registered (entry points {ENTRY_POINTS}: {sorted(found) or 'none'}); "
+            "omit --nvml-backend for the real one (pynvml)"
+        )
+    return found[name].load()(spec)
