@@ -11,9 +11,8 @@ partitioned by catalog day (the catalog's Delta partition).
 
 import dagster as dg
 
-from robodata_dagster.lib.registry import CURATION_SPEC, TRAIN_CONFIG
+from robodata_dagster.lib.registry import BATCH, CURATION_SPEC, TRAIN_CONFIG
 
-BATCH = "ingest_batch"
 INGEST_BATCH = dg.DynamicPartitionsDefinition(name=BATCH)
 
 CURATION_SPECS = dg.DynamicPartitionsDefinition(name=CURATION_SPEC)

@@ -23,6 +23,7 @@ import urllib.request
 from typing import Any
 
 from robodata_testing.browser import BrowserError, HeadlessChromium
+from robodata_testing.procs import stop
 from robodata_testing.services import free_port
 
 # what the UI shows instead of a page when something is wrong
@@ -109,8 +110,6 @@ def _wait_images(page: HeadlessChromium, timeout_s: float = 30) -> int:
 
 def ui_pages(u: Any, web: tuple[subprocess.Popen, str] | None = None, n_batches: int = 3) -> dict[str, Any]:
     """Open each page; returns ui_pages_ok and, for a page that failed, what it showed."""
-    from bench.dagster_paths import stop
-
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     proc, base = web or start_webserver(u)
     failed: dict[str, str] = {}

@@ -20,14 +20,13 @@ import json
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench import resilience_training
 from bench.common import emit, parse, size_of
+from bench.resilience_fault import Fault, FaultResult
 from robodata.cluster.audit import read_audit
 from robodata.cluster.config import RepairConfig
 from robodata.cluster.kube import api_client
@@ -44,21 +43,6 @@ KEYS = ("faults_tried", "faults_survived", "data_lost", "failed", "scale_nodes",
 SCALE_NODES = {"smoke": 20, "quick": 140, "full": 2000}
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "k8s"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the recorded cluster's "now"
-
-
-@dataclass
-class FaultResult:
-    survived: bool
-    data_lost: int = 0
-    detail: str = ""
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    owner: str  # "health" | "cluster" | "training" | ...
-    run: Callable[[Path, bool], FaultResult]  # (scratch dir, quick) -> result
 
 
 FAULTS: list[Fault] = []

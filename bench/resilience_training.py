@@ -159,7 +159,7 @@ def _step_of(path: str | None) -> int | None:
 
 
 def kill_training_worker(tmp: Path, quick: bool):
-    from bench.resilience import FaultResult
+    from bench.resilience_fault import FaultResult
 
     ref = reference(quick)
     cfg = tiny_config(tmp / "run", quick)
@@ -217,7 +217,7 @@ def _alive(pid: int) -> bool:
 
 
 def corrupt_newest_checkpoint(tmp: Path, quick: bool):
-    from bench.resilience import FaultResult
+    from bench.resilience_fault import FaultResult
 
     ref = reference(quick)
     cfg = tiny_config(tmp / "run", quick)

@@ -6,10 +6,18 @@ from __future__ import annotations
 import errno
 import sqlite3
 import warnings
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from robodata.cache.pagecache import PageCache
+
+class PagedCache(Protocol):
+    """What a CachedSource asks of its cache (robodata.cache.pagecache.PageCache is one)."""
+
+    root: Path
+
+    def declare(self, uri: str, size: int) -> None: ...
+    def object_size(self, uri: str) -> int: ...
+    def read(self, uri: str, offset: int, length: int, size: int) -> bytes: ...
 
 
 class CachedSource:
@@ -19,7 +27,7 @@ class CachedSource:
     index: OSError / sqlite3.Error), the source warns once and reads from the object directly;
     errors of the object itself (missing, unreadable) still propagate."""
 
-    def __init__(self, cache: PageCache, uri: str, size: int | None):
+    def __init__(self, cache: PagedCache, uri: str, size: int | None):
         self.cache = cache
         self.name = uri
         self._direct: Any = None

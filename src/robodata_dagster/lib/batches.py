@@ -21,7 +21,7 @@ from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.tables import IngestPaths
 from robodata.names import check_name
 from robodata.storage import objects
-from robodata_dagster.assets.partitions import BATCH
+from robodata_dagster.lib.registry import BATCH
 
 CURSOR = "ingest/manual_cursor.json"
 

@@ -23,6 +23,7 @@ from robodata.config import require
 from robodata.errors import ConfigError
 from robodata.names import UnsafeNameError, check_name, is_safe_name, join_name
 
+BATCH = "ingest_batch"  # the ingest_batch dynamic partitions (assets/partitions.py)
 CURATION_SPEC = "curation_spec"
 TRAIN_CONFIG = "train_config"
 # Set by training_run per partition; a training config that sets them is an error.
