@@ -106,3 +106,32 @@ def test_a_sensor_tick_without_a_cursor_cuts_no_batch_for_cataloged_content(land
     synthesize(SynthConfig(episodes=1, format="mcap", seed=7, **SMALL), land / "later")
     t = tick(state, str(land / "later"), paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
     assert (t.items, t.already_cataloged, len(t.new_batches)) == (1, 0, 1)
+
+
+def test_the_sensor_hands_its_digests_to_alignment_which_reads_no_item_again(tmp_path, monkeypatch):
+    """The landing tick digests each new item to compare with the catalog; the digest travels in the
+    batch manifest and raw_episodes, and align_batch records it without reading the item again."""
+    from robodata.ingest.landing.batch import read_manifest
+    from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+    from robodata.ingest.landing.stagger import StaggerPolicy
+    from robodata.ingest.steps import aligned_tracks
+    from robodata.ingest.steps.raw_episodes import observe
+    from robodata.ingest.tables import IngestPaths
+
+    land = tmp_path / "land"
+    synthesize(SynthConfig(episodes=2, format="mcap", **SMALL), land)
+    s = IngestSettings(root=str(tmp_path / "state"))
+    paths = IngestPaths(s.root)
+    t = tick(LaunchState(), str(land), paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
+    (batch,) = t.new_batches
+    items = read_manifest(paths, batch)
+    assert len(items) == 2 and all(it.digest == item_digest(it.uri, it.kind) for it in items)
+
+    def no_second_read(*a, **k):
+        raise AssertionError("alignment read an item again for its digest")
+
+    monkeypatch.setattr(aligned_tracks, "item_digest", no_second_read)
+    observe(paths, batch)
+    aligned_tracks.align_batch(paths, batch, s)
+    rows = paths.read("aligned_tracks", batch, ["uri", "source_digest"]).to_pylist()
+    assert {r["uri"]: r["source_digest"] for r in rows} == {it.uri: it.digest for it in items}

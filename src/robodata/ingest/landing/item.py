@@ -13,6 +13,10 @@ class LandingItem:
     size_bytes: int
     completed_at: float  # unix seconds (marker / file modification time)
     name: str
+    # its content digest (robodata.ingest.landing.dedup) where the landing sensor computed one to
+    # compare with the catalog: carried through the batch manifest so alignment does not read the
+    # item's bytes again for it; "" where nothing computed it (`robodata ingest`, older manifests)
+    digest: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,7 +9,7 @@ even once the cursor's watermark has passed its completion time (another entry w
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,7 +105,8 @@ def tick(
     # lost) is passed over; the cursor still moves past it. Reads each new item's bytes once.
     catalog = Catalog(CatalogConfig(uri=paths.catalog, storage_options=paths.delta_options()))
     dedup = not_cataloged(items, catalog, storage_options)
-    groups = cut_batches(dedup.fresh, batches)
+    fresh = [replace(it, digest=dedup.digests.get(it.uri, "")) for it in dedup.fresh]  # handed on, not re-read
+    groups = cut_batches(fresh, batches)
     stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%dT%H%M%S")
     names = []
     for g in groups:

@@ -131,7 +131,9 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
     from robodata.ingest.workers.binpack import lpt_order
     from robodata.ingest.workers.dispatch import run_pool
 
-    raw = paths.read("raw_episodes", batch, ["uri", "kind", "size_bytes"]).to_pylist()
+    rows_in = paths.read("raw_episodes", batch).to_pylist()  # a table written before source_digest has none
+    raw = [{k: r[k] for k in ("uri", "kind", "size_bytes")} for r in rows_in]
+    handed = {r["uri"]: r.get("source_digest") for r in rows_in}  # the sensor's digests: not read again
     if settings.workers > 1 and len(raw) >= 4 * settings.workers:
         order = lpt_order([float(r["size_bytes"]) for r in raw], [r["uri"] for r in raw])
         rows = run_pool([raw[i] for i in order], settings.workers, settings_dict(settings), stage="align")
@@ -139,7 +141,7 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
     memo: dict[str, str] = {}  # a file / store holding many episodes is read once for all of them
     for row in rows:
-        row["source_digest"] = _digest(row["uri"], row["kind"], memo)
+        row["source_digest"] = handed.get(row["uri"]) or _digest(row["uri"], row["kind"], memo)
     for row in rows:
         row["batch"] = batch
         row.setdefault("failed_check", "" if row["ok"] else "readable")  # a dead worker's row has none

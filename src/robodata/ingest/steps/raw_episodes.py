@@ -15,6 +15,7 @@ RAW_SCHEMA = pa.schema(
         ("name", pa.string()),
         ("size_bytes", pa.int64()),
         ("completed_at", pa.float64()),
+        ("source_digest", pa.string()),  # the sensor's content digest (LandingItem.digest); null: none
     ]
 )
 
@@ -30,6 +31,7 @@ def observe(paths: IngestPaths, batch: str) -> dict:
             "name": i.name,
             "size_bytes": i.size_bytes,
             "completed_at": i.completed_at,
+            "source_digest": i.digest or None,
         }
         for i in items
     ]
