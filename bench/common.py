@@ -72,3 +72,11 @@ def emit(result: dict[str, Any]) -> None:
     result.setdefault("peak_rss_mb", peak_rss_mb())
     sys.stdout.flush()
     print(json.dumps(result, sort_keys=True))
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and its waited-for children (user + system)."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime

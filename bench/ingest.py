@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import emit, parse, size_of
+from bench.common import cpu_s, emit, parse, size_of
 
 KEYS = (
     "episode_hours_per_core_hour",
@@ -88,11 +88,6 @@ SIZES = {
     "quick": Size(1, 4.0, 5, 4, 3, 40, (100, 1000)),
     "full": Size(3, 10.0, 3, 8, 3, 120, (100, 1000)),
 }
-
-
-def cpu_s() -> float:
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def own_cpu_s() -> float:

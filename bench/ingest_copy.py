@@ -30,7 +30,7 @@ from typing import Any
 import av
 import numpy as np
 
-from bench.ingest import cpu_s
+from bench.common import cpu_s
 from bench.realdata_fixtures import REAL, present
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from bench.ingest import cpu_s
+from bench.common import cpu_s
 
 PART_OF = "ingest"  # a part of bench.ingest, not a bench (bench/suite.py)
 
