@@ -16,6 +16,8 @@ short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
 (bench/robustness_curation.py). Stream copy (issue 40): video packets that lie (flags, pts, truncated
 or garbage packets, extradata missing or garbage) give 0 stored_broken and 0 raw errors, each
 transcoded with its reason (bench/robustness_copy.py).
+(bench/robustness_curation.py). Viewer (issue 43): >= 500 damaged containers through
+`robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ SECTIONS = (
     "semantics",
     "curation",
     "copy",
+    "viewer",
 )
 
 
@@ -69,6 +72,9 @@ KEYS = (
     "copy.cases",
     "copy.stored_broken",
     "copy.raw_errors",
+    "viewer.cases",
+    "viewer.raw_errors",
+    "viewer.extradata_logged_reader_refuses",
     "wall_s",
     "peak_rss_mb",
 )

@@ -63,7 +63,10 @@ class BytesSource:
 
 
 # ----------------------------------------------------------------- corpus
-def _write(path: Path, cams: tuple[str, ...], h: int, w: int, bframes: int, seconds: float) -> None:
+def write_fuzz(
+    path: Path, cams: tuple[str, ...], h: int, w: int, bframes: int, seconds: float, codec: str = "h264"
+) -> None:
+    """A tiny container: cameras, a 7-wide float32 and a (2, 3) float64 array stream, events."""
     fps = 10.0
     streams = {c: StreamSpec(c, "video", fps, (h, w, 3)) for c in cams}
     streams["joint_pos"] = StreamSpec("joint_pos", "array", 50.0, (7,))
@@ -72,7 +75,7 @@ def _write(path: Path, cams: tuple[str, ...], h: int, w: int, bframes: int, seco
     meta = EpisodeMeta(path.stem, "robot-f", "site-f", "fuzz", 1_700_000_000_000_000_000, streams)
     layout = Layout(
         groups=(
-            TopicGroup("cameras", cams, 0.5, VideoSettings(gop=5, crf=30, bframes=bframes)),
+            TopicGroup("cameras", cams, 0.5, VideoSettings(codec=codec, gop=5, crf=30, bframes=bframes)),
             TopicGroup("proprio", ("joint_pos", "cmd"), 0.5),
             TopicGroup("events", ("events",), 60.0),
         )
@@ -116,7 +119,7 @@ def build_corpus(root: Path) -> list[dict[str, Any]]:
     corpus = []
     for name, cams, h, w, bframes, seconds in specs:
         path = root / f"{name}.rdep"
-        _write(path, cams, h, w, bframes, seconds)
+        write_fuzz(path, cams, h, w, bframes, seconds)
         data = path.read_bytes()
         reader = EpisodeReader.open(BytesSource(data, name))
         windows = _windows(cams)

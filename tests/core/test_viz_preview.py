@@ -17,9 +17,10 @@ from PIL import Image
 
 from robodata.container import EpisodeReader
 from robodata.progress import progress
+from robodata.viz.paramsets import START, length_prefixed_to_annexb
 from robodata.viz.preview import batch_preview, manifest_preview, quarantine_preview
 from robodata.viz.qc import QcFinding, StreamMarks, finding_time, locate
-from robodata.viz.samples import START, SampleMuxer, _length_prefixed_to_annexb
+from robodata.viz.samples import SampleMuxer
 from tests.core.helpers_container import CAMS, write_small
 
 
@@ -90,7 +91,7 @@ def test_findings_are_placed_at_the_gap_and_the_peak(tmp_path: Path):
 def test_length_prefixed_nal_units_become_annex_b(nals: list[bytes], size: int):
     nals = [n[: (1 << (8 * size)) - 1] for n in nals]
     packed = b"".join(len(n).to_bytes(size, "big") + n for n in nals)
-    assert _length_prefixed_to_annexb(packed, size) == b"".join(START + n for n in nals)
+    assert length_prefixed_to_annexb(packed, size) == b"".join(START + n for n in nals)
 
 
 def test_avcc_extradata_goes_in_front_of_keyframes_as_annex_b():

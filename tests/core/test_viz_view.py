@@ -16,7 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from robodata.cli import app  # noqa: E402
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings  # noqa: E402
-from robodata.viz.samples import _obus  # noqa: E402
+from robodata.viz.paramsets import obus  # noqa: E402
 from tests.core.helpers_container import CAMS, write_small  # noqa: E402
 from tests.core.helpers_viz import decode, rrd_columns, sample_bytes, stored_times  # noqa: E402
 
@@ -60,7 +60,9 @@ def test_view_logs_the_stored_samples_and_every_stream(tmp_path: Path, codec: st
         samples = sample_bytes([s for s in cam["VideoStream:sample"] if s is not None])
         keys = [k[0] for k in cam["VideoStream:is_keyframe"] if k is not None]
         if codec == "av1":  # low-overhead OBUs; every keyframe carries a sequence header OBU (type 1)
-            assert all(any(t == 1 for t, _, _ in _obus(smp)) for smp, k in zip(samples, keys, strict=True) if k)
+            assert all(
+                any(t == 1 for t, _, _ in obus(smp, "packet")) for smp, k in zip(samples, keys, strict=True) if k
+            )
         else:  # Annex B, parameter sets (SPS: h264 type 7, hevc type 33) in every keyframe
             assert all(smp.startswith(b"\x00\x00\x00\x01") or smp.startswith(b"\x00\x00\x01") for smp in samples)
             sps = b"\x00\x00\x01\x67" if codec == "h264" else b"\x00\x00\x01\x42"

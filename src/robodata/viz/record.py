@@ -11,20 +11,26 @@ Entity paths (timeline `episode_time`, a duration, = the container's t_ns):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import av
 import numpy as np
 import pyarrow as pa
 import rerun as rr
 from rerun.encodings import BlobBatch
 
+from robodata.codecs.video import VideoDecoder
 from robodata.container import EpisodeReader
 from robodata.container.format import ChunkInfo
 from robodata.container.meta import StreamSpec
+from robodata.container.parts import ReadBudgets
+from robodata.errors import CodecError, ContainerError
+from robodata.viz.paramsets import is_annexb
 from robodata.viz.qc import QcFinding, StreamMarks, finding_time
 from robodata.viz.reencode import reencode_part
-from robodata.viz.samples import SampleMuxer, Samples, in_presentation_order, is_annexb
+from robodata.viz.samples import SampleMuxer, Samples, in_presentation_order
 
 TIMELINE = "episode_time"
 # Array samples are sent ARRAY_BATCH_ROWS at a time (a few MB at most): each Rerun chunk carries
@@ -80,6 +86,7 @@ class EpisodeLogger:
         self._muxers: dict[str, SampleMuxer] = {}
         self._arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # held back until ARRAY_BATCH_ROWS
         self._reencode: set[str] = set()  # cameras logged as re-encoded H.264 (their layout has B-frames)
+        self._decoded: set[str] = set()  # cameras whose first logged keyframe decoded with their extradata
 
     def log_static(self) -> None:
         meta = self.reader.meta
@@ -92,7 +99,8 @@ class EpisodeLogger:
                     self._reencode.add(s)
                 codec = rr.VideoCodec.H264 if video.bframes else _RR_CODECS[video.codec]
                 self.rec.log(camera_path(s), rr.VideoStream(codec=codec), static=True)
-                self._muxers[s] = SampleMuxer(video.codec, self.reader.codec_extradata(s))
+                with self._video(s, None, "codec extradata"):
+                    self._muxers[s] = SampleMuxer(video.codec, self.reader.codec_extradata(s))
             elif spec.kind == "array":
                 width = int(np.prod(spec.shape)) if spec.shape else 1
                 self.rec.log(stream_path(s), rr.SeriesLines(names=_series_names(spec, width)), static=True)
@@ -134,10 +142,11 @@ class EpisodeLogger:
                     ranges[p.stream] = (min(a, c.t_start), max(b, c.t_end))
         video: dict[str, list[Samples]] = {}
         arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        budget = ReadBudgets(self.reader.config).decode  # what the slab may decode, as one read may
         for c, part, blob in self.reader.fetch_parts(ranges):
             if c.index not in mine or part.stream not in self.streams:
                 continue
-            table = self.reader.part_table(c, part, blob)
+            table = self.reader.part_table(c, part, blob, budget)
             spec = self.reader.meta.streams[part.stream]
             if spec.kind == "video":
                 video.setdefault(spec.name, []).append(self._video_samples(spec, c, table, lo_ns, hi_ns))
@@ -164,9 +173,32 @@ class EpisodeLogger:
                 t = np.concatenate([t for t, _ in pieces])
                 self._log_array(self.reader.meta.streams[s], t, np.concatenate([v for _, v in pieces]))
 
+    @contextmanager
+    def _video(self, stream: str, chunk: int | None, what: str) -> Iterator[None]:
+        """Codec errors inside the block (the viewer's own parsing, libavcodec's) as a
+        ContainerError naming the stream, as the reader turns its decode errors."""
+        try:
+            yield
+        except (CodecError, av.FFmpegError) as exc:
+            reason = f"video {stream!r}: {what}: {type(exc).__name__}: {exc}"
+            raise ContainerError(self.reader.meta.episode_id, reason, chunk, path=self.reader.source.name) from None
+
+    def _check_decodes(self, spec: StreamSpec, codec: str, chunk: ChunkInfo, table: Any) -> None:
+        """The stream's first logged keyframe decodes with its extradata to its declared size:
+        what the reader's decoder needs before it returns a frame (once per stream)."""
+        if spec.name in self._decoded:
+            return
+        first = (int(table.column("pts")[0].as_py()), int(table.column("dts")[0].as_py()))
+        with self._video(spec.name, chunk.index, "its first keyframe does not decode with the codec extradata"):
+            dec = VideoDecoder(codec, self.reader.codec_extradata(spec.name), size=(spec.shape[0], spec.shape[1]))
+            if not dec.decode([(*first, table.column("data")[0].as_py())], {first[0]}):
+                raise CodecError("no frame came out")
+        self._decoded.add(spec.name)
+
     def _video_samples(self, spec: StreamSpec, chunk: ChunkInfo, table: Any, lo: int, hi: int) -> Samples:
         s = spec.name
         muxer = self._muxers[s]
+        self._check_decodes(spec, muxer.codec, chunk, table)
         first = table.column("data")[0].as_py()
         playable = in_presentation_order(table) and (muxer.codec == "av1" or is_annexb(first) or muxer.has_lengths)
         if not playable and s not in self._reencode and muxer.codec != "h264":
@@ -174,9 +206,11 @@ class EpisodeLogger:
             self.rec.log(camera_path(s), rr.VideoStream(codec=rr.VideoCodec.H264), static=True)
             self._reencode.add(s)
         if playable and s not in self._reencode:
-            return _clip(muxer.samples(table), lo, hi)
+            with self._video(s, chunk.index, "packets do not re-mux"):
+                return _clip(muxer.samples(table), lo, hi)
         extradata = self.reader.codec_extradata(s)
-        samples = reencode_part(muxer.codec, extradata, table, spec.shape, spec.rate_hz, (lo, hi))
+        with self._video(s, chunk.index, "part does not re-encode"):
+            samples = reencode_part(muxer.codec, extradata, table, spec.shape, spec.rate_hz, (lo, hi))
         self.stats.reencoded_frames += len(samples.data)
         why = "B-frames" if not in_presentation_order(table) else "not Annex B"
         note = f"{s}: chunk {chunk.index} re-encoded as H.264 ({why}; {len(samples.data)} frames)"

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-START = b"\x00\x00\x00\x01"
+from robodata.viz.paramsets import length_prefixed_to_annexb, obus, parse_extradata
 
 
 @dataclass
@@ -32,76 +32,10 @@ class Samples:
     data: pa.Array  # binary, one sample per frame
 
 
-def is_annexb(data: bytes) -> bool:
-    return data.startswith(b"\x00\x00\x01") or data.startswith(START)
-
-
 def in_presentation_order(packets: pa.Table) -> bool:
     """Stored (decode) order equals pts order: no frame is decoded before one shown earlier."""
     pts = packets.column("pts").to_numpy()
     return bool(np.all(np.diff(pts) > 0))
-
-
-def _length_prefixed_to_annexb(data: bytes, size: int) -> bytes:
-    out, i = bytearray(), 0
-    while i + size <= len(data):
-        n = int.from_bytes(data[i : i + size], "big")
-        i += size
-        out += START + data[i : i + n]
-        i += n
-    if i != len(data):
-        raise ValueError("length-prefixed packet does not parse")
-    return bytes(out)
-
-
-def _nals(extra: bytes, i: int, n: int) -> tuple[bytes, int]:
-    """`n` NAL units with 2-byte lengths from offset `i` of a decoder configuration record, as
-    Annex B, and the offset after them."""
-    out = bytearray()
-    for _ in range(n):
-        ln = int.from_bytes(extra[i : i + 2], "big")
-        out += START + extra[i + 2 : i + 2 + ln]
-        i += 2 + ln
-    return bytes(out), i
-
-
-def _avcc(extra: bytes) -> tuple[int, bytes]:
-    """(NAL length size, Annex B SPS+PPS) from an avcC record."""
-    sps, i = _nals(extra, 6, extra[5] & 0x1F)
-    pps, _ = _nals(extra, i + 1, extra[i])
-    return (extra[4] & 3) + 1, sps + pps
-
-
-def _hvcc(extra: bytes) -> tuple[int, bytes]:
-    """(NAL length size, Annex B VPS+SPS+PPS) from an hvcC record."""
-    out, i = b"", 23
-    for _ in range(extra[22]):
-        nals, i = _nals(extra, i + 3, int.from_bytes(extra[i + 1 : i + 3], "big"))
-        out += nals
-    return (extra[21] & 3) + 1, out
-
-
-def _obus(data: bytes) -> list[tuple[int, int, int]]:
-    """(type, start, end) of each OBU of a low-overhead AV1 bitstream (obu_has_size_field set)."""
-    out, i = [], 0
-    while i < len(data):
-        head = data[i]
-        start, typ = i, (head >> 3) & 0xF
-        i += 2 if head & 0x4 else 1
-        if not head & 0x2:
-            out.append((typ, start, len(data)))
-            break
-        n, shift = 0, 0
-        while True:
-            b = data[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        i += n
-        out.append((typ, start, i))
-    return out
 
 
 class SampleMuxer:
@@ -114,17 +48,10 @@ class SampleMuxer:
 
     def __init__(self, codec: str, extradata: bytes):
         self.codec = codec
-        self._prefix = b""
-        self._nal_size = 0
-        self._seq_header = b""
-        if codec == "av1":
-            obus = _obus(extradata[4:]) if len(extradata) > 4 and extradata[0] == 0x81 else _obus(extradata)
-            body = extradata[4:] if len(extradata) > 4 and extradata[0] == 0x81 else extradata
-            self._seq_header = b"".join(body[s:e] for t, s, e in obus if t == 1)
-        elif extradata and not is_annexb(extradata):
-            self._nal_size, self._prefix = _avcc(extradata) if codec == "h264" else _hvcc(extradata)
-        else:
-            self._prefix = extradata
+        sets = parse_extradata(codec, extradata)
+        self._prefix = sets.prefix
+        self._nal_size = sets.nal_size
+        self._seq_header = sets.seq_header
 
     @property
     def has_lengths(self) -> bool:
@@ -149,11 +76,11 @@ class SampleMuxer:
         if self.codec == "av1":
             if not key or not self._seq_header:
                 return data
-            obus = _obus(data)
-            if any(t == 1 for t, _, _ in obus):
+            units = obus(data, "packet")
+            if any(t == 1 for t, _, _ in units):
                 return data
-            cut = obus[0][2] if obus and obus[0][0] == 2 else 0  # after a temporal delimiter
+            cut = units[0][2] if units and units[0][0] == 2 else 0  # after a temporal delimiter
             return data[:cut] + self._seq_header + data[cut:]
         if self._nal_size:
-            data = _length_prefixed_to_annexb(data, self._nal_size)
+            data = length_prefixed_to_annexb(data, self._nal_size)
         return self._prefix + data if key else data
