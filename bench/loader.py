@@ -170,7 +170,8 @@ def coverage(root: Path, eps, pattern, n_uris: int = 64, whole_files: int = 8) -
         os.symlink(eps[i % len(eps)].rdep.resolve(), link)
         uris.append(str(link))
     base = manifest(eps)
-    rows = [dict(base.slice(i % len(eps), 1).to_pylist()[0], uri=u, episode_id=f"cov{i}") for i, u in enumerate(uris)]
+    # each row keeps its container's episode_id (the loader compares them)
+    rows = [dict(base.slice(i % len(eps), 1).to_pylist()[0], uri=u) for i, u in enumerate(uris)]
     import pyarrow as pa
 
     man = pa.Table.from_pylist(rows, schema=base.schema)

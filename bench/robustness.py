@@ -17,7 +17,10 @@ short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
 or garbage packets, extradata missing or garbage) give 0 stored_broken and 0 raw errors, each
 transcoded with its reason (bench/robustness_copy.py).
 (bench/robustness_curation.py). Viewer (issue 43): >= 500 damaged containers through
-`robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py).
+`robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py). Rows (issue 44): manifests
+edited by a hostile editor (bad stream rates, a row's uri swapped to another episode's, http://
+uris, no row in the split) through the loader, the export and the viewer: 0 raw errors,
+`uri_mismatch_served` 0, `http_requests_from_manifest` 0 (bench/robustness_rows.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ SECTIONS = (
     "curation",
     "copy",
     "viewer",
+    "rows",
 )
 
 
@@ -75,6 +79,10 @@ KEYS = (
     "viewer.cases",
     "viewer.raw_errors",
     "viewer.extradata_logged_reader_refuses",
+    "rows.cases",
+    "rows.raw_errors",
+    "rows.uri_mismatch_served",
+    "rows.http_requests_from_manifest",
     "wall_s",
     "peak_rss_mb",
 )

@@ -32,10 +32,16 @@ def small_meta(episode_id: str = "ep-test", h: int = 48, w: int = 64, fps: float
 
 
 def write_small(
-    path, duration_s: float = 4.0, fps: float = 20.0, layout: Layout | None = None, h: int = 48, w: int = 64
+    path,
+    duration_s: float = 4.0,
+    fps: float = 20.0,
+    layout: Layout | None = None,
+    h: int = 48,
+    w: int = 64,
+    episode_id: str = "ep-test",
 ):
     """Returns the frames written per camera (for comparison) and the proprio arrays."""
-    meta = small_meta(h=h, w=w, fps=fps)
+    meta = small_meta(episode_id, h=h, w=w, fps=fps)
     layout = layout or small_layout()
     rend = {c: SceneRenderer(h, w, seed=3, view=i) for i, c in enumerate(CAMS)}
     n = int(duration_s * fps)

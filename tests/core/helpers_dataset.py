@@ -12,13 +12,15 @@ RATES = {"cam_left": 20.0, "cam_right": 20.0, "wrist": 20.0, "joint_pos": 100.0,
 
 
 def manifest(uris: list[str], durations: list[float], rates: dict | None = None, sizes=None, footers=None) -> pa.Table:
+    """Rows over `uris`; a row's episode_id is its container's (the loader checks it), or ep<i>
+    where there is no container."""
     n = len(uris)
     rj = json.dumps(rates or RATES, sort_keys=True)
     footers = footers or [(None, None)] * n
     total = sum(durations)
     return pa.table(
         {
-            "episode_id": [f"ep{i}" for i in range(n)],
+            "episode_id": [_episode_id(u, i) for i, u in enumerate(uris)],
             "uri": uris,
             "site": ["s"] * n,
             "task": ["t"] * n,
@@ -60,7 +62,7 @@ def write_manifest_of_small_episodes(
     paths, hints = [], []
     for i in range(n):
         p = directory / f"ep{i}.rdep"
-        write_small(p, duration_s=duration_s)
+        write_small(p, duration_s=duration_s, episode_id=f"ep{i}")
         r = EpisodeReader.open(p)
         paths.append(str(p))
         hints.append((r.footer_offset, r.footer_length))
@@ -75,3 +77,19 @@ def write_manifest_of_small_episodes(
     path = directory / "m.parquet"
     pq.write_table(table, path)
     return path
+
+
+def _episode_id(uri: str, i: int) -> str:
+    import os
+
+    from robodata.container import EpisodeReader
+    from robodata.errors import ContainerError
+
+    try:
+        r = EpisodeReader.open(uri) if uri and os.path.isfile(uri) else None
+    except ContainerError:  # a test's damaged container
+        r = None
+    if r is None:
+        return f"ep{i}"
+    r.close()
+    return r.meta.episode_id

@@ -17,7 +17,7 @@ from tests.core.helpers_container import write_small
 
 
 def _row(path: Path, eid: str, fps: float) -> dict:
-    write_small(path, duration_s=2.0, fps=fps, h=32, w=32)
+    write_small(path, duration_s=2.0, fps=fps, h=32, w=32, episode_id=eid)
     r = EpisodeReader.open(path)
     return {"episode_id": eid, "uri": str(path), "task": "t", "footer_offset": r.footer_offset,
             "footer_length": r.footer_length, "split": "train"}  # fmt: skip

@@ -1,19 +1,23 @@
 """Validate and conform incoming catalog rows to CATALOG_SCHEMA before any write.
 
 Bad input fails here, before a single byte reaches the Delta table: a missing or
-duplicate episode id, a row without a start time, or an unknown QC status.
+duplicate episode id, a row without a start time, an unknown QC status, a uri no row may
+name (http://, ...), or a `stream_rates_json` that is not an object of stream -> rate
+(which every loader parses).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.catalog.schema import CATALOG_SCHEMA, type_kind
+from robodata.catalog.schema import CATALOG_SCHEMA, stream_rates, type_kind
 from robodata.errors import RobodataError
+from robodata.storage.location import SCHEMES, uri_refusal
 
 QC_STATUSES = ("pass", "quarantined")
 UNKNOWN_DAY = "unknown"  # partition of quarantined rows whose start time is unknown (no container)
@@ -119,3 +123,28 @@ def _check(table: pa.Table) -> None:
     if pc.any(bad).as_py():
         values = sorted(set(pc.filter(qc, bad).to_pylist()))[:5]
         raise CatalogError(f"unknown qc_status value(s) {values}; expected one of {list(QC_STATUSES)}")
+    _check_uris(table)
+    _check_rates(table)
+
+
+def _check_uris(table: pa.Table) -> None:
+    """Every uri is a local path, file:// or s3:// (robodata.storage.location.uri_refusal)."""
+    uri = table.column("uri")
+    allowed = functools.reduce(pc.or_, [pc.starts_with(uri, scheme) for scheme in SCHEMES])
+    foreign = pc.and_(pc.match_substring(uri, "://"), pc.invert(allowed))
+    if pc.any(foreign).as_py():
+        bad = pc.filter(uri, foreign)[0].as_py()
+        raise CatalogError(f"uri {bad[:120]!r}: {uri_refusal(bad)}")
+
+
+def _check_rates(table: pa.Table) -> None:
+    """Every distinct stream_rates_json parses (robodata.catalog.schema.stream_rates): a few
+    distinct values per batch, however many rows."""
+    col = table.column("stream_rates_json")
+    for raw in pc.unique(col).to_pylist():
+        try:
+            stream_rates(raw)
+        except ValueError as exc:
+            ids = pc.filter(table.column("episode_id"), pc.equal(col, raw)).to_pylist()[:5]
+            shown = raw if len(raw) <= 80 else raw[:77] + "..."
+            raise CatalogError(f"row(s) {ids}: stream_rates_json {shown!r} is invalid: {exc}") from None

@@ -6,6 +6,9 @@ the dataset reads manifests. Changing a column here is a format change.
 
 from __future__ import annotations
 
+import json
+import math
+
 import pyarrow as pa
 
 CATALOG_SCHEMA = pa.schema(
@@ -102,3 +105,25 @@ def type_kind(t: pa.DataType) -> str:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
         return "list<" + type_kind(t.value_type) + ">"
     return str(t)
+
+
+def stream_rates(raw: str | None) -> dict[str, float]:
+    """The rates a row's `stream_rates_json` holds: a JSON object of stream name -> finite rate
+    >= 0 in Hz (0: irregular), as ingestion writes it; {} for null or "".
+
+    Raises:
+        ValueError: anything else (not JSON, not an object, a rate that is not such a number),
+            saying what.
+    """
+    if not raw:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"a JSON {type(doc).__name__}, not an object of stream -> rate")
+    for name, rate in doc.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
+            raise ValueError(f"stream {name[:64]!r} has rate {str(rate)[:40]!r}, not a finite number >= 0")
+    return {name: float(rate) for name, rate in doc.items()}

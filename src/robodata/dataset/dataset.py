@@ -36,8 +36,9 @@ from torch.utils.data import Dataset, get_worker_info
 
 from robodata.config import require
 from robodata.container import EpisodeReader
+from robodata.container.rows import check_episode, refuse_uri
 from robodata.dataset.frames import GopDecoder, decode_pool, fetch_streams, nearest, spans
-from robodata.dataset.index import Anchor, SampleIndex
+from robodata.dataset.index import Anchor, SampleIndex, in_split
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset_for
 from robodata.dataset.ring import Arena
 from robodata.dataset.skips import SkipLog, fill_skipping, open_error
@@ -55,6 +56,9 @@ class DatasetConfig:
     # (T, 3, H, W) uint8 (LeRobot's return_uint8=True); "float32" (T, 3, H, W) in [0, 1]
     # (LeRobot's default); the decode thread converts each frame as it copies it out of the decoder
     frames: str = "uint8"
+    # compare each container's footer episode_id with its row's and skip a row pointed at another
+    # episode's container; False only for synthetic manifests whose rows share a few containers
+    check_episode_ids: bool = True
 
     def __post_init__(self) -> None:
         require(self.reader_cache >= 1, "reader_cache must be >= 1")
@@ -79,8 +83,8 @@ class PatternDataset(Dataset):
         config: split, reader cache, decode threads, seed and weighting; defaults if None.
 
     Raises:
-        ConfigError: the pattern reads streams the manifest's episodes do not have, or the
-            manifest's weights are unusable.
+        ConfigError: the pattern reads streams the manifest's episodes do not have, the
+            manifest's weights are unusable, or none of its rows is in `config.split`.
     """
 
     def __init__(
@@ -88,7 +92,7 @@ class PatternDataset(Dataset):
     ):
         self.config = config or DatasetConfig()
         if self.config.split is not None and "split" in manifest.column_names:
-            manifest = manifest.filter(pa.compute.equal(manifest.column("split"), self.config.split))
+            manifest = in_split(manifest, self.config.split)
         self.manifest = manifest
         self.pattern = pattern
         self.cache = cache
@@ -96,6 +100,7 @@ class PatternDataset(Dataset):
         # Per-row lookups read the manifest's own Arrow columns: Python lists of them cost ~270
         # bytes a row (about 13 GB at 50M episodes), on top of the table they copy.
         self._uris = manifest.column("uri")
+        self._ids = manifest.column("episode_id") if "episode_id" in manifest.column_names else None
         cols = set(manifest.column_names)
         self._hints = {k: manifest.column(k) for k in ("size_bytes", "footer_offset", "footer_length") if k in cols}
         self._pid = -1
@@ -158,7 +163,9 @@ class PatternDataset(Dataset):
         """This process's open reader of manifest row `row` (LRU of `config.reader_cache`).
 
         Raises:
-            ContainerError: the container cannot be opened or its footer is invalid.
+            ContainerError: the container cannot be opened or its footer is invalid, the row's
+                uri is not one a manifest may name (robodata.storage.location.uri_refusal), or
+                the container holds another episode than the row's episode_id.
         """
         self._proc()
         r = self._readers.get(row)
@@ -167,6 +174,7 @@ class PatternDataset(Dataset):
             return r
         uri = self._uris[row].as_py()
         size = self._hint("size_bytes", row) or None
+        refuse_uri(uri or "")
         try:
             if not uri:
                 raise FileNotFoundError("the manifest row has no container (a quarantined episode)")
@@ -175,6 +183,8 @@ class PatternDataset(Dataset):
             r = EpisodeReader.open(src, footer_offset=fo, footer_length=fl)
         except OSError as exc:
             raise open_error(uri, exc) from None
+        if self._ids is not None and self.config.check_episode_ids:
+            check_episode(r, self._ids[row].as_py())
         self._readers[row] = r
         if len(self._readers) > self.config.reader_cache:
             _, old = self._readers.popitem(last=False)

@@ -7,7 +7,6 @@ a million-row manifest takes well under a second and holds a few bytes per episo
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from robodata.catalog.schema import stream_rates
 from robodata.dataset.pattern import ReadPattern, stream_rate
 from robodata.errors import ConfigError
 
@@ -24,6 +24,28 @@ from robodata.errors import ConfigError
 class Anchor:
     row: int  # manifest row
     t: float  # seconds from episode start
+
+
+def in_split(manifest: pa.Table, split: str) -> pa.Table:
+    """The manifest's rows of `split`.
+
+    Raises:
+        ConfigError: the manifest has rows but none in `split` (all val/test, say): an empty
+            dataset would only fail later, or train on nothing without a word.
+    """
+    rows = manifest.filter(pc.equal(manifest.column("split"), split))
+    if manifest.num_rows and not rows.num_rows:
+        held = pc.value_counts(manifest.column("split")).to_pylist()
+        splits = ", ".join(f"{d['values']!r}: {d['counts']}" for d in held[:8])
+        raise ConfigError(
+            f"none of the manifest's {manifest.num_rows} rows is in split {split!r} (it holds {splits}); "
+            "choose the split to read (DatasetConfig(split=...), --split)"
+        )
+    return rows
+
+
+def _shown(raw: str) -> str:
+    return repr(raw) if len(raw) <= 80 else repr(raw[:77] + "...")
 
 
 def _splitmix(x: int) -> int:
@@ -44,8 +66,9 @@ class SampleIndex:
     Raises:
         ConfigError: the pattern reads a stream every episode lacks, or unusable weights.
 
-    Episodes that lack a stream the pattern reads (or hold it at rate 0) get no samples; they are
-    counted in `unusable` (reason -> episodes) and reported with a warning.
+    Episodes that lack a stream the pattern reads (or hold it at rate 0), or whose
+    stream_rates_json does not parse (robodata.catalog.schema.stream_rates), get no samples; they
+    are counted in `unusable` (reason -> episodes) and reported with a warning.
 
     `use_weights`: honour the manifest's `weight` column (the curation spec's mixing
     shares): episode i gets round(weight_i / sum(weight) * N) samples instead of its
@@ -65,7 +88,12 @@ class SampleIndex:
         unusable = np.zeros(len(uniq), dtype=bool)
         why: dict[int, str] = {}
         for g, raw in enumerate(uniq.to_pylist()):
-            rates = json.loads(raw or "{}")
+            try:
+                rates = stream_rates(raw)
+            except ValueError as exc:  # a bad row is skipped and reported, never the whole manifest refused
+                unusable[g] = True
+                why[g] = f"stream_rates_json {_shown(raw)} is invalid ({exc})"
+                continue
             missing = sorted({s for w in pattern.windows for s in w.streams if not stream_rate(rates.get(s))})
             if missing:  # these episodes cannot serve the pattern: no samples, reported
                 unusable[g] = True

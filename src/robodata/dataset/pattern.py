@@ -14,7 +14,6 @@ overlapping windows share decoded frames.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -180,6 +179,8 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     """
     import polars as pl
 
+    from robodata.catalog.schema import stream_rates
+
     if manifest.num_rows == 0:
         raise ConfigError("manifest has no rows; cannot lay a read pattern over it")
     frame = pl.from_arrow(manifest.select(["cameras", "stream_rates_json"]))
@@ -191,12 +192,13 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     cams = max(per_set, key=lambda k: per_set[k])  # () when most episodes have no camera: a state-only preset
     if not all(isinstance(c, str) and c for c in cams):
         raise ConfigError(f"manifest column 'cameras' holds {list(cams)!r}: camera names must be non-empty strings")
-    raw = max((c for c in combos if tuple(c[0] or ()) == cams), key=lambda c: c[2])[1]
-    try:
-        rates = json.loads(raw or "{}")
-    except ValueError as exc:
-        raise ConfigError(f"manifest column 'stream_rates_json' holds {raw!r}, not JSON: {exc}") from exc
-    rates = rates if isinstance(rates, dict) else {}
+    rates = {}
+    for _, raw, _ in sorted((c for c in combos if tuple(c[0] or ()) == cams), key=lambda c: -c[2]):
+        try:  # the most common valid rates: rows whose rates do not parse are skipped by the index
+            rates = stream_rates(raw)
+            break
+        except ValueError:
+            continue
     fps = (stream_rate(rates.get(cams[0])) if cams else 0.0) or 30.0
     state_hz = stream_rate(rates.get("joint_pos")) or stream_rate(rates.get("cmd")) or 100.0
     action_hz = stream_rate(rates.get("cmd")) or state_hz

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from robodata.container import EpisodeReader
+from robodata.container.rows import check_episode, refuse_uri
 from robodata.errors import RobodataError
 from robodata.names import check_name, confine
 
@@ -61,19 +62,23 @@ def check_ids(rows: list[dict[str, Any]], manifest: str = "manifest") -> list[st
     return ids
 
 
-def open_episode(uri: str, footer_offset: int | None = None, footer_length: int | None = None) -> EpisodeStreams:
-    """Open a manifest row's container (footer only).
+def open_episode(row: dict[str, Any]) -> EpisodeStreams:
+    """Open a manifest row's container (footer only), checked to be the row's episode.
 
     Raises:
         ExportError: the row has no container (`uri` empty), or it is missing or unreadable.
-        ContainerError: it is not a valid container (names the file).
+        ContainerError: it is not a valid container (names the file), the row's uri is not one a
+            manifest may name, or the container holds another episode (robodata.container.rows).
     """
+    uri = row["uri"]
     if not uri:
         raise ExportError("manifest row has an empty uri (no container: a quarantined episode?)")
+    refuse_uri(uri)
     try:
-        r = EpisodeReader.open(uri, footer_offset=footer_offset, footer_length=footer_length)
+        r = EpisodeReader.open(uri, footer_offset=row.get("footer_offset"), footer_length=row.get("footer_length"))
     except OSError as exc:
         raise ExportError(f"{uri}: container cannot be opened ({type(exc).__name__}: {exc})") from None
+    check_episode(r, row.get("episode_id"))
     streams = r.meta.streams
     for name in streams:  # stream names become file, folder and feature names in the exports
         check_name(name, field="stream name", source=uri)

@@ -83,7 +83,7 @@ def validate(rows: list[dict[str, Any]]) -> tuple[EpisodeStreams, float, str | N
     for row in rows:
         eid = row["episode_id"]
         try:
-            ep = open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+            ep = open_episode(row)
         except ExportError as exc:
             raise ExportError(f"episode {eid!r}: {exc}") from None
         _identified(ep, eid)
@@ -199,9 +199,7 @@ def _write(
     index = 0
     try:
         for ep_index, row in enumerate(rows):
-            ep = (
-                first if ep_index == 0 else open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
-            )
+            ep = first if ep_index == 0 else open_episode(row)
             task = ep.reader.meta.task or row.get("task") or ""
             task_index = tasks.setdefault(task, len(tasks))
             lowdim = arrays(ep)

@@ -77,7 +77,7 @@ def export_mcap(rows: list[dict[str, Any]], out_dir: str | Path, progress=lambda
 
 
 def _episode(row: dict[str, Any], path: Path) -> int:
-    ep = open_episode(row["uri"], row.get("footer_offset"), row.get("footer_length"))
+    ep = open_episode(row)
     meta = ep.reader.meta
     t0 = int(meta.start_time_ns)
     count = 0

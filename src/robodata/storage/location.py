@@ -22,7 +22,7 @@ from typing import Any
 
 from robodata.config import require
 
-_SCHEMES = ("s3://", "file://")
+SCHEMES = ("s3://", "file://")  # what a root, and a catalog or manifest row's uri, may name besides a local path
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class StorageLocation:
         require(bool(self.root), "StorageLocation.root must not be empty")
         if "://" in self.root:
             require(
-                self.root.startswith(_SCHEMES),
+                self.root.startswith(SCHEMES),
                 f"StorageLocation.root: unsupported scheme in {self.root!r}; use a path or s3://",
             )
             if self.is_s3:
@@ -102,3 +102,14 @@ class StorageLocation:
         if self.key:
             opts["AWS_ACCESS_KEY_ID"], opts["AWS_SECRET_ACCESS_KEY"] = self.key, str(self.secret)
         return opts
+
+
+def uri_refusal(uri: str) -> str | None:
+    """Why a container `uri` read from a manifest or catalog row is refused, or None when it is
+    not: a row names a local path, file:// or s3:// (the object stores robodata reads with its
+    configured options), never a URL another fsspec protocol would fetch (http://, ftp://, ...),
+    so editing a manifest cannot make a loader, an export or the viewer send requests elsewhere."""
+    if "://" not in uri or uri.startswith(SCHEMES):
+        return None
+    scheme = uri.split("://", 1)[0][:32]
+    return f"uri scheme {scheme!r} is refused: a manifest row names a local path, file:// or s3://"

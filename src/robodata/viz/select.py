@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from robodata.container import EpisodeReader
+from robodata.container.rows import check_episode, refuse_uri
 from robodata.errors import ConfigError
 
 
@@ -49,7 +50,8 @@ def open_row(manifest_path: str, index: int | None, episode: str | None) -> Epis
     Raises:
         ConfigError: neither or both given, index out of range, or no such episode.
         ManifestError: the file is not a readable manifest.
-        ContainerError: the container cannot be opened.
+        ContainerError: the container cannot be opened, the row's uri is not one a manifest may
+            name, or the container holds another episode (robodata.container.rows).
     """
     from robodata.curate.manifest import read_manifest
 
@@ -65,9 +67,12 @@ def open_row(manifest_path: str, index: int | None, episode: str | None) -> Epis
     if not 0 <= index < table.num_rows:
         raise ConfigError(f"{manifest_path}: --index {index} outside [0, {table.num_rows})")
     row = table.slice(index, 1).to_pylist()[0]
-    return EpisodeReader.open(
+    refuse_uri(row["uri"] or "")
+    reader = EpisodeReader.open(
         row["uri"], footer_offset=row.get("footer_offset"), footer_length=row.get("footer_length")
     )
+    check_episode(reader, row["episode_id"])
+    return reader
 
 
 def draw_sample(manifest_path: str, spec: SampleSpec) -> DrawnSample:
