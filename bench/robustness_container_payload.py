@@ -20,8 +20,8 @@ import pyarrow as pa
 import zstandard
 
 from bench.robustness_container import bitflip, with_footer
-from robodata.codecs.arrays import encode_array
-from robodata.codecs.ipc import _field, _ref, _u
+from robodata.codecs.arrays import decode_packets, encode_array, encode_events, encode_packets
+from robodata.codecs.ipc import _field, _ref, _u, to_ipc
 from robodata.container.format import HEADER, checksum
 
 BOMB_ROWS = 40_000_000
@@ -90,20 +90,50 @@ def _zeros_frame(n: int) -> bytes:
     return b"".join(out) + cobj.flush()
 
 
+def _bomb_layout(schema: pa.Schema, rows: int, fat: int) -> tuple[list[int | bytes], list[int]]:
+    """(buffers: a size of zeros or explicit bytes, field-node lengths) of `rows` all-zero rows of
+    `schema`: no nulls (every validity buffer empty), strings and binaries empty (offsets all 0),
+    except that with `fat` each binary value is `fat` zero bytes."""
+    buffers: list[int | bytes] = []
+    nodes: list[int] = []
+    for field in schema:
+        t, n = field.type, rows
+        nodes.append(n)
+        buffers.append(0)  # validity
+        if pa.types.is_fixed_size_list(t):
+            n, t = n * t.list_size, t.value_type
+            nodes.append(n)
+            buffers.append(0)
+        if pa.types.is_binary(t) and fat:
+            buffers += [(np.arange(n + 1, dtype=np.int64) * fat).astype(np.int32).tobytes(), n * fat]
+        elif pa.types.is_string(t) or pa.types.is_binary(t):
+            buffers += [(n + 1) * 4, 0]
+        elif pa.types.is_boolean(t):
+            buffers.append((n + 7) // 8)
+        else:
+            buffers.append(n * t.bit_width // 8)
+    return buffers, nodes
+
+
 @cache
-def zstd_bomb(rows: int, width: int, stream: str) -> bytes:
-    """An array part (t_ns int64, value float32[width]) of `rows` zero samples, all at t = 0."""
-    template = encode_array(np.zeros(1, np.int64), np.zeros((1, width), np.float32), stream)
+def ipc_bomb(template: bytes, rows: int, fat: int = 0) -> bytes:
+    """The IPC stream `template` (one zstd-compressed record batch) holding `rows` all-zero rows
+    instead (binary values of `fat` zero bytes each): valid zstd frames whose content sizes match
+    their length prefixes, a few tens of KB per GB declared."""
     reader = pa.ipc.MessageReader.open_stream(pa.py_buffer(template))
-    schema = reader.read_next_message().serialize().to_pybytes()
+    schema_msg = reader.read_next_message()
+    schema = pa.ipc.read_schema(schema_msg)
     framed = bytearray(reader.read_next_message().serialize().to_pybytes())
     meta_start, _, bufs = _batch(bytes(framed))
     meta = bytes(framed[meta_start:])
-    sizes = [0, rows * 8, 0, 0, rows * width * 4]  # t validity, t, list validity, item validity, items
-    assert len(bufs) == len(sizes), bufs
+    buffers, lengths = _bomb_layout(schema, rows, fat)
+    assert len(bufs) == len(buffers), (bufs, buffers)
     body = bytearray()
-    for (entry, _, _), n in zip(bufs, sizes, strict=True):
-        piece = struct.pack("<q", n) + _zeros_frame(n) if n else b""
+    for (entry, _, _), b in zip(bufs, buffers, strict=True):
+        if isinstance(b, bytes):
+            piece = struct.pack("<q", len(b)) + zstandard.ZstdCompressor().compress(b)
+        else:
+            piece = struct.pack("<q", b) + _zeros_frame(b) if b else b""
         struct.pack_into("<qq", framed, meta_start + entry, len(body), len(piece))
         body += piece + bytes(-len(piece) % 8)
     msg = _u("<I", meta, 0)
@@ -112,10 +142,28 @@ def zstd_bomb(rows: int, width: int, stream: str) -> bytes:
     struct.pack_into("<q", framed, meta_start + (_field(meta, msg, 3) or 0), len(body))
     struct.pack_into("<q", framed, meta_start + (_field(meta, rb, 0) or 0), rows)
     nodes = _ref(meta, _field(meta, rb, 1)) or 0
-    for k, n in enumerate((rows, rows, rows * width)):
+    assert _u("<I", meta, nodes) == len(lengths)
+    for k, n in enumerate(lengths):
         struct.pack_into("<qq", framed, meta_start + nodes + 4 + 16 * k, n, 0)
     meta_len = struct.unpack_from("<i", framed, 4)[0]
-    return schema + bytes(framed[: 8 + meta_len]) + bytes(body) + _EOS
+    return schema_msg.serialize().to_pybytes() + bytes(framed[: 8 + meta_len]) + bytes(body) + _EOS
+
+
+def zstd_bomb(rows: int, width: int, stream: str) -> bytes:
+    """An array part (t_ns int64, value float32[width]) of `rows` zero samples, all at t = 0."""
+    return ipc_bomb(encode_array(np.zeros(1, np.int64), np.zeros((1, width), np.float32), stream), rows)
+
+
+def events_bomb(rows: int, stream: str) -> bytes:
+    """An events part of `rows` empty events, all at t = 0."""
+    return ipc_bomb(encode_events(np.zeros(1, np.int64), ["x"], stream=stream), rows)
+
+
+def packets_bomb(rows: int, stream: str, fat: int = 0) -> bytes:
+    """A video part of `rows` packets of `fat` zero bytes each, zstd-compressed (which the writer
+    never does: packets are compressed video)."""
+    table = decode_packets(encode_packets([0], [0], [True], [0], [b"x"], [True], stream))
+    return ipc_bomb(to_ipc(table, compress=True), rows, fat)
 
 
 def lying_prefix(blob: bytes) -> bytes:

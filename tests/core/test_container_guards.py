@@ -42,9 +42,11 @@ def test_zstd_bomb_is_refused_before_it_is_decompressed(original):
     t0 = doc["chunks"][ci]["parts"][pi][4]
     data = rebuild(original["raw"], doc, {(ci, pi): bomb}, {(ci, pi): (t0, t0, BOMB_ROWS)})
     r = _open(data)
-    with pytest.raises(ContainerLimitError, match="max_decode_bytes") as ei:
+    with pytest.raises(ContainerLimitError, match="max_expansion") as ei:  # 44 KB read, 1.44 GB declared
         r.read_window(0.0, 0.001, ["joint_pos"])
     assert ei.value.chunk == ci and ei.value.path == "ep.rdep"
+    with pytest.raises(ContainerLimitError, match="max_decode_bytes"):  # and over the absolute cap
+        _open(data, config=ReaderConfig(max_expansion=1 << 20)).read_window(0.0, 0.001, ["joint_pos"])
     np.testing.assert_array_equal(r.read_window(0.0, 10.0, ["cmd"])["cmd"].data, original["data"]["cmd"])
     with pytest.raises(ContainerError, match="prefix declares"):  # a length prefix its zstd frame contradicts
         _open(rebuild(original["raw"], doc, {(ci, pi): lying_prefix(zstd_bomb(1000, 7, "joint_pos"))})).read_window(

@@ -97,7 +97,7 @@ def test_zstd_bomb_is_refused_by_the_decode_cap(episodes, tmp_path: Path):
     bomb = zstd_bomb(BOMB_ROWS, 7, "joint_pos")
     bad = _write(tmp_path / "bomb.rdep", rebuild(raw, doc, {(ci, pi): bomb}, {(ci, pi): (p[4], p[4], BOMB_ROWS)}))
     out = _view(bad, tmp_path)
-    assert out.exit_code == 2 and "ContainerLimitError" in out.output and "max_decode_bytes" in out.output, out.output
+    assert out.exit_code == 2 and "ContainerLimitError" in out.output and "max_expansion" in out.output, out.output
 
 
 def _write(path: Path, data: bytes) -> Path:

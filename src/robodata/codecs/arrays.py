@@ -49,31 +49,42 @@ def array_decoded_bytes(rows: int, shape: tuple[int, ...], dtype: str) -> int:
 
 
 def decode_array(
-    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None = None, stream: str | None = None
+    data: bytes,
+    shape: tuple[int, ...],
+    dtype: str,
+    budget: DecodeBudget | None = None,
+    stream: str | None = None,
+    rows: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(t_ns (N,), values (N, *shape)) of one array part.
 
     Raises:
-        CodecError: the part is not an array table of `dtype` values, `prod(shape)` per sample.
+        CodecError: the part is not an array table of `dtype` values, `prod(shape)` per sample
+            (of `rows` rows, when given: checked before anything is decompressed).
         DecodeLimitError: decoding would take more than `budget` has left.
     """
-    table, flat = _array_table(data, shape, dtype, budget, stream)
+    table, flat = _array_table(data, shape, dtype, budget, stream, rows)
     t = table.column("t_ns").to_numpy()
     values = flat.to_numpy(zero_copy_only=False)
     return t, values.astype(dtype, copy=False).reshape((len(t), *shape))
 
 
 def array_table(
-    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None = None, stream: str | None = None
+    data: bytes,
+    shape: tuple[int, ...],
+    dtype: str,
+    budget: DecodeBudget | None = None,
+    stream: str | None = None,
+    rows: int | None = None,
 ) -> pa.Table:
     """An array part's table (t_ns int64, value fixed-size list of `dtype`), checked as decode_array checks it."""
-    return _array_table(data, shape, dtype, budget, stream)[0]
+    return _array_table(data, shape, dtype, budget, stream, rows)[0]
 
 
 def _array_table(
-    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None, stream: str | None
+    data: bytes, shape: tuple[int, ...], dtype: str, budget: DecodeBudget | None, stream: str | None, rows: int | None
 ) -> tuple[pa.Table, pa.Array]:
-    table = read_ipc(data, budget, "array part")
+    table = read_ipc(data, budget, "array part", rows)
     value_type = pa.list_(pa.from_numpy_dtype(np.dtype(dtype)), math.prod(shape))
     _check_schema(table, {"t_ns": pa.int64(), "value": value_type}, stream, shape)
     flat = table.column("value").combine_chunks().flatten()
@@ -94,14 +105,16 @@ def encode_events(t_ns: np.ndarray, labels: list[str], payloads: list[dict] | No
     return to_ipc(table.replace_schema_metadata(_tags(stream)))
 
 
-def events_table(data: bytes, budget: DecodeBudget | None = None, stream: str | None = None) -> pa.Table:
+def events_table(
+    data: bytes, budget: DecodeBudget | None = None, stream: str | None = None, rows: int | None = None
+) -> pa.Table:
     """An events part's table (t_ns int64, label string, payload string; no nulls).
 
     Raises:
         CodecError: the part is not an events table.
         DecodeLimitError: decoding would take more than `budget` has left.
     """
-    table = read_ipc(data, budget, "events part")
+    table = read_ipc(data, budget, "events part", rows)
     _check_schema(table, _EVENTS, stream)
     return table
 
@@ -137,14 +150,16 @@ def encode_packets(
     return to_ipc(table.replace_schema_metadata(_tags(stream)), compress=False)  # payloads are compressed video
 
 
-def decode_packets(data: bytes, budget: DecodeBudget | None = None, stream: str | None = None) -> pa.Table:
+def decode_packets(
+    data: bytes, budget: DecodeBudget | None = None, stream: str | None = None, rows: int | None = None
+) -> pa.Table:
     """A video part's packet table (columns pts, dts, key, [ref], t_ns, data; no nulls).
 
     Raises:
         CodecError: the part is not a packet table.
         DecodeLimitError: decoding would take more than `budget` has left.
     """
-    table = read_ipc(data, budget, "video part")
+    table = read_ipc(data, budget, "video part", rows)
     expected = dict(_PACKETS)
     if "ref" in table.column_names:  # containers written before per-packet reference flags lack it
         expected["ref"] = pa.bool_()

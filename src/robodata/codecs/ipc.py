@@ -28,17 +28,19 @@ _ZSTD = 1  # CompressionType.ZSTD (LZ4_FRAME=0)
 class DecodeBudget:
     """Bytes one read may still decode; each decoder takes its share before it allocates."""
 
-    def __init__(self, limit: int, knob: str):
+    def __init__(self, limit: int, knob: str, basis: str = ""):
         self.limit = int(limit)
         self.left = int(limit)
         self.knob = knob  # the config field that sets the limit, for the message
+        self.basis = basis  # how the limit was derived, for the message
 
     def take(self, n: int, what: str) -> None:
         """Take n bytes. Raises DecodeLimitError when fewer are left (nothing is taken then)."""
         if n > self.left:
+            basis = f": {self.basis}" if self.basis else ""
             raise DecodeLimitError(
                 f"{what} would decode {n:,} bytes, over what is left of the decode-memory cap "
-                f"({self.left:,} of {self.knob} = {self.limit:,} bytes); read a shorter window or raise {self.knob}"
+                f"({self.left:,} of {self.limit:,} bytes{basis}); read a shorter window or raise {self.knob}"
             )
         self.left -= n
 
@@ -56,15 +58,18 @@ def to_ipc(table: pa.Table, compress: bool = True) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def read_ipc(data: bytes, budget: DecodeBudget | None = None, what: str = "part") -> pa.Table:
-    """Decode one IPC stream, refusing it before any allocation when it is over `budget`.
+def read_ipc(data: bytes, budget: DecodeBudget | None = None, what: str = "part", rows: int | None = None) -> pa.Table:
+    """Decode one IPC stream, refusing it before any allocation when it is over `budget` or its
+    batches declare other than `rows` rows (the part's index entry; None: not checked).
 
     Raises:
-        CodecError: not a single-schema IPC stream of record batches, inconsistent sizes, or
-            buffers that fail validation.
+        CodecError: not a single-schema IPC stream of record batches, inconsistent sizes, other
+            than `rows` rows, or buffers that fail validation.
         DecodeLimitError: decoding would allocate more than `budget` has left.
     """
     schema, batches, info = _messages(data)
+    if rows is not None and info.rows != rows:
+        raise CodecError(f"{what}: its batches declare {info.rows} rows, its index entry says {rows}")
     if budget is not None:
         budget.take(info.decoded_bytes, what)
     try:

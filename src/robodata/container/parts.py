@@ -25,16 +25,25 @@ from robodata.errors import CodecError, ContainerError, ContainerLimitError, Dec
 
 
 class ReadBudgets:
-    """The decode-memory budgets of one read (shared by its decode threads)."""
+    """The decode-memory budgets of one read (shared by its decode threads).
 
-    def __init__(self, config: ReaderConfig):
+    `stored` is what the read fetched (the parts' bytes): the read may decompress at most
+    max(config.expansion_floor_bytes, config.max_expansion x stored) of it, and never more than
+    config.max_decode_bytes (None: max_decode_bytes alone)."""
+
+    def __init__(self, config: ReaderConfig, stored: int | None = None):
         self.decode = _Locked(config.max_decode_bytes, "ReaderConfig.max_decode_bytes")
+        if stored is not None:
+            limit = max(config.expansion_floor_bytes, config.max_expansion * stored)
+            if limit < config.max_decode_bytes:
+                basis = f"{config.max_expansion} x the {stored:,} bytes read, at least {config.expansion_floor_bytes:,}"
+                self.decode = _Locked(limit, "ReaderConfig.max_expansion", basis)
         self.frames = _Locked(config.max_frame_bytes, "ReaderConfig.max_frame_bytes")
 
 
 class _Locked(DecodeBudget):
-    def __init__(self, limit: int, knob: str):
-        super().__init__(limit, knob)
+    def __init__(self, limit: int, knob: str, basis: str = ""):
+        super().__init__(limit, knob, basis)
         self._lock = threading.Lock()
 
     def take(self, n: int, what: str) -> None:
@@ -68,14 +77,14 @@ class PartDecoder:
         """(t_ns, values) of an array or events part with lo <= t <= hi."""
         with self.decoding(spec.name, chunk.index):
             if spec.kind == "events":
-                table = events_table(blob, budgets.decode, spec.name)
+                table = events_table(blob, budgets.decode, spec.name, part.count)
                 t = table.column("t_ns").to_numpy()
                 self._check_times(spec.name, chunk, part, t, strict=False)
                 keep = np.nonzero((t >= lo) & (t <= hi))[0]
                 budgets.decode.take(len(keep) * PY_OBJECT_BYTES, f"{spec.name!r} labels")
                 labels = table.column("label").take(pa.array(keep)).to_pylist()
                 return t[keep], np.array(labels, dtype=object)
-            t, values = decode_array(blob, spec.shape, spec.dtype, budgets.decode, spec.name)
+            t, values = decode_array(blob, spec.shape, spec.dtype, budgets.decode, spec.name, part.count)
         self._check_times(spec.name, chunk, part, t, strict=False)
         m = (t >= lo) & (t <= hi)
         return t[m], values[m]
@@ -88,9 +97,9 @@ class PartDecoder:
             return self.packets(spec.name, chunk, part, blob, budget)
         with self.decoding(spec.name, chunk.index):
             if spec.kind == "events":
-                table = events_table(blob, budget, spec.name)
+                table = events_table(blob, budget, spec.name, part.count)
             else:
-                table = array_table(blob, spec.shape, spec.dtype, budget, spec.name)
+                table = array_table(blob, spec.shape, spec.dtype, budget, spec.name, part.count)
         self._check_times(spec.name, chunk, part, table.column("t_ns").to_numpy(), strict=False)
         return table
 
@@ -100,7 +109,7 @@ class PartDecoder:
         """A video part's packet table, verified: one row per declared packet, distinct pts whose
         times increase with pts, the first packet a keyframe."""
         with self.decoding(stream, chunk.index):
-            table = decode_packets(blob, budget, stream)
+            table = decode_packets(blob, budget, stream, part.count)
         pts = table.column("pts").to_numpy()
         order = np.argsort(pts, kind="stable")
         if len(pts) and np.any(np.diff(pts[order]) == 0):

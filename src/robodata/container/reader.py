@@ -159,7 +159,7 @@ class EpisodeReader:
             raise self._error(f"every must be an integer >= 1, got {every!r}")
         lo, hi = self._ns(t0), self._ns(t1)
         fetched = self.fetch_parts({s: (lo, hi) for s in streams})
-        budgets = ReadBudgets(self.config)
+        budgets = ReadBudgets(self.config, sum(len(blob) for _, _, blob in fetched))
 
         def decode(s: str) -> Window:
             return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every, budgets)
@@ -238,10 +238,14 @@ class EpisodeReader:
         """The stored table of a part from fetch_parts, verified against its index entry (stream
         tag, schema, sample count, times; a video part's first packet a keyframe).
 
+        `budget`: what the caller's read may still decode (None: this part alone, within
+        ReaderConfig's caps relative to its stored bytes, as a read of it would be).
+
         Raises:
             ContainerError: the part does not hold what its entry declares (ContainerLimitError:
                 decoding it would take more than `budget` has left).
         """
+        budget = budget if budget is not None else ReadBudgets(self.config, len(blob)).decode
         return self._parts.table(self.meta.streams[part.stream], chunk, part, blob, budget)
 
     def codec_extradata(self, stream: str) -> bytes:

@@ -142,8 +142,10 @@ class EpisodeLogger:
                     ranges[p.stream] = (min(a, c.t_start), max(b, c.t_end))
         video: dict[str, list[Samples]] = {}
         arrays: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-        budget = ReadBudgets(self.reader.config).decode  # what the slab may decode, as one read may
-        for c, part, blob in self.reader.fetch_parts(ranges):
+        fetched = self.reader.fetch_parts(ranges)
+        # what the slab may decode, as one read of the same bytes may
+        budget = ReadBudgets(self.reader.config, sum(len(blob) for _, _, blob in fetched)).decode
+        for c, part, blob in fetched:
             if c.index not in mine or part.stream not in self.streams:
                 continue
             table = self.reader.part_table(c, part, blob, budget)
