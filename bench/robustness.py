@@ -20,7 +20,12 @@ transcoded with its reason (bench/robustness_copy.py).
 `robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py). Rows (issue 44): manifests
 edited by a hostile editor (bad stream rates, a row's uri swapped to another episode's, http://
 uris, no row in the split) through the loader, the export and the viewer: 0 raw errors,
-`uri_mismatch_served` 0, `http_requests_from_manifest` 0 (bench/robustness_rows.py).
+`uri_mismatch_served` 0, `http_requests_from_manifest` 0 (bench/robustness_rows.py). Decode
+(issue 44): containers of tens of KB declaring up to a GB, read for 1 ms windows:
+`container_decode_peak_mb_per_input_kb` reported, the old-cap case <= 256 MB
+(bench/robustness_decode.py). GC (issue 44): ingests killed mid-write and after upload, on a
+local root and on S3, then the sweep: `orphans_after_gc` 0, `referenced_deleted` 0
+(bench/robustness_gc.py).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ SECTIONS = (
     "copy",
     "viewer",
     "rows",
+    "decode",
+    "gc",
 )
 
 
@@ -83,6 +90,13 @@ KEYS = (
     "rows.raw_errors",
     "rows.uri_mismatch_served",
     "rows.http_requests_from_manifest",
+    "decode.cases",
+    "decode.raw_errors",
+    "decode.container_decode_peak_mb_per_input_kb",
+    "decode.old_cap_case_peak_mb",
+    "gc.orphans_before",
+    "gc.orphans_after_gc",
+    "gc.referenced_deleted",
     "wall_s",
     "peak_rss_mb",
 )

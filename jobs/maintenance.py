@@ -7,6 +7,9 @@ catalog_compaction  merges leave small files in the days they touch; this folds 
                     back into `delta.targetFileSize` files Z-ordered by (site, task, robot) and
                     writes a checkpoint, so selective queries keep skipping data. Older days are
                     not touched by ingestion and stay as compacted.
+leftovers_sweep     killed ingests leave container objects no catalog row references and scratch
+                    folders; this removes those older than a grace period, never a referenced
+                    container (robodata.ingest.sweep; `robodata gc --dry-run` by hand).
 """
 
 from datetime import UTC, datetime, timedelta
@@ -16,6 +19,7 @@ import dagster as dg
 from robodata_dagster.lib import steps
 from robodata_dagster.lib.retention import prune_runs
 from robodata_dagster.resources.catalog import CatalogResource
+from robodata_dagster.resources.ingest import IngestResource
 
 MAINTENANCE_TAGS = {"robodata/run-kind": "maintenance"}
 
@@ -79,6 +83,31 @@ def catalog_compaction():
     compact_recent_days()
 
 
+class SweepSettings(dg.Config):
+    grace_hours: float = 24.0  # leftovers younger than this are kept (ingests in flight)
+    dry_run: bool = False
+
+
+@steps.op("light", description="Remove unreferenced container objects and scratch leftovers past a grace period.")
+def sweep_leftovers(context: dg.OpExecutionContext, config: SweepSettings, ingest: IngestResource) -> None:
+    from robodata.ingest.sweep import SweepConfig, sweep
+
+    report = sweep(ingest.paths(), SweepConfig(grace_s=config.grace_hours * 3600.0, dry_run=config.dry_run))
+    context.log.info(f"{'would remove' if config.dry_run else 'removed'} {len(report.orphans)} orphans")
+    context.add_output_metadata(
+        {
+            k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
+            for k, v in report.summary().items()
+            if v is not None
+        }
+    )
+
+
+@dg.job(tags=MAINTENANCE_TAGS, description="Sweep what killed ingests leave (unreferenced containers, scratch).")
+def leftovers_sweep():
+    sweep_leftovers()
+
+
 # When the housekeeping jobs run (UTC).
 event_log_cleanup_schedule = dg.ScheduleDefinition(
     name="event_log_cleanup_daily",
@@ -92,5 +121,12 @@ catalog_compaction_schedule = dg.ScheduleDefinition(
     name="catalog_compaction_schedule",
     job_name="catalog_compaction",
     cron_schedule="30 3 * * *",
+    execution_timezone="UTC",
+)
+
+leftovers_sweep_schedule = dg.ScheduleDefinition(
+    name="leftovers_sweep_daily",
+    job_name="leftovers_sweep",
+    cron_schedule="45 3 * * *",
     execution_timezone="UTC",
 )

@@ -60,8 +60,13 @@ JOBS: list[Any] = [  # job definitions and unresolved asset jobs
     layout_jobs.relayout_job,
     maintenance.event_log_cleanup,
     maintenance.catalog_compaction,
+    maintenance.leftovers_sweep,
 ]
-SCHEDULES = [maintenance.event_log_cleanup_schedule, maintenance.catalog_compaction_schedule]
+SCHEDULES = [
+    maintenance.event_log_cleanup_schedule,
+    maintenance.catalog_compaction_schedule,
+    maintenance.leftovers_sweep_schedule,
+]
 SENSORS = [
     ingest_sensors.landing_zone_sensor,
     ingest_sensors.landing_zone_live_sensor,

@@ -1,4 +1,4 @@
-"""`robodata synth`, `robodata import-legacy` and `robodata ingest`."""
+"""`robodata synth`, `robodata import-legacy`, `robodata ingest` and `robodata gc`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     app.command("synth")(synth)
     app.command("import-legacy")(import_legacy_cmd)
     app.command("ingest")(ingest_cmd)
+    app.command("gc")(gc_cmd)
 
 
 def synth(
@@ -145,3 +146,28 @@ def ingest_cmd(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def gc_cmd(
+    root: str = typer.Option(".demo", help="ingest state root (containers, catalog): dir or s3://bucket/prefix"),
+    grace_hours: float = typer.Option(24.0, help="leave leftovers younger than this (an ingest may still be writing)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
+    scratch: str = typer.Option(
+        "", help="local scratch folder to sweep (default: ROBODATA_SCRATCH, else the temp dir)"
+    ),
+    no_scratch: bool = typer.Option(False, "--no-scratch", help="leave the local scratch folder alone"),
+) -> None:
+    """Remove what killed ingests leave: container objects no catalog row references and
+    robodata's scratch folders, older than the grace period; never a referenced container."""
+    import json
+
+    from robodata.ingest.sweep import SweepConfig, sweep
+    from robodata.ingest.tables import IngestPaths
+
+    try:
+        config = SweepConfig(grace_s=grace_hours * 3600.0, dry_run=dry_run, scratch=None if no_scratch else scratch)
+        report = sweep(IngestPaths(root), config)
+    except RobodataError as exc:
+        typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(report.summary(), default=str))

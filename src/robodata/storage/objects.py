@@ -211,7 +211,8 @@ def _listing(fs, uri: str, only: Iterable[str]) -> dict[str, dict]:
     return out
 
 
-def _mtime(info: dict) -> float | None:
+def mtime(info: dict) -> float | None:
+    """An fsspec listing entry's modification time (s since the epoch; S3: LastModified), or None."""
     v = info.get("LastModified") or info.get("mtime")
     if v is None:
         return None
@@ -235,7 +236,7 @@ def fetch_into(uri: str, only: Iterable[str], dest: str, options: dict[str, Any]
         os.makedirs(os.path.dirname(lp), exist_ok=True)
     fs.get([f"{base}/{rel}" for rel in files], lpaths)  # concurrent requests on S3
     for lp, info in zip(lpaths, files.values(), strict=True):
-        mt = _mtime(info)
+        mt = mtime(info)
         if mt is not None:
             os.utime(lp, (mt, mt))
 
@@ -255,7 +256,7 @@ def local_input(uri: str, options: dict[str, Any] | None = None, only: Iterable[
             info = fs.info(uri)  # FileNotFoundError when missing
             _need_space(stage, int(info.get("size") or 0), uri)
             fs.get_file(uri, dest)
-            mt = _mtime(info)
+            mt = mtime(info)
             if mt is not None:
                 os.utime(dest, (mt, mt))
         else:
