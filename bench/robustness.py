@@ -25,7 +25,8 @@ uris, no row in the split) through the loader, the export and the viewer: 0 raw 
 `container_decode_peak_mb_per_input_kb` reported, the old-cap case <= 256 MB
 (bench/robustness_decode.py). GC (issue 44): ingests killed mid-write and after upload, on a
 local root and on S3, then the sweep: `orphans_after_gc` 0, `referenced_deleted` 0
-(bench/robustness_gc.py).
+(bench/robustness_gc.py). Terms (issue 44): specs of up to 2,000 filters and a 2M-line exclusion
+file curated in fresh processes: `spec_terms_max_rss_mb` <= 500 (bench/robustness_terms.py).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ SECTIONS = (
     "rows",
     "decode",
     "gc",
+    "terms",
 )
 
 
@@ -97,6 +99,9 @@ KEYS = (
     "gc.orphans_before",
     "gc.orphans_after_gc",
     "gc.referenced_deleted",
+    "terms.raw_errors",
+    "terms.spec_terms_max_rss_mb",
+    "terms.two_thousand_terms.refused",
     "wall_s",
     "peak_rss_mb",
 )

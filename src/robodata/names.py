@@ -28,7 +28,8 @@ from pathlib import Path
 from robodata.errors import RobodataError
 
 MAX_NAME = 128
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # what check_name accepts (at most MAX_NAME characters)
+_NAME = re.compile(NAME_PATTERN)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 

@@ -78,10 +78,9 @@ def spec_predicate(
     exprs += _weight_terms(spec)
     if not exprs:
         return None
-    out = exprs[0]
-    for e in exprs[1:]:
-        out = out & e
-    return out
+    # one n-ary AND: a chain of n binary ANDs costs Polars' optimizer O(n^2) memory and time
+    # (1,000 `in` filters: 7.6 GB over a Delta scan; all_horizontal: linear, same pushdown)
+    return exprs[0] if len(exprs) == 1 else pl.all_horizontal(exprs)
 
 
 def _weight_terms(spec: CurationSpec) -> list[pl.Expr]:

@@ -51,7 +51,7 @@ from typing import Any
 from robodata.config import from_dict, require
 from robodata.curate.filters import OPS, Filter
 from robodata.curate.spec_checks import check_fields
-from robodata.curate.specfile import check_document, exclusion_file_ids, load_document
+from robodata.curate.specfile import check_document, exclusion_file_ids, exclusion_file_key, load_document
 from robodata.errors import ConfigError
 from robodata.names import UnsafeNameError, check_name
 
@@ -61,6 +61,7 @@ SPEC_VERSION = 1
 MIX_KEYS = ("task", "site")
 MAX_CATALOG_VERSION = 2**63 - 1
 MAX_NUMBER = 1e12  # weights and hours: far above any real value, far below float overflow
+MAX_FILTERS = 1000  # terms of one spec's predicate; a value list (`in`, exclusions) is one term
 
 
 @dataclass
@@ -158,6 +159,11 @@ class CurationSpec:
         )
         if self.budget.per_group_hours:
             require(self.mix is not None, "budget.per_group_hours needs a mix (it is keyed by mix.by)")
+        require(
+            len(self.filters) <= MAX_FILTERS,
+            f"filters: {len(self.filters)} filters, at most {MAX_FILTERS} (a list of values is one filter: "
+            "`in` / `not_in`, or exclude.episode_ids / episode_ids_file)",
+        )
 
     def excluded_ids(self, base_dir: Path | None = None) -> list[str]:
         """Sorted, unique excluded episode ids: inline plus those in `episode_ids_file`.
@@ -167,16 +173,24 @@ class CurationSpec:
                 file's folder); required when the spec names such a file.
 
         Returns:
-            The ids, sorted.
+            The ids, sorted. The file is read once per version of it (path, size, modification
+            time), however often a spec's evaluation asks (its hash, its predicate).
 
         Raises:
             ConfigError: the file is missing, escapes `base_dir`, is not UTF-8 text, or lists an
                 invalid id; or the spec names a file and `base_dir` is None.
         """
-        ids = list(self.exclude.episode_ids)
-        if self.exclude.episode_ids_file:
-            ids += exclusion_file_ids(self.exclude.episode_ids_file, base_dir, f"spec {self.name!r}")
-        return sorted(set(ids))
+        rel = self.exclude.episode_ids_file
+        key = (base_dir, rel and exclusion_file_key(rel, base_dir, f"spec {self.name!r}"))
+        cached = self.__dict__.get("_excluded")  # not a field: the ids read once per file version
+        if cached is not None and cached[0] == key:
+            return list(cached[1])
+        found = sorted(set(self.exclude.episode_ids))
+        if rel:  # sorted and unique too; ids are ASCII names, so the byte order is Python's
+            listed = exclusion_file_ids(rel, base_dir, f"spec {self.name!r}")
+            found = sorted(set(found).union(listed)) if found else listed
+        self.__dict__["_excluded"] = (key, found)
+        return list(found)
 
     def spec_hash(self, base_dir: Path | None = None) -> str:
         """sha256 of the canonical spec, with the resolved exclusion list inlined.
