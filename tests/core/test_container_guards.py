@@ -218,3 +218,15 @@ def test_batch_frame_path_verifies_parts_like_read_window(original):
     r = _open(_edited(original, fewer_packets))
     with pytest.raises(ContainerError, match="index entry says"):
         fetch_streams(r, {"wrist": (0.0, 10.0)})
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [("1", r"'1' \(a JSON string\)"), (2, r"2 \(a JSON number\)"), (True, r"True \(a JSON boolean\)")],
+)
+def test_a_footer_version_that_is_not_this_readers_says_what_it_is(original, version, said):
+    """Issue 44: version "1" read "container version 1 not supported (this reader: 1)"."""
+    data = _edited(original, lambda doc: doc.update(version=version))
+    reads = "this reader reads container version 1, an integer"
+    with pytest.raises(ContainerError, match=rf"footer field 'version' is {said}: {reads}"):
+        _open(data)

@@ -149,6 +149,12 @@ def unpack_trailer(episode: str, raw: bytes, size: int, max_footer: int) -> tupl
     return off, length, crc
 
 
+def _json_type(value: object) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null"
+    )
+
+
 def decode_footer(episode: str, raw: bytes, crc: int | None) -> dict[str, Any]:
     """The footer's JSON document after its CRC, format name and version are checked."""
     if crc is not None and checksum(raw) != crc:
@@ -163,8 +169,9 @@ def decode_footer(episode: str, raw: bytes, crc: int | None) -> dict[str, Any]:
         raise ContainerError(episode, f"footer is a JSON {type(doc).__name__}, not an object")
     if doc.get("format") != FORMAT_NAME:
         raise ContainerError(episode, f"footer format {str(doc.get('format'))[:60]!r} is not {FORMAT_NAME!r}")
-    if doc.get("version") != FORMAT_VERSION or isinstance(doc.get("version"), bool):
-        raise ContainerError(
-            episode, f"container version {str(doc.get('version'))[:20]} not supported (this reader: {FORMAT_VERSION})"
-        )
+    version = doc.get("version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        said = f"{repr(version)[:24]} (a JSON {_json_type(version)})" if "version" in doc else "missing"
+        reads = f"this reader reads container version {FORMAT_VERSION}, an integer"
+        raise ContainerError(episode, f"footer field 'version' is {said}: {reads}")
     return doc
