@@ -27,6 +27,12 @@ uris, no row in the split) through the loader, the export and the viewer: 0 raw 
 local root and on S3, then the sweep: `orphans_after_gc` 0, `referenced_deleted` 0
 (bench/robustness_gc.py). Terms (issue 44): specs of up to 2,000 filters and a 2M-line exclusion
 file curated in fresh processes: `spec_terms_max_rss_mb` <= 500 (bench/robustness_terms.py).
+Reasons (issue 44): RLDS / Zarr / HDF5 recordings whose declarations lie (tensor shapes, a feature
+twice, length fields, episode_ends short of the arrays) or whose bytes are damaged where a library
+raised: every one quarantined, its reason naming file and field, never a bare exception: `raw_errors`,
+`passed`, `unnamed` 0 (bench/robustness_reasons.py). Msgs (issue 44): hostile `--msgs` folders (links
+outside, files that are not definitions, standard types redefined) refused once as a ConfigError
+that echoes no file: `contents_echoed`, `reads_outside`, `refused_per_bag` 0 (bench/robustness_msgs.py).
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ SECTIONS = (
     "decode",
     "gc",
     "terms",
+    "reasons",
+    "msgs",
 )
 
 
@@ -102,6 +110,16 @@ KEYS = (
     "terms.raw_errors",
     "terms.spec_terms_max_rss_mb",
     "terms.two_thousand_terms.refused",
+    "reasons.cases",
+    "reasons.raw_errors",
+    "reasons.passed",
+    "reasons.unnamed",
+    "reasons.batches_failed",
+    "msgs.cases",
+    "msgs.raw_errors",
+    "msgs.contents_echoed",
+    "msgs.reads_outside",
+    "msgs.refused_per_bag",
     "wall_s",
     "peak_rss_mb",
 )

@@ -6,6 +6,7 @@ QC judges the result and conversion (robodata.ingest.convert) writes the contain
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -22,6 +23,26 @@ ROLE_STREAMS = {"state": "joint_pos", "action": "cmd"}  # what importers name a 
 
 class RawEpisodeError(RobodataError):
     """A raw episode cannot be read or converted; the message says what is wrong with which file."""
+
+
+# what a library's bare exception means when its message says nothing (MemoryError: "")
+_BARE = {
+    MemoryError: "needs more memory than this process may use (a size the data does not hold?)",
+    RecursionError: "nested too deeply to read",
+    OverflowError: "a number too large for its type",
+}
+_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def describe(exc: BaseException, limit: int = 200) -> str:
+    """A library's exception as the detail of a reason that already names the file and field: its
+    type and message, the message cut to `limit` characters (never a file's bulk), object reprs
+    (`<_io.BytesIO object at 0x...>`) left out, never empty."""
+    msg = " ".join(_REPR.sub("", str(exc)).split())
+    if len(msg) > limit:
+        msg = msg[:limit] + "..."
+    bare = next((v for k, v in _BARE.items() if isinstance(exc, k)), "")
+    return f"{type(exc).__name__}: {msg or bare or 'no message'}"
 
 
 @dataclass

@@ -56,7 +56,7 @@ def lerobot(e: Entry) -> Iterator[LandingItem]:
 
 def zarr(e: Entry) -> Iterator[LandingItem]:
     """One item per episode of a replay buffer (`<store>#<index>`)."""
-    from robodata.ingest.importers.zarr_buffer import episode_ends
+    from robodata.ingest.importers.zarr_buffer import episode_ends, past_ends
 
     try:
         ends = episode_ends(e.uri, e.storage_options)
@@ -67,6 +67,8 @@ def zarr(e: Entry) -> Iterator[LandingItem]:
     for i in range(len(ends)):
         steps = int(ends[i]) - (int(ends[i - 1]) if i else 0)
         yield LandingItem(f"{e.uri}#{i}", e.kind, size * steps // max(total, 1), e.mtime, f"{e.name}#{i:06d}")
+    if len(ends) and past_ends(e.uri, ends, e.storage_options)[0]:  # steps past the last end: a row saying so
+        yield LandingItem(f"{e.uri}#{len(ends)}", e.kind, 0, e.mtime, f"{e.name}#{len(ends):06d}")
     if not len(ends):  # zero episodes: still a row
         yield LandingItem(e.uri + "#0", e.kind, 0, e.mtime, e.name)
 

@@ -8,6 +8,7 @@ lazily: `frames` pulls each camera's images block by block from its reader.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,12 +16,15 @@ import numpy as np
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
 from robodata.errors import RobodataError
 from robodata.ingest.rates import STEP_RATE_RANGE_HZ
-from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
+from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError, describe
 from robodata.names import check_name
 
 NOMINAL_HZ = 10.0  # the grid steps are laid on when no source declares a rate (flagged: rate_unknown)
 # a camera: (frame count, height, width, frames()) where frames() yields images in order
 CameraSource = tuple[int, int, int, Callable[[], Iterator[Image]]]
+# what h5py / zarr / numcodecs / protobuf / numpy raise for bad data (blosc: RuntimeError; a size
+# field larger than the data: MemoryError; deep nesting: RecursionError)
+LIBRARY_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError, MemoryError, OverflowError)
 
 
 @dataclass
@@ -40,13 +44,14 @@ class StepEpisode:
     epoch_ns: int = 0  # wall time of step 0 (these formats store none: the file's modification time)
     issues: list[str] = field(default_factory=list)
     units: Mapping[str, str] = field(default_factory=dict)  # stream -> declared units (a key map's)
+    camera_keys: Mapping[str, str] = field(default_factory=dict)  # camera stream -> the source's key
 
 
 def decode_encoded(data: bytes, where: str) -> Image:
     try:
         return decode_jpeg_bytes(bytes(data))  # JPEG (PIL fallback for PNG)
     except ImageError as exc:
-        raise RawEpisodeError(f"{where}: undecodable encoded image ({exc})") from None
+        raise RawEpisodeError(f"{where}: undecodable encoded image ({describe(exc)})") from None
 
 
 def as_rgb(frame: np.ndarray, where: str) -> np.ndarray:
@@ -76,8 +81,19 @@ def guarded(open_fn: Callable[[str, str], RawEpisode], uri: str, key_map: str, w
         return open_fn(uri, key_map)
     except RobodataError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as exc:
-        raise RawEpisodeError(f"{uri}: unreadable {what} ({type(exc).__name__}: {exc})") from None
+    except LIBRARY_ERRORS as exc:
+        raise RawEpisodeError(f"{uri}: unreadable {what} ({describe(exc)})") from None
+
+
+@contextmanager
+def reading(where: str, field: str) -> Iterator[None]:
+    """A library's error for bad data while reading `field` of `where` as a RawEpisodeError naming both."""
+    try:
+        yield
+    except RobodataError:
+        raise
+    except LIBRARY_ERRORS as exc:
+        raise RawEpisodeError(f"{where}: {field} unreadable ({describe(exc)})") from None
 
 
 def declared_rate(value: object, where: str) -> float:
@@ -89,11 +105,12 @@ def declared_rate(value: object, where: str) -> float:
     a = np.asarray(value)
     try:
         hz = float(a.reshape(-1)[0]) if a.size == 1 and a.dtype != bool else float("nan")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 10**400 in a JSON attribute
         hz = float("nan")
     lo, hi = STEP_RATE_RANGE_HZ
     if not (np.isfinite(hz) and lo <= hz <= hi):
-        raise RawEpisodeError(f"{where} = {value!r}: not a control rate (expected {lo:g} to {hi:g} Hz)")
+        said = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}... ({len(repr(value))} characters)"
+        raise RawEpisodeError(f"{where} = {said}: not a control rate (expected {lo:g} to {hi:g} Hz)")
     return hz
 
 
@@ -137,8 +154,9 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
         gens = {c: r() for c, r in readers.items()}
         i = 0
         while gens:
-            for c in list(gens):
-                img = next(gens[c], None)
+            for c in list(gens):  # the readers run at conversion, outside `guarded`: their errors named here
+                with reading(where, f"camera {c!r} ({ep.camera_keys.get(c, c)}) read at frame {i}:"):
+                    img = next(gens[c], None)
                 if img is None:
                     del gens[c]
                     continue

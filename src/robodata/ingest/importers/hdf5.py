@@ -23,6 +23,7 @@ from robodata.ingest.importers.fixed_rate import (
     declared_rate,
     decode_encoded,
     guarded,
+    reading,
     to_raw,
 )
 from robodata.ingest.importers.keymap import KeyMap, choose
@@ -182,7 +183,8 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         lay = plan(km, keys, where)
         arrays = {}
         for stream, key in lay.arrays.items():
-            v = np.asarray(g[key][()])
+            with reading(where, f"key {key!r}"):
+                v = np.asarray(g[key][()])
             if v.ndim == 0:
                 raise RawEpisodeError(f"{where}: key {key!r} is a scalar, expected one row per step")
             arrays[stream] = (v, ())
@@ -207,5 +209,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             source_dataset=path.name if group else path.parent.name,
             epoch_ns=int(path.stat().st_mtime * 1e9),
             units=dict(km.units),
+            camera_keys=dict(lay.cameras),
         )
     return to_raw(ep)

@@ -9,7 +9,8 @@ OXE's per-dataset key differences by a declared map (robodata.ingest.importers.k
 Images are decoded per step on the way to the encoder; is_first / is_last frame the episode (a record
 that never sets is_last is framed by is_first and the record's end, with a finding: `_steps`). A
 frame whose size contradicts the image shape features.json declares is refused naming the field
-(robodata.ingest.importers.tfds_features).
+(robodata.ingest.importers.tfds_features), as is a step key holding another number of values a step
+than its declared tensor shape, and a record holding a feature twice (robodata.ingest.importers.tfrecord).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from robodata.ingest import formats
 from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
-from robodata.ingest.importers.tfds_features import contradicts, declared_image_shapes
+from robodata.ingest.importers.tfds_features import (
+    contradicts,
+    image_shapes,
+    load_features,
+    tensor_shapes,
+    values_per_step,
+)
 from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.names import confine
@@ -92,6 +99,26 @@ def _steps(feats: dict, where: str, issues: list[str]) -> int:
     return n
 
 
+def _declared_values(feats: dict, shapes: dict, n: int, where: str, features: Path) -> None:
+    """Each numeric step key holds n x the values a step of its declared tensor shape holds (an
+    episode-level key, `episode_metadata/...`, the values of one): a record storing 6 values a step
+    for a declared 7 would otherwise be cut into rows that mix steps."""
+    for key, shape in shapes.items():
+        v, per = feats.get(key), values_per_step(shape)
+        if per is None or not isinstance(v, np.ndarray):
+            continue
+        if not key.startswith("steps/"):
+            if len(v) != per:
+                raise RawEpisodeError(
+                    f"{where}: field {key} holds {len(v)} values; {features} declares shape {list(shape)} ({per})"
+                )
+        elif len(v) != n * per:
+            raise RawEpisodeError(
+                f"{where}: field {key} holds {len(v)} values for {n} steps ({len(v) / n:g} a step); {features} "
+                f"declares shape {list(shape)} ({per} a step)"
+            )
+
+
 def open_rlds(uri: str, key_map: str = "") -> RawEpisode:
     return guarded(_open, uri, key_map, "RLDS episode")
 
@@ -109,6 +136,8 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     feats = parse_example(read_record(shard, offset), where)
     issues: list[str] = []
     n = _steps(feats, where, issues)
+    features = load_features(dataset_dir(root))
+    _declared_values(feats, tensor_shapes(features), n, where, dataset_dir(root) / "features.json")
     keys: dict[str, KeyInfo] = {}
     for k, v in feats.items():
         if not k.startswith("steps/") or k.rsplit("/", 1)[-1] in SKIP:
@@ -128,7 +157,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     lay = plan(km, keys, where)
     arrays = {s: (np.asarray(feats[f"steps/{k}"]).reshape(n, -1), ()) for s, k in lay.arrays.items()}
     cameras: dict[str, CameraSource] = {}
-    declared = declared_image_shapes(dataset_dir(root))
+    declared = image_shapes(features)
     for s, k in lay.cameras.items():
         imgs = feats[f"steps/{k}"]
         if not isinstance(imgs, list) or len(imgs) != n:
@@ -162,6 +191,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         epoch_ns=int(shard.stat().st_mtime * 1e9),
         issues=issues,
         units=dict(km.units),
+        camera_keys={s: f"steps/{k}" for s, k in lay.cameras.items()},
     )
     return to_raw(ep)
 

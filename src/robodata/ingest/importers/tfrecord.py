@@ -51,7 +51,10 @@ def record_offsets(f) -> list[int]:
 
 
 def read_record(path: Path, offset: int) -> bytes:
+    """The record at `offset`; its length field is checked against the bytes the shard holds after
+    it before anything is read (a length of 2**40 is a lie, never an allocation)."""
     with open(path, "rb") as f:
+        size = f.seek(0, 2)
         f.seek(offset)
         head = f.read(12)
         if len(head) < 12:
@@ -59,6 +62,11 @@ def read_record(path: Path, offset: int) -> bytes:
         (n,) = struct.unpack("<Q", head[:8])
         if struct.unpack("<I", head[8:])[0] != masked_crc(head[:8]):
             raise RawEpisodeError(f"{path}: bad length CRC at offset {offset}")
+        if n > size - offset - 16:
+            raise RawEpisodeError(
+                f"{path}: record at offset {offset}: length field declares {n} bytes, the shard holds "
+                f"{max(0, size - offset - 16)} after its header (truncated, or not a TFRecord length)"
+            )
         data = f.read(n)
         crc = f.read(4)
         if len(data) < n or len(crc) < 4:
@@ -97,11 +105,13 @@ def example_class():
     feat.oneof_decl.add(name="kind")
     for fld in feat.field:
         fld.oneof_index = 0
+    # Features.feature is a map<string, Feature> in TensorFlow's proto; read here as the repeated
+    # entries it is on the wire (a map keeps the last of two entries of one key: a record holding
+    # `steps/is_last` twice would pass as the second; parse_example refuses it)
     feats = msg("Features", ("feature", 1, F.TYPE_MESSAGE, rep, ".robodata.tf.Features.FeatureEntry"))
     entry = feats.nested_type.add(name="FeatureEntry")
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=opt)
     entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE, label=opt, type_name=".robodata.tf.Feature")
-    entry.options.map_entry = True
     msg("Example", ("features", 1, F.TYPE_MESSAGE, opt, ".robodata.tf.Features"))
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
@@ -109,14 +119,20 @@ def example_class():
 
 
 def parse_example(data: bytes, where: str) -> dict[str, list | np.ndarray]:
-    """{key: list of bytes | float32 array | int64 array}."""
+    """{key: list of bytes | float32 array | int64 array}; a key given twice is refused."""
     ex = example_class()()
     try:
         ex.ParseFromString(data)
     except Exception as exc:  # google.protobuf.message.DecodeError
         raise RawEpisodeError(f"{where}: not a tf.train.Example ({type(exc).__name__}: {exc})") from None
     out: dict[str, list | np.ndarray] = {}
-    for key, feat in ex.features.feature.items():
+    for e in ex.features.feature:
+        key, feat = e.key, e.value
+        if key in out:
+            raise RawEpisodeError(
+                f"{where}: feature {key!r} appears twice in the record (a tf.train.Example holds each key "
+                "once; a reader keeps the last, so the record says two things)"
+            )
         kind = feat.WhichOneof("kind")
         if kind == "bytes_list":
             out[key] = list(feat.bytes_list.value)
@@ -133,7 +149,7 @@ def make_example(features: dict[str, list | np.ndarray]) -> bytes:
     """Serialize {key: list of bytes | float array | int array} as tf.train.Example (as TFDS writes)."""
     ex = example_class()()
     for key, v in features.items():
-        feat = ex.features.feature[key]
+        feat = ex.features.feature.add(key=key).value
         if isinstance(v, list) and (not v or isinstance(v[0], bytes)):
             feat.bytes_list.value.extend(v)
         elif np.asarray(v).dtype.kind == "f":

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.ingest import formats
-from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, to_raw
+from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, reading, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -40,6 +40,20 @@ def episode_ends(store: str, storage_options: dict | None = None) -> np.ndarray:
     if len(ends) and (np.any(np.diff(ends) < 0) or ends[0] < 0):
         raise RawEpisodeError(f"{store}: meta/episode_ends must be non-decreasing counts, got {ends[:8].tolist()}")
     return ends
+
+
+def past_ends(store: str, ends: np.ndarray, storage_options: dict | None = None) -> tuple[str, int]:
+    """(key, steps) of the longest data/ array when it holds steps past meta/episode_ends' last
+    (steps no episode covers), else ("", 0). The lister makes them an item of their own (index
+    len(ends)) that the importer refuses naming the array: a buffer never loses steps silently."""
+    last = int(ends[-1]) if len(ends) else 0
+    try:
+        data = _open_group(store, storage_options).get("data")
+        lengths = {name: int(arr.shape[0]) for name, arr in data.arrays() if arr.shape} if data is not None else {}
+    except Exception:  # unreadable arrays: the episodes' own items say why
+        return "", 0
+    key = max(lengths, key=lambda k: lengths[k], default="")
+    return (key, lengths[key]) if key and lengths[key] > last else ("", 0)
 
 
 def _keys(g) -> dict[str, KeyInfo]:
@@ -80,6 +94,13 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     except ValueError:
         raise RawEpisodeError(f"{uri}: episode index {frag!r} is not a number") from None
     ends = episode_ends(store)
+    key, steps = past_ends(store, ends) if index == len(ends) else ("", 0)
+    if key:
+        last = int(ends[-1]) if len(ends) else 0
+        raise RawEpisodeError(
+            f"{uri}: data/{key} holds {steps} steps, meta/episode_ends ends at {last}: steps {last} to "
+            f"{steps - 1} belong to no episode (append {steps} to meta/episode_ends if they are one)"
+        )
     if not 0 <= index < len(ends):
         raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
     lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
@@ -90,7 +111,10 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     for key, info in keys.items():
         if (key in lay.arrays.values() or key in lay.cameras.values()) and info.shape[0] < hi:
             raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
-    arrays = {s: (np.asarray(g["data"][k][lo:hi]), ()) for s, k in lay.arrays.items()}
+    arrays = {}
+    for s, k in lay.arrays.items():
+        with reading(uri, f"data/{k}"):
+            arrays[s] = (np.asarray(g["data"][k][lo:hi]), ())
     cameras = {}
     for s, k in lay.cameras.items():
         shape = keys[k].shape
@@ -111,5 +135,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         source_dataset=path.name,
         epoch_ns=int(path.stat().st_mtime * 1e9) if path.exists() else 0,
         units=dict(km.units),
+        camera_keys={s: f"data/{k}" for s, k in lay.cameras.items()},
     )
     return to_raw(ep)
