@@ -130,3 +130,12 @@ def test_describe_never_gives_an_empty_or_object_repr_detail():
     )
     assert len(describe(ValueError("x" * 10_000))) < 230
     assert describe(RecursionError()) == "RecursionError: nested too deeply to read"
+
+
+def test_an_image_no_decoder_identifies_is_refused_without_the_bytesio_repr():
+    """Every importer decodes through decode_jpeg_bytes (MCAP / bag CompressedImage, JPEG folders)."""
+    from robodata.codecs.image import ImageError, decode_jpeg_bytes
+
+    with pytest.raises(ImageError) as info:
+        decode_jpeg_bytes(b"\x00garbage, not an image")
+    assert "cannot identify image file" in str(info.value) and "object at 0x" not in str(info.value)

@@ -9,6 +9,7 @@ before encoding): together about 1.9 ms of a ~4.6 ms frame at 640x480.
 from __future__ import annotations
 
 import io
+import re
 import threading
 
 import av
@@ -57,6 +58,9 @@ def decode_jpeg_bytes(data: bytes) -> Image:
     return decode_with_pil(data)
 
 
+_OBJECT_REPR = re.compile(r" ?<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
 def decode_with_pil(data: bytes) -> np.ndarray:
     from PIL import Image as PILImage
 
@@ -64,4 +68,5 @@ def decode_with_pil(data: bytes) -> np.ndarray:
         with PILImage.open(io.BytesIO(data)) as im:
             return np.asarray(im.convert("RGB"))
     except Exception as exc:  # PIL raises many types for broken files
-        raise ImageError(f"not a decodable image ({exc})") from None
+        why = _OBJECT_REPR.sub("", str(exc))  # "cannot identify image file <_io.BytesIO object at 0x...>"
+        raise ImageError(f"not a decodable image ({why})") from None
