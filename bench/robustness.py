@@ -15,8 +15,7 @@ LeRobot, ROS 1/2 bags, HDF5 ALOHA/robomimic, Zarr, RLDS) with every other figure
 short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
 (bench/robustness_curation.py). Stream copy (issue 40): video packets that lie (flags, pts, truncated
 or garbage packets, extradata missing or garbage) give 0 stored_broken and 0 raw errors, each
-transcoded with its reason (bench/robustness_copy.py).
-(bench/robustness_curation.py). Viewer (issue 43): >= 500 damaged containers through
+transcoded with its reason (bench/robustness_copy.py). Viewer (issue 43): >= 500 damaged containers through
 `robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py). Rows (issue 44): manifests
 edited by a hostile editor (bad stream rates, a row's uri swapped to another episode's, http://
 uris, no row in the split) through the loader, the export and the viewer: 0 raw errors,
