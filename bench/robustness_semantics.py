@@ -67,6 +67,7 @@ from robodata.ingest.landing.dedup import not_cataloged
 from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.pipeline import run_batch
 from robodata.ingest.settings import IngestSettings
+from robodata.ingest.steps.episode_metadata import landing_id
 from robodata.ingest.tables import IngestPaths
 
 SIZES = {"smoke": 9, "quick": 216, "full": 648}
@@ -233,7 +234,8 @@ def run(size: str) -> dict:
         ids = {}
         for b in range(0, len(items), per):
             for r in paths.read("aligned_tracks", f"s{b // per}", ["uri", "episode_id", "ok"]).to_pylist():
-                ids[(r["episode_id"] if r["ok"] else "") or r["uri"]] = r["uri"]
+                # an item that did not read is keyed in the catalog by its landing id (issue 41)
+                ids[(r["episode_id"] if r["ok"] else landing_id(r["uri"])) or r["uri"]] = r["uri"]
         cat = pl.read_delta(paths.catalog)
         outcomes: dict[str, dict[str, int]] = {}  # family/lie -> qc_status -> rows
         for row in cat.to_dicts():
