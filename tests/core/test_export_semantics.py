@@ -122,9 +122,9 @@ def test_robot_type_is_the_episodes_own_and_two_are_refused(tmp_path, monkeypatc
     assert json.loads(_export(rows, tmp_path / "none"))["robot_type"] is None  # none declared: null, not invented
     opened = episodes.open_episode
 
-    def typed(uri, *a):
-        ep = opened(uri, *a)
-        ep.reader.meta.extra["robot_type"] = "so100" if uri.endswith("e1.rdep") else "koch"
+    def typed(row, *a):
+        ep = opened(row, *a)
+        ep.reader.meta.extra["robot_type"] = "so100" if row["uri"].endswith("e1.rdep") else "koch"
         return ep
 
     monkeypatch.setattr("robodata.export.lerobot.open_episode", typed)
