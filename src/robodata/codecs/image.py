@@ -16,11 +16,13 @@ import av
 import numpy as np
 from av.video.codeccontext import VideoCodecContext
 
+from robodata.codecs.jpeg_frame import JpegStructureError, frame_of, is_jpeg, trimmed
 from robodata.errors import CodecError
 
 Image = np.ndarray | av.VideoFrame
 
 _tls = threading.local()
+MAX_SIDE = 16384  # pixels a side: a frame header declaring more is refused before decoding
 
 
 class ImageError(CodecError):
@@ -46,15 +48,30 @@ def _mjpeg() -> VideoCodecContext:
 
 def decode_jpeg_bytes(data: bytes) -> Image:
     """JPEG bytes -> a yuvj420p/yuvj422p/... frame from libavcodec (no colour conversion), or,
-    for what libavcodec refuses (progressive oddities, CMYK), an RGB array from PIL.
-    Raises ImageError for bytes neither can decode (truncated, not a JPEG)."""
-    if data[:2] == b"\xff\xd8" and data[-2:] == b"\xff\xd9":
-        try:
-            frames = _mjpeg().decode(av.Packet(data))
-            if frames:
-                return frames[0]
-        except av.error.FFmpegError:
-            pass
+    for codings libavcodec does not read (arithmetic, lossless, CMYK), an RGB array from PIL.
+    Raises ImageError for bytes that cannot be decoded whole: not an image, a JPEG whose segments
+    or end marker are missing (robodata.codecs.jpeg_frame), one declaring more than MAX_SIDE a
+    side, and one libavcodec refuses (a cut scan, even with its end marker put back): PIL would
+    conceal the missing data with grey blocks, so no second decoder is asked."""
+    if not is_jpeg(data):
+        return decode_with_pil(data)  # PNG and the like
+    data = trimmed(data)
+    try:
+        frame = frame_of(data)
+    except JpegStructureError as exc:
+        raise ImageError(f"broken JPEG: {exc}") from None
+    if frame.height > MAX_SIDE or frame.width > MAX_SIDE:
+        raise ImageError(f"JPEG frame header declares {frame.width}x{frame.height}, over {MAX_SIDE} a side")
+    try:
+        frames = _mjpeg().decode(av.Packet(data))
+    except av.error.FFmpegError as exc:
+        if frame.native:
+            raise ImageError(f"corrupt JPEG ({frame.width}x{frame.height}): its scan does not decode whole ({exc})") from None
+        frames = []
+    if frames:
+        return frames[0]
+    if frame.native:
+        raise ImageError(f"corrupt JPEG ({frame.width}x{frame.height}): the decoder gave no frame")
     return decode_with_pil(data)
 
 
