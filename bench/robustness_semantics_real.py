@@ -61,10 +61,14 @@ def zarr_variation(path: Path, variation: str, camera: str) -> None:
     g: Any = zarr.open_group(str(path), mode="r+", zarr_format=2)
     if variation == "pixels":
         state = np.asarray(g["data/state"][:]) * 400.0 + 256.0  # positions in a 512-pixel frame
-        g["data"].create_array("state", data=state.astype(np.float32), overwrite=True)
+        g["data"].create_array(
+            "state", data=state.astype(np.float32), overwrite=True, config={"write_empty_chunks": True}
+        )
     elif variation == "float_img":
         frames = np.asarray(g[f"data/{camera}"][:]).astype(np.float32)
-        g["data"].create_array(camera, data=frames, chunks=(1, *frames.shape[1:]), overwrite=True)
+        g["data"].create_array(
+            camera, data=frames, chunks=(1, *frames.shape[1:]), overwrite=True, config={"write_empty_chunks": True}
+        )
     elif variation == "no_camera":
         shutil.rmtree(path / "data" / camera)
 

@@ -66,7 +66,9 @@ def decode_jpeg_bytes(data: bytes) -> Image:
         frames = _mjpeg().decode(av.Packet(data))
     except av.error.FFmpegError as exc:
         if frame.native:
-            raise ImageError(f"corrupt JPEG ({frame.width}x{frame.height}): its scan does not decode whole ({exc})") from None
+            raise ImageError(
+                f"corrupt JPEG ({frame.width}x{frame.height}): its scan does not decode whole ({exc})"
+            ) from None
         frames = []
     if frames:
         return frames[0]

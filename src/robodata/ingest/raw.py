@@ -98,6 +98,7 @@ class RawEpisode:
     # importer keeps no bitstream. An importer that sets it takes frames(skip=cameras): the copied
     # cameras are then never decoded.
     video_sources: Callable[[str], SourceVideo] | None = field(default=None, repr=False)
+    input_bytes: int = 0  # bytes the importer reads for this episode (0: the item's; importers.bounds)
 
     def stream_roles(self) -> dict[str, str]:
         """Declared roles, else by robodata's stream names: `joint_pos` is the state, `cmd` the action."""

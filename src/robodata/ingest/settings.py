@@ -8,6 +8,7 @@ from functools import lru_cache
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
 from robodata.ingest.align import AlignConfig
+from robodata.ingest.importers.bounds import WorkBounds
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule, load_topics
@@ -40,6 +41,7 @@ class IngestSettings:
     qc_file: str = ""  # YAML per-check run / blocking / thresholds (robodata.ingest.qc_file), applied to `qc`
     align: AlignConfig = field(default_factory=AlignConfig)  # clock jumps, declared vs measured rates
     visual_frames: int = 6  # frames decoded per episode for visual features
+    bounds: WorkBounds = field(default_factory=WorkBounds)  # work per item from its size (importers.bounds)
     plan: str = ""  # LayoutPlan JSON (`robodata advise --out`): episodes are written in its layout, not `video`
     # copy a source's video bitstream where it fits, else transcode (robodata.ingest.video_copy)
     video_copy: VideoCopyConfig = field(default_factory=VideoCopyConfig)
@@ -83,7 +85,7 @@ class IngestSettings:
 
     @property
     def import_options(self) -> ImportOptions:
-        return ImportOptions(self.topic_map, self.msgs, self.key_map)
+        return ImportOptions(self.topic_map, self.msgs, self.key_map, self.bounds)
 
     @classmethod
     def from_dict(cls, d: dict) -> IngestSettings:

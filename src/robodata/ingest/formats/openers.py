@@ -47,7 +47,7 @@ def rlds(uri: str, ctx: OpenContext) -> RawEpisode:
 def zarr(uri: str, ctx: OpenContext) -> RawEpisode:
     from robodata.ingest.importers.zarr_buffer import open_zarr
 
-    return open_zarr(uri, ctx.options.key_map)
+    return open_zarr(uri, ctx.options.key_map, ctx.options.bounds)
 
 
 def hdf5(uri: str, ctx: OpenContext) -> RawEpisode:

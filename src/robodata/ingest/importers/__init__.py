@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from robodata.errors import RobodataError
+from robodata.ingest.importers.bounds import bounded
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.landing.kinds import lfs_pointers, lfs_reason
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -27,9 +29,11 @@ def open_raw(
     The episode's id and stream names have passed `RawEpisode.check_identity` (robodata.names);
     a bad one raises UnsafeNameError naming the file and field, like any other RobodataError a
     bad item raises here: the caller quarantines that item. An item whose files are Git LFS
-    pointers is refused as such (robodata.ingest.landing.kinds.lfs_reason)."""
+    pointers is refused as such (robodata.ingest.landing.kinds.lfs_reason). What the episode
+    declares, and the CPU its frames cost, are bounded by its size (robodata.ingest.importers.bounds)."""
     from robodata.ingest import formats
 
+    started_cpu = time.process_time()
     opts = options or ImportOptions()
     fmt = formats.of(kind)
     if fmt is None:
@@ -43,7 +47,7 @@ def open_raw(
             raise RawEpisodeError(lfs_reason(uri, pointers)) from None
         raise
     raw.check_identity()
-    return raw
+    return bounded(raw, fmt.split(uri)[0], opts.bounds, started_cpu)
 
 
 def _in_landing_zone(base: str) -> None:

@@ -3,7 +3,10 @@
 Layout: `data/<key>` arrays concatenated over episodes (images (N, H, W, 3) uint8, chunked a
 frame or a few at a time), `meta/episode_ends` (cumulative step counts). Item uri
 `<store>#<episode index>`; streams by key map (robodata.ingest.importers.keymap). Images
-are read a few whole chunks at a time inside the episode's range (bounded memory).
+are read a few whole chunks at a time inside the episode's range (bounded memory). Before any of it
+is read, every chunk of the range must be present and inside the store, and what the range declares
+is bounded by the chunks' bytes (robodata.ingest.importers.zarr_chunks, .bounds); episode_ends must
+be integers.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from robodata.ingest import formats
+from robodata.ingest.importers.bounds import WorkBounds, check_declared
 from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, reading, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
+from robodata.ingest.importers.zarr_chunks import chunk_bytes, confined_store
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 
 BLOCK = 16
@@ -34,9 +39,12 @@ def _open_group(store: str, storage_options: dict | None = None):
 def episode_ends(store: str, storage_options: dict | None = None) -> np.ndarray:
     g = _open_group(store, storage_options)
     try:
-        ends = np.asarray(g["meta/episode_ends"][:], np.int64).reshape(-1)
+        raw = np.asarray(g["meta/episode_ends"][:]).reshape(-1)
     except Exception as exc:
         raise RawEpisodeError(f"{store}: meta/episode_ends unreadable ({type(exc).__name__}: {exc})") from None
+    if raw.dtype.kind not in "iu":  # floats would be truncated into boundaries nobody declared
+        raise RawEpisodeError(f"{store}: meta/episode_ends has dtype {raw.dtype}, expected integer step counts")
+    ends = raw.astype(np.int64)
     if len(ends) and (np.any(np.diff(ends) < 0) or ends[0] < 0):
         raise RawEpisodeError(f"{store}: meta/episode_ends must be non-decreasing counts, got {ends[:8].tolist()}")
     return ends
@@ -82,17 +90,20 @@ def _reader(store: str, key: str, lo: int, hi: int, where: str):
     return frames
 
 
-def open_zarr(uri: str, key_map: str = "") -> RawEpisode:
-    return guarded(_open, uri, key_map, "Zarr episode")
+def open_zarr(uri: str, key_map: str = "", bounds: WorkBounds | None = None) -> RawEpisode:
+    return guarded(lambda u, k: _open(u, k, bounds or WorkBounds()), uri, key_map, "Zarr episode")
 
 
-def _open(uri: str, key_map: str) -> RawEpisode:
+def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
     store, _, frag = uri.partition("#")
     path = Path(store)
     try:
         index = int(frag or 0)
     except ValueError:
         raise RawEpisodeError(f"{uri}: episode index {frag!r} is not a number") from None
+    root = confined_store(store)  # a group folder or metadata file linked out of the store is refused
+    g = _open_group(store)
+    chunk_bytes(g["meta/episode_ends"], root, 0, int(g["meta/episode_ends"].shape[0]), uri)
     ends = episode_ends(store)
     key, steps = past_ends(store, ends) if index == len(ends) else ("", 0)
     if key:
@@ -104,13 +115,19 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     if not 0 <= index < len(ends):
         raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
     lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
-    g = _open_group(store)
     km = choose(formats.ZARR.kind, f"{path.name}#{index}", key_map)
     keys = _keys(g)
     lay = plan(km, keys, uri)
     for key, info in keys.items():
         if (key in lay.arrays.values() or key in lay.cameras.values()) and info.shape[0] < hi:
             raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
+    used = sorted(set(lay.arrays.values()) | set(lay.cameras.values()))
+    declared = sum(
+        (hi - lo) * int(np.prod(keys[k].shape[1:], dtype=np.int64)) * np.dtype(g["data"][k].dtype).itemsize
+        for k in used
+    )
+    size = sum(chunk_bytes(g["data"][k], root, lo, hi, uri) for k in used)  # every chunk present, inside the store
+    check_declared(declared, size, bounds, uri, f"{hi - lo} steps of {len(used)} arrays")
     arrays = {}
     for s, k in lay.arrays.items():
         with reading(uri, f"data/{k}"):
@@ -137,4 +154,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         units=dict(km.units),
         camera_keys={s: f"data/{k}" for s, k in lay.cameras.items()},
     )
-    return to_raw(ep)
+    raw = to_raw(ep)
+    raw.input_bytes = size
+    return raw

@@ -98,6 +98,11 @@ def write_robomimic(eps: list[SynthEpisode], root: Path, quality: int = 90, name
     return path
 
 
+# every chunk written, fill-valued ones too (zarr 3 leaves those out by default; the importer refuses a
+# store missing a chunk: robodata.ingest.importers.zarr_chunks)
+ALL_CHUNKS = {"write_empty_chunks": True}
+
+
 def write_zarr(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str = "replay") -> Path:
     import zarr
 
@@ -109,12 +114,12 @@ def write_zarr(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str
     ends = np.cumsum([len(s[1]) for s in steps]).astype(np.int64)
     data = g.create_group("data")
     meta = g.create_group("meta")
-    meta.create_array("episode_ends", data=ends)
-    data.create_array("state", data=np.concatenate([s[1] for s in steps]))
-    data.create_array("action", data=np.concatenate([s[4] for s in steps]).astype(np.float32))
+    meta.create_array("episode_ends", data=ends, config=ALL_CHUNKS)
+    data.create_array("state", data=np.concatenate([s[1] for s in steps]), config=ALL_CHUNKS)
+    data.create_array("action", data=np.concatenate([s[4] for s in steps]).astype(np.float32), config=ALL_CHUNKS)
     for c in steps[0][0]:
         frames = np.concatenate([s[0][c] for s in steps])
-        data.create_array(f"{c}_rgb", data=frames, chunks=(1, *frames.shape[1:]))
+        data.create_array(f"{c}_rgb", data=frames, chunks=(1, *frames.shape[1:]), config=ALL_CHUNKS)
     tmp.rename(path)
     return path
 
