@@ -53,7 +53,7 @@ def zarr(uri: str, ctx: OpenContext) -> RawEpisode:
 def hdf5(uri: str, ctx: OpenContext) -> RawEpisode:
     from robodata.ingest.importers.hdf5 import open_hdf5
 
-    return open_hdf5(uri, ctx.options.key_map)
+    return open_hdf5(uri, ctx.options.key_map, ctx.options.bounds)
 
 
 def lerobot_episode_files(base: str, frag: str, local: str, opts: dict[str, Any]) -> None:

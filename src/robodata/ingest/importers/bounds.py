@@ -93,7 +93,8 @@ def bounded(raw: RawEpisode, base: str, bounds: WorkBounds, started_cpu: float) 
                 raise RawEpisodeError(
                     f"{raw.uri}: conversion passed the work bound of {limit:.0f} CPU seconds for {size:,} bytes of "
                     f"input (bounds.cpu_s_per_input_mb {bounds.cpu_s_per_input_mb:g}, at least bounds.cpu_floor_s "
-                    f"{bounds.cpu_floor_s:g}) at frame {n}; raise it in IngestSettings.bounds if the recording is honest"
+                    f"{bounds.cpu_floor_s:g}) at frame {n}; raise it in IngestSettings.bounds if the recording "
+                    "is honest"
                 )
             yield item
 

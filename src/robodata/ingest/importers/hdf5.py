@@ -3,6 +3,8 @@ robomimic / LIBERO `demo.hdf5` (one episode per `data/demo_N` group, uri `<file>
 `demo_N` groups at the file's root likewise, `<file>#demo_N`),
 other layouts by a declared key map (robodata.ingest.importers.keymap).
 
+Nothing outside the file is read (external links, external storage and virtual datasets are refused)
+and what the episode declares is bounded by the file's size before it is read (hdf5_checks, bounds).
 Camera datasets are read lazily, a chunk of frames at a time (bounded memory): raw uint8
 (N, H, W, 3), or encoded (ALOHA's padded JPEG rows with `compress_len`, or variable-length bytes).
 """
@@ -17,6 +19,7 @@ import numpy as np
 
 from robodata.codecs.image import image_shape
 from robodata.ingest import formats
+from robodata.ingest.importers.bounds import WorkBounds, check_declared
 from robodata.ingest.importers.fixed_rate import (
     StepEpisode,
     as_rgb,
@@ -26,6 +29,7 @@ from robodata.ingest.importers.fixed_rate import (
     reading,
     to_raw,
 )
+from robodata.ingest.importers.hdf5_checks import compress_lens, confined_group, declared_frame, hard_path
 from robodata.ingest.importers.keymap import KeyMap, choose
 from robodata.ingest.importers.layout import KeyInfo, is_image, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -42,10 +46,18 @@ def list_groups(fileobj) -> list[str]:
     import h5py
 
     with h5py.File(fileobj, "r") as f:
-        data = f.get("data")
-        if isinstance(data, h5py.Group):
-            return sorted((f"data/{k}" for k in data if isinstance(data[k], h5py.Group)), key=_natural)
-        return sorted((k for k in f if DEMO.fullmatch(k) and isinstance(f[k], h5py.Group)), key=_natural)
+        # an external link is listed (never followed: its import refuses it, naming the link)
+        data = f.get("data", getlink=True)
+        if isinstance(data, h5py.HardLink) and isinstance(f["data"], h5py.Group):
+            return sorted((f"data/{k}" for k in f["data"] if _group_or_link(f["data"], k)), key=_natural)
+        return sorted((k for k in f if DEMO.fullmatch(k) and _group_or_link(f, k)), key=_natural)
+
+
+def _group_or_link(parent, name: str) -> bool:
+    import h5py
+
+    link = parent.get(name, getlink=True)
+    return isinstance(link, h5py.ExternalLink) or isinstance(parent.get(name), h5py.Group)
 
 
 def _natural(s: str) -> tuple:
@@ -121,18 +133,13 @@ def _declared_steps(g, arrays: dict, cameras: dict, where: str) -> None:
         raise RawEpisodeError(f"{where}: attrs num_samples = {ns}, but the episode's streams hold {lens} steps")
 
 
-def _camera_reader(path: Path, group: str, key: str, where: str):
+def _camera_reader(path: Path, group: str, key: str, where: str, lens: np.ndarray | None):
     def frames() -> Iterator:
         import h5py
 
         with h5py.File(path, "r") as f:
             g = f[group] if group else f
             ds = g[key]
-            lens = None
-            if ds.ndim == 2 and "compress_len" in f:  # ALOHA: one row of lengths per camera, in key order
-                cams = list(f["observations/images"]) if "observations/images" in f else []
-                name = key.rsplit("/", 1)[-1]
-                lens = f["compress_len"][cams.index(name)] if name in cams else None
             step = (ds.chunks[0] if ds.chunks else BLOCK) or BLOCK
             for lo in range(0, ds.shape[0], step):
                 block = ds[lo : lo + step]
@@ -141,29 +148,41 @@ def _camera_reader(path: Path, group: str, key: str, where: str):
                     if ds.ndim == 4:
                         yield as_rgb(row, f"{where} {key} frame {i}")
                     else:
-                        data = row[: int(lens[i])] if lens is not None else row
-                        yield decode_encoded(bytes(data), f"{where} {key} frame {i}")
+                        at = f"{where} {key} frame {i}"
+                        data = declared_frame(bytes(row[: lens[i]]), int(lens[i]), at) if lens is not None else row
+                        yield decode_encoded(bytes(data), at)
 
     return frames
 
 
-def _shape(g, key: str, where: str) -> tuple[int, int]:
+def _shape(g, key: str, where: str, lens: np.ndarray | None) -> tuple[int, int]:
     ds = g[key]
     if ds.ndim == 4:
         h, w = (ds.shape[1], ds.shape[2]) if ds.shape[3] in (1, 3) else (ds.shape[2], ds.shape[3])
         return int(h), int(w)
     if ds.shape[0] == 0:
         return 0, 0
-    row = ds[0]
-    h, w, _ = image_shape(decode_encoded(bytes(row), f"{where} {key} frame 0"))
+    row = bytes(ds[0])
+    if lens is not None:
+        row = declared_frame(row[: lens[0]], int(lens[0]), f"{where} {key} frame 0")
+    h, w, _ = image_shape(decode_encoded(row, f"{where} {key} frame 0"))
     return h, w
 
 
-def open_hdf5(uri: str, key_map: str = "") -> RawEpisode:
-    return guarded(_open, uri, key_map, "HDF5")
+def _declared(g, lay, cameras: dict, where: str, size: int, bounds: WorkBounds) -> None:
+    """What the episode's streams declare (frames x resolution, array bytes) within the work bound
+    for the file's size, before any of it is read."""
+    arrays = sum(int(g[k].size) * g[k].dtype.itemsize for k in lay.arrays.values())
+    frames = sum(n * h * w * 3 for n, h, w, _ in cameras.values())
+    n = sum(c[0] for c in cameras.values())
+    check_declared(arrays + frames, size, bounds, where, f"{n} frames x resolution + {len(lay.arrays)} arrays")
 
 
-def _open(uri: str, key_map: str) -> RawEpisode:
+def open_hdf5(uri: str, key_map: str = "", bounds: WorkBounds | None = None) -> RawEpisode:
+    return guarded(lambda u, k: _open(u, k, bounds or WorkBounds()), uri, key_map, "HDF5")
+
+
+def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
     import h5py
 
     base, _, group = uri.partition("#")
@@ -175,12 +194,22 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     except OSError as exc:
         raise RawEpisodeError(f"{path}: not a readable HDF5 file (truncated? {exc})") from None
     with f:
+        hard_path(f, group, where)  # the episode's group reached without leaving the file
         if group and group not in f:
             raise RawEpisodeError(f"{where}: no group {group!r} in the file")
         g = f[group] if group else f
+        confined_group(g, where)  # no external link, external storage or virtual dataset below it
         km = choose(formats.HDF5.kind, item, key_map)
         keys = _keys(g)
         lay = plan(km, keys, where)
+        size = path.stat().st_size
+        cameras = {}
+        for stream, key in lay.cameras.items():
+            ds = g[key]
+            lens = compress_lens(f, key, int(ds.shape[1]), int(ds.shape[0]), where) if ds.ndim == 2 else None
+            h, w = _shape(g, key, where, lens)
+            cameras[stream] = (int(ds.shape[0]), h, w, _camera_reader(path, group, key, where, lens))
+        _declared(g, lay, cameras, where, size, bounds)
         arrays = {}
         for stream, key in lay.arrays.items():
             with reading(where, f"key {key!r}"):
@@ -188,10 +217,6 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             if v.ndim == 0:
                 raise RawEpisodeError(f"{where}: key {key!r} is a scalar, expected one row per step")
             arrays[stream] = (v, ())
-        cameras = {}
-        for stream, key in lay.cameras.items():
-            h, w = _shape(g, key, where)
-            cameras[stream] = (int(g[key].shape[0]), h, w, _camera_reader(path, group, key, where))
         _declared_steps(g, arrays, cameras, where)
         lang = _attr(f, g, km.language) if km.language else ""
         if km.language and not lang and km.language in keys and not is_image(keys[km.language]):
