@@ -45,19 +45,22 @@ def confined_group(group, where: str) -> None:
     """No external link anywhere below `group`, no dataset with external storage or virtual."""
     import h5py
 
-    def visit(name: str, link) -> None:
+    def visit(name: str, link) -> RawEpisodeError | None:  # a value stops the visit (h5py cannot raise through it)
         full = f"{group.name.rstrip('/')}/{name}"
         if isinstance(link, h5py.ExternalLink):
-            raise _outside(where, full, f"an external link to {link.filename}:{link.path}")
+            return _outside(where, full, f"an external link to {link.filename}:{link.path}")
         if isinstance(link, h5py.HardLink):
             obj = group[name]
             if isinstance(obj, h5py.Dataset):
                 if obj.is_virtual:
-                    raise _outside(where, full, "a virtual dataset")
+                    return _outside(where, full, "a virtual dataset")
                 if obj.external:
-                    raise _outside(where, full, f"stored in external files {[e[0] for e in obj.external][:3]}")
+                    return _outside(where, full, f"stored in external files {[e[0] for e in obj.external][:3]}")
+        return None
 
-    group.visititems_links(visit)
+    found = group.visititems_links(visit)
+    if found is not None:
+        raise found
 
 
 def compress_lens(f, key: str, width: int, n: int, where: str) -> np.ndarray | None:

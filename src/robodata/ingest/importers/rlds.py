@@ -35,7 +35,7 @@ from robodata.ingest.importers.tfds_features import (
 )
 from robodata.ingest.importers.tfrecord import parse_example, read_record, record_offsets
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
-from robodata.names import confine
+from robodata.names import confine, confine_tree
 
 SKIP = ("is_first", "is_last", "is_terminal")
 
@@ -132,8 +132,10 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     except ValueError:
         raise RawEpisodeError(f"{uri}: item fragment {frag!r} is not <shard>:<index>:<offset>") from None
     shard = confine(root, rel, field="TFRecord shard", source=root)
+    confine_tree(root, field="symlink", source=root)  # features.json, dataset_info.json: no link out
     where = f"{shard} episode {index}"
-    feats = parse_example(read_record(shard, offset), where)
+    record = read_record(shard, offset)
+    feats = parse_example(record, where)
     issues: list[str] = []
     n = _steps(feats, where, issues)
     features = load_features(dataset_dir(root))
@@ -193,7 +195,9 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         units=dict(km.units),
         camera_keys={s: f"steps/{k}" for s, k in lay.cameras.items()},
     )
-    return to_raw(ep)
+    raw = to_raw(ep)
+    raw.input_bytes = len(record)  # the work bound's input (robodata.ingest.importers.bounds)
+    return raw
 
 
 def _info(root: Path) -> dict:
