@@ -32,6 +32,9 @@ raised: every one quarantined, its reason naming file and field, never a bare ex
 `passed`, `unnamed` 0 (bench/robustness_reasons.py). Msgs (issue 44): hostile `--msgs` folders (links
 outside, files that are not definitions, standard types redefined) refused once as a ConfigError
 that echoes no file: `contents_echoed`, `reads_outside`, `refused_per_bag` 0 (bench/robustness_msgs.py).
+Importers, hostile (issue 43): >= 100 crafted HDF5, Zarr, RLDS, ROS 1 and ROS 2 recordings give
+silent_fills, concealed_frames, reads_outside_root, lies_accepted, unbounded_passed, raw_errors and
+batches_failed 0, no case over 60 s of CPU (bench/robustness_importers_hostile.py).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ SECTIONS = (
     "terms",
     "reasons",
     "msgs",
+    "importers_hostile",
 )
 
 
@@ -119,6 +123,16 @@ KEYS = (
     "msgs.contents_echoed",
     "msgs.reads_outside",
     "msgs.refused_per_bag",
+    "importers_hostile.cases",
+    "importers_hostile.silent_fills",
+    "importers_hostile.concealed_frames",
+    "importers_hostile.reads_outside_root",
+    "importers_hostile.lies_accepted",
+    "importers_hostile.unbounded_passed",
+    "importers_hostile.raw_errors",
+    "importers_hostile.batches_failed",
+    "importers_hostile.max_cpu_s",
+    "importers_hostile.max_cpu_s_per_input_mb",
     "wall_s",
     "peak_rss_mb",
 )

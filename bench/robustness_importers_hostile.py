@@ -106,7 +106,7 @@ def run(size: str) -> dict:
                 if (fmt, name) in by_entry or name == good[fmt]:
                     per_fmt.setdefault(fmt, []).append(item)
         judged: dict[str, dict] = {}
-        for fmt, items in per_fmt.items():
+        for items in per_fmt.values():
             for item in items:
                 key = _entry(item.uri, land)
                 if key not in by_entry:

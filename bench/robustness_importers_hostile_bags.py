@@ -4,9 +4,8 @@ classes and the JPEG damage are bench/robustness_importers_hostile_cases.py's)."
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
 from collections.abc import Callable
+from pathlib import Path
 
 from bench.robustness_importers_hostile_cases import JPEG_DAMAGE, Case, damaged_jpegs, episode, everything, link_out
 
@@ -28,7 +27,7 @@ def rlds_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everythi
     for rel, label in (
         ("1.0.0/features.json", "features"),
         ("1.0.0/dataset_info.json", "info"),
-        (f"1.0.0/{{name}}-train.tfrecord-00000-of-00001", "shard"),
+        ("1.0.0/{name}-train.tfrecord-00000-of-00001", "shard"),
         ("1.0.0", "version_dir"),
     ):
         name = f"link_{label}"
