@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -299,7 +300,8 @@ def zarr_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everythi
         )
         out.append(Case(p.name, "zarr", cls, expect))
 
-    n = int(np.asarray(zarr.open_group(str(store("probe")), mode="r")["meta/episode_ends"][:])[-1])
+    probe: Any = zarr.open_group(str(store("probe")), mode="r")
+    n = int(np.asarray(probe["meta/episode_ends"][:])[-1])
     shutil.rmtree(d / "probe.zarr")
     ends("ends_float", [float(n)], "expected integer")
     ends("ends_fraction", [n - 0.5], "expected integer")

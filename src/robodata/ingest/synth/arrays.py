@@ -17,9 +17,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from robodata.ingest.synth.episode import SynthEpisode, jpeg_bytes
+
+if TYPE_CHECKING:
+    from zarr.core.array_spec import ArrayConfigParams
 
 
 def _steps(ep: SynthEpisode):
@@ -100,7 +105,7 @@ def write_robomimic(eps: list[SynthEpisode], root: Path, quality: int = 90, name
 
 # every chunk written, fill-valued ones too (zarr 3 leaves those out by default; the importer refuses a
 # store missing a chunk: robodata.ingest.importers.zarr_chunks)
-ALL_CHUNKS = {"write_empty_chunks": True}
+ALL_CHUNKS: ArrayConfigParams = {"write_empty_chunks": True}
 
 
 def write_zarr(eps: list[SynthEpisode], root: Path, quality: int = 90, name: str = "replay") -> Path:
