@@ -103,7 +103,10 @@ def run(size: str) -> dict:
         for fmt_dir in sorted(p for p in land.iterdir() if p.is_dir()):
             for item in new_items(str(fmt_dir), LandingCursor()):
                 fmt, name = _entry(item.uri, land)
-                if (fmt, name) in by_entry or name == good[fmt]:
+                case = by_entry.get((fmt, name))
+                if case is not None and not item.uri.endswith(case.item):
+                    continue  # another episode of the entry: not the one the case damaged
+                if case is not None or name == good[fmt]:
                     per_fmt.setdefault(fmt, []).append(item)
         judged: dict[str, dict] = {}
         for items in per_fmt.values():

@@ -40,6 +40,7 @@ class Case:
     fmt: str  # hdf5 | zarr | rlds | ros1 | ros2
     cls: str  # one of CLASSES
     expect: str  # a phrase the quarantine reason holds (alternatives separated by "|")
+    item: str = ""  # of an entry holding several episodes, the one judged (its uri's ending)
 
     def explained(self, reason: str) -> bool:
         return any(p in reason for p in self.expect.split("|"))
@@ -235,6 +236,16 @@ def hdf5_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everythi
     edit("sparse_4k", "unbounded", "work bound", sparse((8, 4096, 4096, 3)), compress=False)
     edit("sparse_state", "unbounded", "work bound", sparse((8, 10**9), "observations/qpos", "f8"), compress=False)
 
+    if keep("extlink_demo"):  # robomimic: one episode group an external link (the others stay good)
+        from robodata.ingest.synth.arrays import write_robomimic
+
+        p = write_robomimic([episode(), episode(1)], d, name="extlink_demo")
+        ext = outside / "extlink_demo-ext.h5"
+        with h5py.File(p, "r+") as f, h5py.File(ext, "w") as e:
+            f.copy(f["data/demo_1"], e, "demo")
+            del f["data/demo_1"]
+            f["data/demo_1"] = h5py.ExternalLink(str(ext), "/demo")
+        out.append(Case(p.name, "hdf5", "outside_root", "external link", item="#data/demo_1"))
     if keep("linked_file"):
         link = d / "linked_file_episode_0.hdf5"
         os.symlink(_aloha(outside, "linked_target"), link)

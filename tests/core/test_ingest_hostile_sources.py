@@ -111,6 +111,7 @@ def test_zarr_links_outside_the_store_are_refused(tmp_path, name):
     "name, phrase",
     [
         ("extlink_camera", "external link"),
+        ("extlink_demo", "data/demo_1 is an external link"),
         ("external_storage", "external files"),
         ("virtual_dataset", "virtual dataset"),
     ],
