@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.robustness_importers_hostile_cases import JPEG_DAMAGE, Case, damaged_jpegs, episode, everything, link_out
+from bench.robustness_importers_hostile_cases import Case, damaged_jpegs, episode, everything, jpeg_variants, link_out
 
 
 def rlds_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everything) -> list[Case]:
@@ -16,14 +16,10 @@ def rlds_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everythi
     d = root / "rlds"
     d.mkdir(parents=True, exist_ok=True)
     out: list[Case] = []
-    for frame in (0, 3):
-        for suffix, damage, cls, expect in JPEG_DAMAGE:
-            name = f"jpeg_{suffix}_f{frame}"
-            if not keep(name):
-                continue
-            with damaged_jpegs(arrays, frame, damage):
-                arrays.write_rlds([episode()], d, name=name)
-            out.append(Case(name, "rlds", cls, expect))
+    for name, frame, damage, cls, expect in jpeg_variants(keep):
+        with damaged_jpegs(arrays, frame, damage):
+            arrays.write_rlds([episode()], d, name=name)
+        out.append(Case(name, "rlds", cls, expect))
     for rel, label in (
         ("1.0.0/features.json", "features"),
         ("1.0.0/dataset_info.json", "info"),
@@ -60,14 +56,10 @@ def bag_cases(root: Path, outside: Path, msgs: Path, keep: Callable[[str], bool]
     for fmt in ("ros1", "ros2"):
         d = root / fmt
         d.mkdir(parents=True, exist_ok=True)
-        for frame in (0, 3):
-            for suffix, damage, cls, expect in JPEG_DAMAGE:
-                name = f"jpeg_{suffix}_f{frame}"
-                if not keep(name):
-                    continue
-                with damaged_jpegs(ros, frame, damage):
-                    p = _ros1(d, name) if fmt == "ros1" else _ros2(d, name, msgs)
-                out.append(Case(p.name, fmt, cls, expect))
+        for name, frame, damage, cls, expect in jpeg_variants(keep):
+            with damaged_jpegs(ros, frame, damage):
+                p = _ros1(d, name) if fmt == "ros1" else _ros2(d, name, msgs)
+            out.append(Case(p.name, fmt, cls, expect))
     if keep("linked"):
         os.symlink(_ros1(outside, "target"), root / "ros1" / "linked.bag")
         out.append(Case("linked.bag", "ros1", "outside_root", "outside"))

@@ -92,6 +92,15 @@ JPEG_DAMAGE: tuple[tuple[str, Callable[[bytes], bytes], str, str], ...] = (
 )
 
 
+def jpeg_variants(keep: Callable[[str], bool]) -> Iterator[tuple[str, int, Callable[[bytes], bytes], str, str]]:
+    """(case name, frame, damage, class, expected phrase) of each JPEG damage to frame 0 (read while
+    the item is opened) and frame 3 (read on the way to the encoder) that `keep` keeps."""
+    for frame in (0, 3):
+        for suffix, damage, cls, expect in JPEG_DAMAGE:
+            if keep(name := f"jpeg_{suffix}_f{frame}"):
+                yield name, frame, damage, cls, expect
+
+
 @contextmanager
 def damaged_jpegs(module, frame: int, damage: Callable[[bytes], bytes]) -> Iterator[None]:
     """`module.jpeg_bytes` damaging the `frame`-th image it encodes."""
@@ -146,13 +155,10 @@ def hdf5_cases(root: Path, outside: Path, keep: Callable[[str], bool] = everythi
     d.mkdir(parents=True, exist_ok=True)
     outside.mkdir(parents=True, exist_ok=True)
     out: list[Case] = []
-    for frame in (0, 3):
-        for suffix, damage, cls, expect in JPEG_DAMAGE:
-            name = f"jpeg_{suffix}_f{frame}"
-            if keep(name):
-                with damaged_jpegs(arrays, frame, damage):
-                    p = _aloha(d, name)
-                out.append(Case(p.name, "hdf5", cls, expect))
+    for name, frame, damage, cls, expect in jpeg_variants(keep):
+        with damaged_jpegs(arrays, frame, damage):
+            p = _aloha(d, name)
+        out.append(Case(p.name, "hdf5", cls, expect))
 
     def edit(name: str, cls: str, expect: str, fn: Callable, compress: bool = True) -> None:
         if not keep(name):
