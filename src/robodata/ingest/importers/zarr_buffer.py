@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robodata.errors import RobodataError
 from robodata.ingest import formats
 from robodata.ingest.importers.bounds import WorkBounds, check_declared
 from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, reading, to_raw
@@ -37,9 +38,18 @@ def _open_group(store: str, storage_options: dict | None = None):
 
 
 def episode_ends(store: str, storage_options: dict | None = None) -> np.ndarray:
-    g = _open_group(store, storage_options)
+    return _ends(_open_group(store, storage_options), store)
+
+
+def _ends(g, store: str, root: Path | None = None) -> np.ndarray:
+    """meta/episode_ends of an open group (with `root`: every chunk of it present, inside the store)."""
     try:
-        raw = np.asarray(g["meta/episode_ends"][:]).reshape(-1)
+        arr = g["meta/episode_ends"]
+        if root is not None:
+            chunk_bytes(arr, root, 0, int(arr.shape[0]), store)
+        raw = np.asarray(arr[:]).reshape(-1)
+    except RobodataError:
+        raise
     except Exception as exc:
         raise RawEpisodeError(f"{store}: meta/episode_ends unreadable ({type(exc).__name__}: {exc})") from None
     if raw.dtype.kind not in "iu":  # floats would be truncated into boundaries nobody declared
@@ -64,12 +74,15 @@ def past_ends(store: str, ends: np.ndarray, storage_options: dict | None = None)
     return (key, lengths[key]) if key and lengths[key] > last else ("", 0)
 
 
-def _keys(g) -> dict[str, KeyInfo]:
+def _arrays(g) -> dict:
+    """data/<name> -> its zarr array (opened once: each open is a round trip through zarr's loop)."""
     data = g.get("data")
-    if data is None:
-        return {}
+    return {} if data is None else dict(sorted(data.arrays()))
+
+
+def _keys(arrs: dict) -> dict[str, KeyInfo]:
     out = {}
-    for name, arr in sorted(data.arrays()):
+    for name, arr in arrs.items():
         dt = np.dtype(arr.dtype)
         out[name] = KeyInfo(tuple(arr.shape), f"{dt.kind}{dt.itemsize}")
     return out
@@ -103,8 +116,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
         raise RawEpisodeError(f"{uri}: episode index {frag!r} is not a number") from None
     root = confined_store(store)  # a group folder or metadata file linked out of the store is refused
     g = _open_group(store)
-    chunk_bytes(g["meta/episode_ends"], root, 0, int(g["meta/episode_ends"].shape[0]), uri)
-    ends = episode_ends(store)
+    ends = _ends(g, uri, root)
     key, steps = past_ends(store, ends) if index == len(ends) else ("", 0)
     if key:
         last = int(ends[-1]) if len(ends) else 0
@@ -116,22 +128,20 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
         raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
     lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
     km = choose(formats.ZARR.kind, f"{path.name}#{index}", key_map)
-    keys = _keys(g)
+    arrs = _arrays(g)
+    keys = _keys(arrs)
     lay = plan(km, keys, uri)
     for key, info in keys.items():
         if (key in lay.arrays.values() or key in lay.cameras.values()) and info.shape[0] < hi:
             raise RawEpisodeError(f"{uri}: data/{key} has {info.shape[0]} steps, meta/episode_ends needs {hi}")
     used = sorted(set(lay.arrays.values()) | set(lay.cameras.values()))
-    declared = sum(
-        (hi - lo) * int(np.prod(keys[k].shape[1:], dtype=np.int64)) * np.dtype(g["data"][k].dtype).itemsize
-        for k in used
-    )
-    size = sum(chunk_bytes(g["data"][k], root, lo, hi, uri) for k in used)  # every chunk present, inside the store
+    declared = sum((hi - lo) * int(np.prod(keys[k].shape[1:], dtype=np.int64)) * arrs[k].dtype.itemsize for k in used)
+    size = sum(chunk_bytes(arrs[k], root, lo, hi, uri) for k in used)  # every chunk present, inside the store
     check_declared(declared, size, bounds, uri, f"{hi - lo} steps of {len(used)} arrays")
     arrays = {}
     for s, k in lay.arrays.items():
         with reading(uri, f"data/{k}"):
-            arrays[s] = (np.asarray(g["data"][k][lo:hi]), ())
+            arrays[s] = (np.asarray(arrs[k][lo:hi]), ())
     cameras = {}
     for s, k in lay.cameras.items():
         shape = keys[k].shape
