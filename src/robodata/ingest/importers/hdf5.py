@@ -29,7 +29,13 @@ from robodata.ingest.importers.fixed_rate import (
     reading,
     to_raw,
 )
-from robodata.ingest.importers.hdf5_checks import compress_lens, confined_group, declared_frame, hard_path
+from robodata.ingest.importers.hdf5_checks import (
+    compress_lens,
+    confined_group,
+    dataset_outside,
+    declared_frame,
+    hard_path,
+)
 from robodata.ingest.importers.keymap import KeyMap, choose
 from robodata.ingest.importers.layout import KeyInfo, is_image, plan
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
@@ -64,17 +70,22 @@ def _natural(s: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in __import__("re").split(r"(\d+)", s))
 
 
-def _keys(group) -> dict[str, KeyInfo]:
+def _keys(group, where: str) -> dict[str, KeyInfo]:
+    """Every dataset below the group; one whose data lives in other files is refused (hdf5_checks)."""
     import h5py
 
     out: dict[str, KeyInfo] = {}
 
-    def visit(name, obj):
+    def visit(name, obj):  # a value stops the visit (h5py cannot raise through it)
         if isinstance(obj, h5py.Dataset):
+            if (outside := dataset_outside(obj, where)) is not None:
+                return outside
             dt = obj.dtype
             out[name] = KeyInfo(tuple(obj.shape), "O" if dt.kind == "O" else f"{dt.kind}{dt.itemsize}")
+        return None
 
-    group.visititems(visit)
+    if (found := group.visititems(visit)) is not None:
+        raise found
     return out
 
 
@@ -169,10 +180,10 @@ def _shape(g, key: str, where: str, lens: np.ndarray | None) -> tuple[int, int]:
     return h, w
 
 
-def _declared(g, lay, cameras: dict, where: str, size: int, bounds: WorkBounds) -> None:
+def _declared(keys: dict[str, KeyInfo], lay, cameras: dict, where: str, size: int, bounds: WorkBounds) -> None:
     """What the episode's streams declare (frames x resolution, array bytes) within the work bound
     for the file's size, before any of it is read."""
-    arrays = sum(int(g[k].size) * g[k].dtype.itemsize for k in lay.arrays.values())
+    arrays = sum(int(np.prod(keys[k].shape, dtype=np.int64)) * int(keys[k].dtype[1:] or 1) for k in lay.arrays.values())
     frames = sum(n * h * w * 3 for n, h, w, _ in cameras.values())
     n = sum(c[0] for c in cameras.values())
     check_declared(arrays + frames, size, bounds, where, f"{n} frames x resolution + {len(lay.arrays)} arrays")
@@ -200,7 +211,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
         g = f[group] if group else f
         confined_group(g, where)  # no external link, external storage or virtual dataset below it
         km = choose(formats.HDF5.kind, item, key_map)
-        keys = _keys(g)
+        keys = _keys(g, where)
         lay = plan(km, keys, where)
         size = path.stat().st_size
         cameras = {}
@@ -209,7 +220,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
             lens = compress_lens(f, key, int(ds.shape[1]), int(ds.shape[0]), where) if ds.ndim == 2 else None
             h, w = _shape(g, key, where, lens)
             cameras[stream] = (int(ds.shape[0]), h, w, _camera_reader(path, group, key, where, lens))
-        _declared(g, lay, cameras, where, size, bounds)
+        _declared(keys, lay, cameras, where, size, bounds)
         arrays = {}
         for stream, key in lay.arrays.items():
             with reading(where, f"key {key!r}"):

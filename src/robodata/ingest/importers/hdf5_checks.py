@@ -42,25 +42,27 @@ def hard_path(f, path: str, where: str) -> None:
 
 
 def confined_group(group, where: str) -> None:
-    """No external link anywhere below `group`, no dataset with external storage or virtual."""
+    """No external link anywhere below `group` (its datasets: `dataset_outside`, as they are listed)."""
     import h5py
 
     def visit(name: str, link) -> RawEpisodeError | None:  # a value stops the visit (h5py cannot raise through it)
-        full = f"{group.name.rstrip('/')}/{name}"
         if isinstance(link, h5py.ExternalLink):
+            full = f"{group.name.rstrip('/')}/{name}"
             return _outside(where, full, f"an external link to {link.filename}:{link.path}")
-        if isinstance(link, h5py.HardLink):
-            obj = group[name]
-            if isinstance(obj, h5py.Dataset):
-                if obj.is_virtual:
-                    return _outside(where, full, "a virtual dataset")
-                if obj.external:
-                    return _outside(where, full, f"stored in external files {[e[0] for e in obj.external][:3]}")
         return None
 
     found = group.visititems_links(visit)
     if found is not None:
         raise found
+
+
+def dataset_outside(ds, where: str) -> RawEpisodeError | None:
+    """The error for a dataset whose data lives in other files (virtual, or external storage)."""
+    if ds.is_virtual:
+        return _outside(where, ds.name, "a virtual dataset")
+    if ds.external:
+        return _outside(where, ds.name, f"stored in external files {[e[0] for e in ds.external][:3]}")
+    return None
 
 
 def compress_lens(f, key: str, width: int, n: int, where: str) -> np.ndarray | None:
