@@ -91,8 +91,8 @@ def bounded(raw: RawEpisode, base: str, bounds: WorkBounds, started_cpu: float) 
     if frames is None:
         return raw
 
-    def metered(source: Callable[[], Iterator] = frames) -> Iterator:
-        for n, item in enumerate(source()):
+    def metered(*args, source: Callable[..., Iterator] = frames, **kw) -> Iterator:  # frames(skip=...) too
+        for n, item in enumerate(source(*args, **kw)):
             if n % 8 == 0 and time.process_time() - started_cpu > limit:
                 raise RawEpisodeError(
                     f"{raw.uri}: conversion passed the work bound of {limit:.0f} CPU seconds for {size:,} bytes of "
