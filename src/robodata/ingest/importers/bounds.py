@@ -78,11 +78,7 @@ def declared_bytes(raw: RawEpisode) -> tuple[int, str]:
 def bounded(raw: RawEpisode, base: str, bounds: WorkBounds, started_cpu: float) -> RawEpisode:
     """The episode with its declared size checked against its input (`raw.input_bytes` where the
     importer counted what it reads, else the local item `base`'s bytes) and its frames metered: the
-    CPU since `started_cpu` (time.process_time when the item was opened) may not pass the bound.
-    LeRobot episodes are left as they are: their frames are video (AV1 / H.264 of a still scene
-    honestly decodes to thousands of times its bytes), read by the dataset's own declared counts."""
-    if raw.source.startswith("lerobot"):
-        return raw
+    CPU since `started_cpu` (time.process_time when the item was opened) may not pass the bound."""
     size = raw.input_bytes or input_bytes(base)
     declared, what = declared_bytes(raw)
     check_declared(declared, size, bounds, raw.uri, what)
