@@ -9,7 +9,6 @@ scan, checks every declared length against the bytes present and returns the fra
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from robodata.errors import CodecError
@@ -75,14 +74,14 @@ def frame_of(data: bytes) -> JpegFrame:
             continue
         if marker in (0xD8, 0xD9):
             raise JpegStructureError(f"marker 0x{marker:02X} at byte {pos}, before any scan")
-        (length,) = struct.unpack(">H", data[pos + 2 : pos + 4])
+        length = (data[pos + 2] << 8) | data[pos + 3]  # ~10 segments a frame: plain indexing, no struct
         end = pos + 2 + length
         if length < 2 or end > len(data) - 2:
             raise JpegStructureError(f"segment 0x{marker:02X} at byte {pos} declares {length} bytes, past the end")
         if marker in _SOF:
             if length < 8:
                 raise JpegStructureError(f"frame header declares {length} bytes")
-            h, w = struct.unpack(">HH", data[pos + 5 : pos + 9])
+            h, w = (data[pos + 5] << 8) | data[pos + 6], (data[pos + 7] << 8) | data[pos + 8]
             frame = JpegFrame(marker, h, w, data[pos + 9])
             if h == 0 or w == 0 or frame.components == 0:
                 raise JpegStructureError(f"frame header declares {w}x{h} with {frame.components} components")
