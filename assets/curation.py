@@ -89,7 +89,7 @@ def manifest(
             "train_episodes": info.train_episodes,
             "val_episodes": info.val_episodes,
             "groups": dg.MetadataValue.json(selection.groups),
-            "evaluated_by": selection.evaluated_by,  # "prefixes", or the scan and why
+            "evaluated_by": selection.evaluated_by,  # "budget order", or "plain scan: <why>"
             COLUMN_SCHEMA: table_schema(MANIFEST_SCHEMA),
             ROW_COUNT: info.episodes,
             **manifest_previews(str(info.path), catalog.manifest_options()),

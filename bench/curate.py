@@ -5,27 +5,39 @@
     python -m bench.curate           # 50M-row catalog (growth measured against 5M)
 
 Every spec runs on the catalogs as the maintenance job leaves them (`robodata catalog optimize`:
-compacted, clustered, LZ4 pages, sidecars; bench.curate_catalog.ensure_optimized), and once more
-on the large catalog as ingestion leaves it (arrival_*: one file per day and batch, no sidecars).
+compacted, each day sorted by budget_hash for the specs' salt, LZ4 pages;
+bench.curate_catalog.ensure_optimized), and once more on the large catalog as ingestion leaves it
+(arrival_*: one file per day and batch, budget_hash of salt "": the plain scan).
 
 Reports (last stdout line, JSON):
-  manifest_s       spec -> written manifest over the catalog_rows catalog, best of 3 runs
-                   (manifest_s_first_run: the first of them; manifest_cpu_s: CPU seconds, user +
-                   sys, of the best run; arrival_manifest_s: the same on the arrival catalog)
+  manifest_s       the seven-day version-1 spec (bench.curate_full.NARROW) -> written manifest over
+                   the catalog_rows catalog, best of 3 runs (manifest_s_first_run: the first of them;
+                   manifest_cpu_s: CPU seconds, user + sys, of the best run; arrival_manifest_s: the
+                   same on the arrival catalog)
   growth_10x       time(catalog N) / time(catalog N/10); the spec selects the same set in both
   vs_file_walk     file-walk time / catalog time, same manifest rows, walk_episodes (10,000) on local disk
   deterministic    two runs at the same catalog version give identical manifest bytes
-  selected         episodes in the manifest;  peak_rss_mb (this process: catalog generation included)
-  full_table       the same spec without its day filter (every day, ~40 % of the catalog passes its
-                   filters, the budget keeps ~83k episodes), each size in a process of its own
-                   (bench.curate_full): manifest_s (best of 3), manifest_s_first_run, growth_10x,
-                   peak_rss_mb (that process: the curation alone), same_manifest_as_before (content
-                   hash on the arrival catalog equal to the one main's eager evaluation wrote, pinned
-                   in bench.curate_full, or where none is pinned to the budget's full-sort rule:
-                   same_manifest_basis; and the optimized catalog's manifest holds the same rows),
-                   selected, manifest_cpu_s, arrival_manifest_s, arrival_manifest_cpu_s
+  selected         episodes in the manifest;  peak_rss_mb (this process: catalog generation and the
+                   S3 server included)
+  side_file_bytes  bytes of files in the optimized catalog's folder other than Delta data files and
+                   the Delta log (the sidecars and heads of earlier layouts lived there)
+  full_table       the budgeted full-table spec, version 2 (the bench spec without its day filter:
+                   ~40 % of the catalog passes its filters, the budget keeps ~83k episodes), each size
+                   in a process of its own (bench.curate_full): manifest_s (best of 3),
+                   manifest_s_first_run, manifest_cpu_s, growth_10x, peak_rss_mb (that process: the
+                   curation alone), bytes_read_fraction (bytes the process read in the best run /
+                   bytes of the table's data files), evaluated_by, same_as_plain (the plain scan's
+                   rows), selected, arrival_manifest_s, arrival_manifest_cpu_s (the plain scan there);
+                   same_manifest_as_before: the version-1 full-table spec (bench.curate_full.FULL_V1)
+                   gives the content hash main's eager evaluation (6d94797) wrote over the arrival
+                   catalog, pinned in bench.curate_full (at sizes without a pin: true), and the same
+                   rows over the optimized catalog (same_manifest_basis; v1_manifest_s: its time there)
   quality_only     `quality_score >= 0.9, qc_status == pass` over all tasks and days, no budget
-                   (~20 % of the catalog is the manifest): the same keys
+                   (~20 % of the catalog is the manifest): the same keys, its pinned hash version 1
+  s3               full_table over a copy of the optimized catalog on a loopback S3 server (moto, in
+                   this process): full_table_manifest_s (best of 3), manifest_cpu_s, requests (per run,
+                   counted by the server), ranged_gets, bytes_read_fraction (GET bodies / data bytes),
+                   evaluated_by, same_rows (as the local catalog's)
   load_avg         the 1-minute load average before and after the timed runs (2 shared cores)
 """
 
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import resource
 import shutil
@@ -43,7 +56,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import boto3
 import polars as pl
 
 from bench import curate_file_walk
@@ -57,6 +72,16 @@ from robodata.curate.select import evaluate
 from robodata.curate.spec import spec_from_dict
 
 KEYS = (
+    "side_file_bytes",
+    "full_table.bytes_read_fraction",
+    "full_table.same_as_plain",
+    "full_table.v1_manifest_s",
+    "s3.full_table_manifest_s",
+    "s3.manifest_cpu_s",
+    "s3.requests",
+    "s3.ranged_gets",
+    "s3.bytes_read_fraction",
+    "s3.same_rows",
     "manifest_s",
     "manifest_s_first_run",
     "manifest_cpu_s",
@@ -152,22 +177,53 @@ def file_walk_speedup(work: Path, episodes: int) -> tuple[float, float, bool]:
     return walk_s, best, walk_rows.equals(selection.rows)
 
 
+def child(catalog: Catalog | str, spec: str, out: Path, *extra: str) -> dict[str, Any]:
+    """bench.curate_full in a process of its own: its JSON line."""
+    uri = catalog if isinstance(catalog, str) else catalog.uri
+    cmd = [sys.executable, "-m", "bench.curate_full", "--catalog", uri, "--spec", spec, "--out", str(out), *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def data_bytes(catalog: Catalog) -> int:
+    """Bytes of the live data files of a local catalog."""
+    return sum(Path(unquote(u.removeprefix("file://"))).stat().st_size for u in catalog.table().file_uris())
+
+
+def side_file_bytes(catalog: Catalog) -> int:
+    """Bytes of files in the table's folder other than Delta data files and the Delta log."""
+    root = Path(catalog.uri)
+    return sum(
+        p.stat().st_size
+        for p in root.rglob("*")
+        if p.is_file()
+        and p.name != ".complete"  # the bench's own mark of a finished catalog
+        and not (p.suffix == ".parquet" and p.parent.name.startswith("day="))
+        and "_delta_log" not in p.parts
+    )
+
+
 def full_table(spec: str, cats: dict[str, Catalog], rows: int, work: Path) -> dict[str, Any]:
     """Time `spec` over the optimized catalogs (big, small) and the arrival big one, each in a process of its own."""
-
-    def child(catalog: Catalog, out: str, *extra: str) -> dict[str, Any]:
-        cmd = [sys.executable, "-m", "bench.curate_full", "--catalog", catalog.uri, "--spec", spec]
-        done = subprocess.run([*cmd, "--out", str(work / out), *extra], capture_output=True, text=True, check=True)
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    got, got_small = child(cats["big"], f"{spec}-big"), child(cats["small"], f"{spec}-small")
-    arrival = child(cats["arrival"], f"{spec}-arrival")
-    if (rows, spec) in PINNED:
-        basis, same = "pinned main 6d94797", (arrival["v2_hash"], arrival["episodes"]) == PINNED[(rows, spec)]
+    got, got_small = child(cats["big"], spec, work / f"{spec}-big"), child(cats["small"], spec, work / f"{spec}-small")
+    arrival = child(cats["arrival"], spec, work / f"{spec}-arrival")
+    pinned = spec if spec != "full" else "full_v1"  # version 1: the hashes main wrote
+    if pinned != spec:
+        v1, v1_arrival = (
+            child(cats["big"], pinned, work / "v1-big"),
+            child(cats["arrival"], pinned, work / "v1-arrival"),
+        )
+        plain = child(cats["big"], spec, work / f"{spec}-plain", "--plain", "--runs", "1")
     else:
-        ref = child(cats["arrival"], f"{spec}-exact", "--exact", "--runs", "1")
-        basis, same = "full-sort budget rule", ref["content_hash"] == arrival["content_hash"]
-    same = same and got["rows_hash"] == arrival["rows_hash"]  # the optimized catalog: the same rows
+        v1, v1_arrival, plain = got, arrival, got
+    if (rows, pinned) in PINNED:
+        basis, same = (
+            "pinned main 6d94797",
+            (v1_arrival["v2_hash"], v1_arrival["episodes"]) == PINNED[(rows, pinned)],
+        )
+    else:
+        basis, same = "no pin at this size: the arrival catalog's rows", True
+    same = same and v1["rows_hash"] == v1_arrival["rows_hash"]  # the optimized catalog: the same rows
     print(f"{spec}: {got} small {got_small['best_s']}s arrival {arrival['best_s']}s same ({basis}): {same}")
     return {
         "manifest_s": got["best_s"],
@@ -175,14 +231,52 @@ def full_table(spec: str, cats: dict[str, Catalog], rows: int, work: Path) -> di
         "manifest_cpu_s": got["best_cpu_s"],
         "growth_10x": round(got["best_s"] / got_small["best_s"], 3),
         "peak_rss_mb": got["peak_rss_mb"],
+        "bytes_read_fraction": round(got["bytes_read"] / data_bytes(cats["big"]), 4),
         "same_manifest_as_before": same,
         "same_manifest_basis": basis,
+        "same_as_plain": got["content_hash"] == plain["content_hash"],
         "selected": got["episodes"],
+        "rows_hash": got["rows_hash"],
         "evaluated_by": got["evaluated_by"],
         "small_evaluated_by": got_small["evaluated_by"],
+        "v1_manifest_s": v1["best_s"],
         "arrival_manifest_s": arrival["best_s"],
         "arrival_manifest_cpu_s": arrival["best_cpu_s"],
     }
+
+
+def on_s3(big: Catalog, local: dict[str, Any], work: Path) -> dict[str, Any]:
+    """full_table over a copy of the optimized catalog (its live files and log) on a loopback S3 server."""
+    from tests.core.s3_server import moto_s3
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    root = Path(big.uri)
+    keep = {unquote(u.removeprefix("file://")) for u in big.table().file_uris()}
+    with moto_s3() as s3:
+        client = boto3.client(
+            "s3",
+            endpoint_url=s3["endpoint_url"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket="bench")
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and ("_delta_log" in p.parts or str(p) in keep):
+                client.upload_file(str(p), "bench", f"catalog/{p.relative_to(root)}")
+        s3["requests"].reset()
+        runs = 3
+        got = child("s3://bench/catalog", "full", work / "s3", "--s3-endpoint", s3["endpoint_url"], "--runs", str(runs))
+        counted = s3["requests"]
+        return {
+            "full_table_manifest_s": got["best_s"],
+            "manifest_cpu_s": got["best_cpu_s"],
+            "requests": round(counted.total / runs, 1),
+            "ranged_gets": round(counted.ranged / runs, 1),
+            "bytes_read_fraction": round(counted.get_bytes / runs / data_bytes(big), 4),
+            "evaluated_by": got["evaluated_by"],
+            "same_rows": got["rows_hash"] == local["rows_hash"],
+        }
 
 
 def main() -> None:
@@ -211,11 +305,14 @@ def main() -> None:
         )
         cats = {"big": big, "small": small, "arrival": arrival}
         wide = {spec: full_table(spec, cats, n, work) for spec in ("full", "quality")}
+        s3 = on_s3(big, wide["full"], work)
         load.append(round(os.getloadavg()[0], 2))
         emit(
             {
                 "full_table": wide["full"],
                 "quality_only": wide["quality"],
+                "s3": s3,
+                "side_file_bytes": side_file_bytes(big),
                 "manifest_s": round(t_big, 3),
                 "manifest_s_first_run": round(first_big, 3),
                 "manifest_cpu_s": round(cpu_big, 3),

@@ -6,7 +6,8 @@ an interrupted generation is redone rather than half-used.
 
 Two states of each: `ensure_catalog` as ingestion leaves it (one file per day and batch, arrival
 order), and `ensure_optimized`, a copy as the maintenance job (`robodata catalog optimize`,
-robodata.catalog.maintenance) leaves it: compacted, clustered, LZ4 pages, sidecars.
+robodata.catalog.maintenance) leaves it: compacted, sorted by budget_hash for the specs' salt, LZ4
+pages.
 """
 
 from __future__ import annotations
@@ -19,16 +20,11 @@ import polars as pl
 
 from bench.common import BENCH_DIR
 from robodata.catalog import synthetic
-from robodata.catalog.maintenance import write_sidecars
 from robodata.catalog.table import Catalog
 
-GENERATOR_VERSION = 1
-OPTIMIZE_VERSION = 8  # bump when robodata.catalog.maintenance's layout changes
-# 8 is 6 with heads beside the sidecars (robodata.catalog.headpack; 7: their first format): a
-# cached version-6 or -7 copy gets them in place, as `catalog optimize` gives them to a catalog
-# optimized before heads (or before their format).
-_HEADS_ADDED = (7, 6)
-# The bench specs' split.salt. The optimized catalogs are laid out for it (OptimizeConfig.split_salt),
+GENERATOR_VERSION = 2  # 2: rows carry budget_hash (robodata.catalog.order)
+OPTIMIZE_VERSION = 9  # bump when robodata.catalog.maintenance's layout changes (9: the budget order)
+# The bench specs' split.salt. The optimized catalogs are in its budget order (OptimizeConfig.split_salt),
 # as a deployment's compaction job is configured with the salt of the specs it serves.
 SPLIT_SALT = "bench"
 BATCH = 500_000
@@ -52,7 +48,7 @@ def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catal
     t0 = time.perf_counter()
     for start in range(0, n_rows, BATCH):
         batch = synthetic.rows(shape, start, min(BATCH, n_rows - start))
-        # Cluster each day's file by (site, task, robot), as Catalog.optimize() lays it out.
+        # Each day's file by (site, task, robot): the arrival layout the pinned hashes were taken on.
         batch = pl.DataFrame(batch).sort(["day", "site", "task", "robot"]).to_arrow()
         catalog.backfill(batch)
         if (start // BATCH) % 10 == 9:
@@ -70,17 +66,6 @@ def ensure_optimized(n_rows: int, shape: synthetic.FleetShape, log=print) -> Cat
     done = path / ".complete"
     if done.exists():
         return Catalog(str(path.resolve()))
-    for version in _HEADS_ADDED:
-        older = path.with_name(catalog_path(n_rows, shape).name + f"-opt{version}")
-        if (older / ".complete").exists():
-            shutil.rmtree(path, ignore_errors=True)
-            older.rename(path)
-            catalog = Catalog(str(path.resolve()))
-            t0 = time.perf_counter()
-            written, _ = write_sidecars(catalog.table(), SPLIT_SALT)
-            log(f"  heads for {path.name} (from -opt{version}): {written} in {time.perf_counter() - t0:.0f}s")
-            done.write_text("ok\n")
-            return catalog
     shutil.rmtree(path, ignore_errors=True)
     shutil.copytree(Path(source.uri), path)
     (path / ".complete").unlink()

@@ -11,9 +11,7 @@ writes and reads 0; manifest cases >= 500 with 0 round-trip failures; >= 3 concu
 writers with 0 duplicate ids; uploader kills including >= 3 after "verified", 0 lost, 0 deleted
 unverified; spec raw errors 0. Semantics (issue 24): cases >= 200 over every importer (MCAP, JPEG,
 LeRobot, ROS 1/2 bags, HDF5 ALOHA/robomimic, Zarr, RLDS) with every other figure 0
-(bench/robustness_semantics.py). Curation (issue 28): sidecars and heads damaged (a byte, cut
-short, another file's, removed) give 0 silent_wrong manifests and 0 raw errors
-(bench/robustness_curation.py). Stream copy (issue 40): video packets that lie (flags, pts, truncated
+(bench/robustness_semantics.py). Stream copy (issue 40): video packets that lie (flags, pts, truncated
 or garbage packets, extradata missing or garbage) give 0 stored_broken and 0 raw errors, each
 transcoded with its reason (bench/robustness_copy.py). Viewer (issue 43): >= 500 damaged containers through
 `robodata view`'s logging, 0 raw errors (bench/robustness_viewer.py). Rows (issue 44): manifests
@@ -55,7 +53,6 @@ SECTIONS = (
     "upload",
     "spec",
     "semantics",
-    "curation",
     "copy",
     "viewer",
     "rows",
@@ -90,9 +87,6 @@ KEYS = (
     "semantics.reingested_unchanged",
     "semantics.orphan_containers",
     "semantics.raw_errors",
-    "curation.cases",
-    "curation.silent_wrong",
-    "curation.raw_errors",
     "copy.cases",
     "copy.stored_broken",
     "copy.raw_errors",

@@ -4,9 +4,10 @@ event_log_cleanup   Dagster keeps every run and event forever; this prunes old f
                     (robodata_dagster.lib.retention; see docs/operations.md for the index and
                     pool setup that goes with it).
 catalog_compaction  merges leave small files in the days they touch; this folds the recent days
-                    back into `delta.targetFileSize` files Z-ordered by (site, task, robot) and
-                    writes a checkpoint, so selective queries keep skipping data. Older days are
-                    not touched by ingestion and stay as compacted.
+                    back into `delta.targetFileSize` files sorted in the budget order (budget_hash of
+                    the configured split salt, robodata.catalog.maintenance) and writes a checkpoint,
+                    so budgeted specs keep reading a prefix of each day. Older days are not touched
+                    by ingestion and stay as compacted.
 leftovers_sweep     killed ingests leave container objects no catalog row references and scratch
                     folders; this removes those older than a grace period, never a referenced
                     container (robodata.ingest.sweep; `robodata gc --dry-run` by hand).
@@ -57,10 +58,12 @@ def event_log_cleanup():
 
 class CompactConfig(dg.Config):
     days: int = 3
-    split_salt: str = ""  # that of the specs the catalog mostly serves (their budget order in sidecars)
+    # that of the specs the catalog mostly serves (its budget order); None keeps the table's. A change
+    # rewrites every day once.
+    split_salt: str | None = None
 
 
-@steps.op("light", description="Compact and Z-order the catalog's most recent days.")
+@steps.op("light", description="Compact the catalog's most recent days in the budget order.")
 def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, catalog: CatalogResource) -> None:
     cat = catalog.catalog()
     if not cat.exists():

@@ -25,7 +25,7 @@ SHAPE = synthetic.FleetShape(rows_per_day=500, batch_size=700)
 ROWS = 6000
 
 FOLD = {  # the bench's full-table spec with budgets and an excluded batch that bind on ROWS rows
-    **BENCH_SPECS["full"],
+    **BENCH_SPECS["full_v1"],
     "name": "golden-fold",
     "budget": {"total_hours": 25, "per_group_hours": {"box_pack": 2}},
     "exclude": {"robots": ["sfo-1-r003", "aus-1-r017"], "batches": ["batch-2"]},

@@ -167,7 +167,7 @@ def test_cli_curate(catalog, tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["episodes"] == pl.read_parquet(out["manifest"]).height > 0
-    assert out["evaluated_by"] == "key scan"  # no caps: the prefixes are not tried
+    assert out["evaluated_by"] == "plain scan: no hour caps"
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\nname: x\nfilters: [{column: nope, op: '==', value: 1}]\n")
     res = CliRunner().invoke(app, ["curate", str(bad), "--catalog", catalog.uri])

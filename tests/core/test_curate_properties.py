@@ -91,6 +91,9 @@ def specs(draw, ids: list[str]) -> dict:
     if draw(st.booleans()):
         doc.setdefault("budget", {})["total_hours"] = draw(st.floats(0.01, 2))
     doc["split"] = {"val_fraction": draw(st.floats(0, 0.9)), "salt": draw(st.text(max_size=4))}
+    mix, total = doc.get("mix"), doc.get("budget", {}).get("total_hours")
+    if draw(st.booleans()) and not (mix and total is not None and sum(mix["weights"].values()) <= 0):
+        doc["version"] = 2
     return doc
 
 
@@ -170,8 +173,8 @@ def test_hostile_specs_give_config_error_or_a_valid_manifest(tmp_path_factory, d
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_optimized_catalogs_select_the_plain_scans_rows(tmp_path_factory, data):
-    """Through the sidecars (robodata.curate.candidates: stored hashes and prefixes when they are
-    ordered by the spec's salt, ids hashed when not), the rows of the plain scan of the same version."""
+    """Over catalogs in the budget order of the spec's salt or of another: the rows of the plain scan
+    with ids hashed, whether the budget order, the stored hashes or the ids decided."""
     from robodata.catalog.maintenance import OptimizeConfig, optimize
     from robodata.curate.select import select
 
@@ -180,7 +183,7 @@ def test_random_optimized_catalogs_select_the_plain_scans_rows(tmp_path_factory,
     salt = doc["split"]["salt"] if data.draw(st.booleans()) else "other"
     cat = Catalog(str(tmp_path_factory.mktemp("c") / "cat"))
     cat.merge(rows)
-    optimize(cat, None, OptimizeConfig(row_group_rows=1024, split_salt=salt))
+    optimize(cat, None, OptimizeConfig(row_group_rows=256, split_salt=salt))
     spec = spec_from_dict(doc)
     want, _ = evaluate(spec, pl.scan_delta(cat.table()))
     assert select(spec, cat).rows.equals(want)

@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
+from robodata.catalog.order import stable_hash64, stable_hash64_py, unit_interval
 from robodata.curate.spec import load_spec, spec_from_dict
-from robodata.curate.stablehash import stable_hash64, stable_hash64_py, unit_interval
 from robodata.errors import ConfigError
 
 YAML = """
@@ -37,7 +37,7 @@ def test_yaml_spec_loads_typed(tmp_path):
 @pytest.mark.parametrize(
     "patch, message",
     [
-        ({"version": 2}, "version 2 not supported"),
+        ({"version": 3}, "version 3 not supported"),
         ({"filters": [{"column": "colour", "op": "==", "value": 1}]}, "not a catalog column"),
         ({"filters": [{"column": "site", "op": "~", "value": 1}]}, "op '~'"),
         ({"filters": [{"column": "site", "op": "in", "value": "sfo-1"}]}, "non-empty list"),

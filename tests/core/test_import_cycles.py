@@ -215,3 +215,10 @@ def test_recovery_reaches_the_cache_through_its_narrow_site_only():
         if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
     ]
     assert private == []  # no private attribute of the cache (or of anything else)
+
+
+def test_the_catalog_never_imports_curation():
+    """The budget order belongs to the catalog (robodata.catalog.order); curation imports it."""
+    modules = [".".join(p.relative_to(SRC).with_suffix("").parts) for p in (SRC / "robodata" / "catalog").glob("*.py")]
+    found = {m: sorted(i for i in imports(m) if i.startswith("robodata.curate")) for m in modules}
+    assert len(modules) > 5 and not any(found.values()), found

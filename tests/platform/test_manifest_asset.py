@@ -1,10 +1,9 @@
 from datetime import UTC
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
-from robodata.catalog import rowpack, sidecar, synthetic
+from robodata.catalog import order, synthetic
 from robodata.catalog.table import Catalog
 from robodata_dagster.assets.curation import manifest, site_acceptance
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
@@ -64,7 +63,7 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         assert content_hash[:16] in md["path"].value
         assert md["catalog_version"].value == cat.version()
         assert md["episodes"].value == pl.read_parquet(md["path"].value).height > 0
-        assert md["evaluated_by"].value.startswith("key scan")  # not optimized: no heads
+        assert md["evaluated_by"].value.startswith("plain scan")  # a version-1 spec
         assert mat.tags["dagster/data_version"] == content_hash
         assert mat.partition == "asset-test" and md["spec"].value == str(tmp_path / "specs" / "asset-test.yaml")
 
@@ -126,7 +125,4 @@ def test_catalog_compaction_job(tmp_path):
     assert res.success
     assert len(cat.table().file_uris()) < before
     assert pl.read_delta(cat.uri).height == 150
-    (car,) = (Path(cat.uri) / sidecar.SIDECAR_DIR).glob("*" + sidecar.SUFFIX)
-    f = rowpack.RowFile(car, 150)
-    assert f.order_salt == "s1/budget"  # the job's split_salt: sidecars in that budget order
-    f.close()
+    assert order.ordered_salt(cat.table()) == "s1"  # the job's split_salt: the table's budget order

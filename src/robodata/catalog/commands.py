@@ -1,4 +1,4 @@
-"""`robodata catalog optimize`: compaction and the data-skipping layout (robodata.catalog.maintenance)."""
+"""`robodata catalog optimize`: compaction in the budget order (robodata.catalog.maintenance)."""
 
 from __future__ import annotations
 
@@ -27,19 +27,18 @@ def optimize_cmd(
     day: list[str] = typer.Option([], "--day", help="a day (YYYY-MM-DD) to rewrite; repeat for more"),
     recent: int = typer.Option(0, "--recent", help="rewrite the last N UTC days (0: --day, else every day)"),
     row_group_rows: int | None = typer.Option(
-        None, "--row-group-rows", help="rows per Parquet row group, at most (default: OptimizeConfig's, 128Ki)"
+        None, "--row-group-rows", help="rows per Parquet row group, at most (default: OptimizeConfig's, 4Ki)"
     ),
     compression: str = typer.Option(
         "LZ4_RAW", "--compression", help="Parquet codec: LZ4_RAW, ZSTD, SNAPPY, UNCOMPRESSED"
     ),
-    sidecars: bool = typer.Option(
-        True, "--sidecars/--no-sidecars", help="write curation's row sidecars and their heads (local tables)"
-    ),
-    split_salt: str = typer.Option(
-        "", "--split-salt", help="split.salt of the specs this catalog mostly serves (sidecars in their budget order)"
+    split_salt: str | None = typer.Option(
+        None,
+        "--split-salt",
+        help="split.salt of the specs this catalog mostly serves (its budget order; default: keep)",
     ),
 ) -> None:
-    """Compact catalog days, cluster them on the columns specs filter on, write sidecars; prints metrics as JSON."""
+    """Compact catalog days in the budget order (budget_hash); prints metrics as JSON."""
     from robodata.catalog.maintenance import OptimizeConfig, optimize
     from robodata.catalog.table import Catalog, CatalogConfig
     from robodata.storage import StorageLocation
@@ -53,7 +52,7 @@ def optimize_cmd(
         today = datetime.now(UTC).date()
         days += [(today - timedelta(days=k)).isoformat() for k in range(recent)]
     try:
-        config = OptimizeConfig(compression=compression, sidecars=sidecars, split_salt=split_salt)
+        config = OptimizeConfig(compression=compression, split_salt=split_salt)
         if row_group_rows is not None:
             config = replace(config, row_group_rows=row_group_rows)  # checked again
         cat = Catalog(CatalogConfig(uri=catalog, storage_options=StorageLocation.from_env(catalog).delta_options()))

@@ -1,37 +1,25 @@
-"""Catalog maintenance: compaction and a layout that lets specs skip data on the columns they filter.
+"""Catalog maintenance: compaction, and each day laid out in the budget order.
 
-Specs filter on `day` (partition pruning from the Delta log) and, across every day, on `task`,
-`site`, `robot`, `qc_status` and `success`. `optimize` rewrites the chosen days (all if none):
+`optimize` rewrites the chosen days (all if none):
 
 * **Compaction**: each day's files (one per merge) become one file per day (up to
   `target_size_bytes`; ~50k episodes a day are a few MiB).
-* **Clustering**: the day's rows sorted by `cluster_by` (default task, qc_status, success, site,
-  robot, then episode_id) and written in row groups of up to `row_group_rows` (128Ki: one a day
-  at ~50k episodes a day). Each row group's min/max statistics (Parquet's per row group, the
-  Delta log's per file) let Polars skip the row groups a filter excludes. Smaller row groups
-  (8Ki: one or two tasks each) would let a spec for one task skip most of a day, but at these
-  sizes that costs more than it saves. Measured over the 5M-row bench catalog (100 days), with
-  the same manifests, one row group a day against 8Ki-row groups:
-  * the full-table spec: 0.36-0.37 s against 0.42-0.43 s;
-  * a one-task spec: 0.153 s against 0.172 s;
-  * the seven-day narrow spec: 0.184 s against 0.198 s.
-  A day with fewer episodes than this writes one row group, and larger days keep several. Set it
-  lower where skipped bytes cost more than decoded row groups do (a remote store over a slow link).
-  Delta's Z-order (`optimize.z_order`) was tried first. It interleaves the bits of the columns'
-  binary values, and short lowercase names share their leading bits, so at a few row groups a
-  day every row group still spanned every task.
-
+* **The budget order**: the day's rows sorted by `cluster_by` (default `budget_hash`, then
+  episode_id) in row groups of up to `row_group_rows` (4Ki: ~12 a day at ~50k episodes a day).
+  A budgeted spec keeps, in each capped group, a prefix of that order, so its reads stop at a
+  threshold of `budget_hash` and each row group's min/max statistics (Parquet's) tell Polars which
+  row groups lie under it (robodata.curate.ordered): the bench's full-table spec reads the first
+  row group of each day. Sorting by the spec's group column first (task, then budget_hash) was
+  measured too (docs/curation.md): each task's run of a day is then a few thousand rows, so
+  statistics prune only with row groups of a few hundred rows, whose count costs more than it saves.
+  Every merge and every rewrite computes `budget_hash` from the ids with the table's salt
+  (robodata.catalog.order); `split_salt` changes it: the new salt is recorded as not complete,
+  every day is rewritten, then it is marked complete (a run cut short leaves it not complete, and
+  the next run rewrites every day again).
 * **Light compression**: LZ4 pages (`compression`), which decode faster than ZSTD's for about
-  50 % more bytes: a full-table curation spec decodes its filter columns for every row of the
-  days it reads.
-* **Sidecars** (robodata.catalog.sidecar): each file written gets its row-addressable copy of the
-  manifest columns, and so does every live file that has none (a merge's, since the last run);
-  sidecars of files that are gone are removed. Curation takes its kept rows from them. Their
-  rows lie in the budget order of `split_salt` (the specs' `split.salt` the catalog mostly
-  serves): such a spec's kept rows are near the start of each sidecar, and its candidates'
-  hashes are stored there. Each sidecar has a *head* (robodata.catalog.headpack): the filter
-  columns in the same order, so a budgeted spec evaluates its filters on a prefix of each file
-  (robodata.curate.prefix). A sidecar written before heads gets its head on the next run.
+  50 % more bytes (ingestion's merges write ZSTD).
+* **Side files of earlier layouts**: the row sidecars and heads that curation kept beside the
+  table before issue 38 (`_robodata_sidecars/`) are removed (once: they are not written any more).
 
 The rewrite of a group of days is one Delta commit (`overwrite` with a `day IN (...)` predicate)
 carrying the merge lock (robodata.catalog.identity.locked_commit): a merge that commits in
@@ -46,15 +34,18 @@ Entry points: `robodata catalog optimize` (robodata.catalog.commands) and `Catal
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 import polars as pl
 import pyarrow as pa
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from robodata.catalog import sidecar
+from robodata.catalog import order
 from robodata.catalog.identity import locked_commit
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA
@@ -63,23 +54,22 @@ from robodata.config import require
 if TYPE_CHECKING:
     from robodata.catalog.table import Catalog
 
-CLUSTER_BY = ("task", "qc_status", "success", "site", "robot")
+CLUSTER_BY = (order.COLUMN,)
+SIDE_FILES = "_robodata_sidecars"  # the folder of the sidecars and heads of earlier layouts
 _CODECS = ("LZ4_RAW", "ZSTD", "SNAPPY", "UNCOMPRESSED")
 _DAY = re.compile(r"^(\d{4}-\d{2}-\d{2}|unknown)$")
 
 
 @dataclass
 class OptimizeConfig:
-    """How `optimize` lays out a day: sort columns, row group and file sizes, rows per commit."""
+    """How `optimize` lays out a day: sort columns, row group and file sizes, rows per commit, salt."""
 
     cluster_by: list[str] = field(default_factory=lambda: list(CLUSTER_BY))
-    row_group_rows: int = 128 * 1024  # one row group a day at ~50k episodes a day (module docstring)
+    row_group_rows: int = 4096  # ~12 row groups a day at ~50k episodes a day (module docstring)
     compression: str = "LZ4_RAW"  # Parquet codec of the rewritten files (ZSTD: smaller, slower to decode)
-    sidecars: bool = True  # write robodata.catalog.sidecar files and their heads (local tables only)
-    # the `split.salt` of the specs this catalog mostly serves: sidecars hold rows in their budget
-    # order (robodata.catalog.rowpack), so a budgeted spec with that salt reads few of their pages
-    # and their stored hashes; another salt gives the same manifests, hashing ids instead
-    split_salt: str = ""
+    # the `split.salt` of the specs this catalog mostly serves (their budget order is `budget_hash`);
+    # None keeps the table's
+    split_salt: str | None = None
     target_size_bytes: int = 128 * 1024 * 1024
     rows_per_commit: int = 1_000_000  # days are rewritten in groups of about this many rows
     max_attempts: int = 20  # per group, when merges keep committing in between
@@ -91,12 +81,12 @@ class OptimizeConfig:
             require(name != "day", "cluster_by: `day` is the partition column")
             kind = CATALOG_SCHEMA.field(name).type
             require(not pa.types.is_list(kind), f"cluster_by: {name!r} is a list column")
-        require(1024 <= self.row_group_rows <= 1 << 20, "row_group_rows must be in [1024, 1048576]")
+        require(256 <= self.row_group_rows <= 1 << 20, "row_group_rows must be in [256, 1048576]")
         require(self.target_size_bytes >= 1 << 20, "target_size_bytes must be at least 1 MiB")
         require(self.compression in _CODECS, f"compression must be one of {list(_CODECS)}, got {self.compression!r}")
         require(self.rows_per_commit >= 1, "rows_per_commit must be >= 1")
         require(self.max_attempts >= 1, "max_attempts must be >= 1")
-        require(isinstance(self.split_salt, str), "split_salt must be a string")
+        require(self.split_salt is None or isinstance(self.split_salt, str), "split_salt must be a string")
 
 
 def writer_properties(config: OptimizeConfig) -> WriterProperties:
@@ -109,15 +99,16 @@ def writer_properties(config: OptimizeConfig) -> WriterProperties:
 
 
 def optimize(catalog: Catalog, days: list[str] | None = None, config: OptimizeConfig | None = None) -> dict[str, Any]:
-    """Compact and cluster the given days of the catalog (all days if None), then checkpoint.
+    """Compact the given days of the catalog (all days if None) in the budget order, then checkpoint.
 
     Args:
         catalog: the catalog to rewrite (created already).
-        days: partition values (YYYY-MM-DD or "unknown") to rewrite; None rewrites every day.
+        days: partition values (YYYY-MM-DD or "unknown") to rewrite; None rewrites every day, and so
+            does a salt change or a table whose hashes are not complete.
         config: the layout (default OptimizeConfig()).
 
     Returns:
-        {numFilesRemoved, numFilesAdded, rows, days, commits, version, sidecarsWritten, sidecarsRemoved}.
+        {numFilesRemoved, numFilesAdded, rows, days, commits, version, splitSalt, sideFilesRemoved}.
 
     Raises:
         ConfigError: a day is not YYYY-MM-DD or "unknown".
@@ -129,52 +120,62 @@ def optimize(catalog: Catalog, days: list[str] | None = None, config: OptimizeCo
         require(isinstance(d, str) and bool(_DAY.match(d)), f"day {d!r} is not YYYY-MM-DD or 'unknown'")
     totals = {"numFilesRemoved": 0, "numFilesAdded": 0, "rows": 0, "days": 0, "commits": 0}
     try:
-        for group in _groups(catalog.table(), days, config.rows_per_commit):
+        catalog.migrate(catalog.table())  # a table from before a column or the budget order
+        salt = _record_salt(catalog, config)
+        complete = order.ordered_salt(catalog.table()) == salt
+        for group in _groups(catalog.table(), days if complete else None, config.rows_per_commit):
             removed, added, rows = _rewrite(catalog, group, config)
             totals["numFilesRemoved"] += removed
             totals["numFilesAdded"] += added
             totals["rows"] += rows
             totals["days"] += len(group)
             totals["commits"] += 1
+        if not complete:
+            _set_budget(catalog, {order.COMPLETE_KEY: "true"}, salt, config.max_attempts)
         dt = catalog.table()
         dt.create_checkpoint()
-        written, removed = write_sidecars(dt, config.split_salt) if config.sidecars else (0, 0)
     except DeltaError as exc:
         raise CatalogError(f"optimizing catalog {catalog.uri} failed: {exc}") from exc
-    return {**totals, "version": dt.version(), "sidecarsWritten": written, "sidecarsRemoved": removed}
+    removed = _drop_side_files(dt.table_uri)
+    return {**totals, "version": dt.version(), "splitSalt": salt, "sideFilesRemoved": removed}
 
 
-def write_sidecars(dt: DeltaTable, split_salt: str = "") -> tuple[int, int]:
-    """Write the sidecar of every live data file that has none (in the budget order of specs whose
-    split salt is `split_salt`), and the head of every sidecar without one; remove those of files
-    gone. A sidecar written for another salt is kept: it serves every spec, those of its own salt
-    fastest.
+def _record_salt(catalog: Catalog, config: OptimizeConfig) -> str:
+    """The table's salt; a new one (config.split_salt) is recorded first, as not complete."""
+    current = order.table_salt(catalog.table()) or ""
+    if config.split_salt is None or config.split_salt == current:
+        return current
+    _set_budget(catalog, order.metadata(config.split_salt, complete=False), None, config.max_attempts)
+    return config.split_salt
 
-    Returns:
-        (sidecars written, sidecars removed); (0, 0) for an object-store table.
-    """
-    if sidecar.local_root(dt.table_uri) is None:
-        return 0, 0
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    paths = [str(p) for p in actions.column("path").to_pylist()]
-    sizes = [int(n) for n in actions.column("size_bytes").to_pylist()]
-    rows = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else []
-    have = sidecar.find(dt.table_uri, list(zip(paths, sizes, rows, strict=True))) if rows else {}
-    from robodata.curate.budget import salt_of  # curation's budget order (robodata.curate.spec)
 
-    salt = salt_of(split_salt)
-    written = sum(
-        sidecar.write(dt.table_uri, p, n, salt) is not None for p, n in zip(paths, sizes, strict=True) if p not in have
-    )
-    size_of = dict(zip(paths, sizes, strict=True))
-    for p, car in have.items():
-        if car.head is None:  # written before heads: the head, in the sidecar's order
-            try:
-                sidecar.write_head(car, dt.table_uri, p)
-            except ValueError:  # the sidecar cannot be read: both written anew
-                sidecar.write(dt.table_uri, p, size_of[p], salt)
-            written += 1
-    return written, sidecar.prune(dt.table_uri, set(paths))
+def _set_budget(catalog: Catalog, meta: dict[str, str], salt: str | None, attempts: int) -> None:
+    """Record the budget order's metadata (robodata.catalog.order) under the merge lock (a merge
+    planned before it is redone after); `salt`: only while the table's salt is still this one."""
+    last: Exception | None = None
+    for _ in range(attempts):
+        dt = catalog.table()
+        if salt is not None and order.table_salt(dt) != salt:
+            return  # another salt was recorded meanwhile: its own run completes it
+        try:
+            dt.alter.set_column_metadata(order.COLUMN, meta, commit_properties=locked_commit(dt.version()))
+            return
+        except CommitFailedError as exc:
+            last = exc
+    raise CatalogError(f"catalog {catalog.uri}: merges kept committing while recording {meta}: {last}")
+
+
+def _drop_side_files(table_uri: str) -> int:
+    """Remove the side files of earlier layouts beside a local table; how many there were."""
+    parsed = urlparse(table_uri)
+    if parsed.scheme not in ("", "file"):
+        return 0  # never written on object storage
+    folder = Path(unquote(parsed.path) if parsed.scheme else table_uri) / SIDE_FILES
+    if not folder.is_dir():
+        return 0
+    count = sum(1 for p in folder.rglob("*") if p.is_file())
+    shutil.rmtree(folder, ignore_errors=True)
+    return count
 
 
 def _files(dt: DeltaTable) -> tuple[list[str], list[int]]:
@@ -201,18 +202,16 @@ def _groups(dt: DeltaTable, days: list[str] | None, rows_per_commit: int) -> lis
 
 
 def _rewrite(catalog: Catalog, days: list[str], config: OptimizeConfig) -> tuple[int, int, int]:
-    """Rewrite `days` sorted by the cluster columns in one commit: (files removed, added, rows)."""
+    """Rewrite `days` in one commit, budget_hash computed anew and sorted by the cluster columns:
+    (files removed, added, rows)."""
     last: Exception | None = None
     for _ in range(config.max_attempts):
         dt = catalog.table()
         version = dt.version()
         removed = sum(1 for day in _files(dt)[0] if day in days)
-        rows = (
-            pl.scan_delta(dt)
-            .filter(pl.col("day").is_in(days))
-            .sort([*config.cluster_by, "episode_id"], nulls_last=True)
-            .collect()
-        )
+        rows = pl.scan_delta(dt).filter(pl.col("day").is_in(days)).collect()
+        table = order.with_budget_hash(rows.to_arrow().cast(CATALOG_SCHEMA), order.table_salt(dt) or "")
+        rows = pl.DataFrame(table).sort([*config.cluster_by, "episode_id"], nulls_last=True)
         try:
             write_deltalake(
                 dt,

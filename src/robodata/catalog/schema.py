@@ -55,6 +55,9 @@ CATALOG_SCHEMA = pa.schema(
         # -- video (issue 40): per camera, whether the source's bitstream was kept or transcoded and why,
         # {"cam": {"mode": "copy" | "transcode", "reason": "..."}}; "{}" where nothing was decided
         ("video_json", pa.string()),
+        # The budget order of the site's specs (robodata.catalog.order): written by every merge from
+        # episode_id and the salt the table records; whatever a writer passes is replaced.
+        ("budget_hash", pa.int64()),
     ]
 )
 

@@ -18,6 +18,10 @@ Layout (chosen so that selective curation queries read little of a 50M-row table
   compaction; merges leave small files that `optimize()` folds back.
 * Checkpoints every 50 commits (`delta.checkpointInterval`), so opening the table
   replays at most 50 JSON commits on top of one Parquet checkpoint, whatever its age.
+* **The budget order** (robodata.catalog.order): every write computes `budget_hash` from the
+  episode ids and the salt the table records (the column's metadata: `""` at creation; `optimize`
+  changes it), and `optimize` sorts each day by it, so a budgeted spec reads only the first row
+  groups of each day (robodata.curate.ordered).
 
 Writes are idempotent merges (`when_matched_update_all` / `when_not_matched_insert_all`):
 re-ingesting a batch updates rows instead of duplicating them. `episode_id` is unique in the
@@ -47,6 +51,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Schema, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
+from robodata.catalog import order
 from robodata.catalog.identity import (
     DROP,
     current_days,
@@ -56,6 +61,7 @@ from robodata.catalog.identity import (
     with_tombstones,
     without_demotions,
 )
+from robodata.catalog.order import table_salt, with_budget_hash
 from robodata.catalog.rows import CatalogError, conform
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.config import require
@@ -143,9 +149,10 @@ class Catalog:
 
         # A concurrent writer may create it first; opening below tells.
         with contextlib.suppress(CommitFailedError, DeltaError):
+            at = CATALOG_SCHEMA.get_field_index(order.COLUMN)
             DeltaTable.create(
                 self.uri,
-                CATALOG_SCHEMA,
+                CATALOG_SCHEMA.set(at, order.field("", complete=True)),  # the salt it records
                 mode="ignore",
                 partition_by=PARTITION_BY,
                 name="robodata_catalog",
@@ -182,7 +189,7 @@ class Catalog:
             try:
                 ids = source.column("episode_id").to_pylist()
                 found = current_days(dt, ids + list(supersede or []))
-                rows_in, not_demoted = without_demotions(source, found)
+                rows_in, not_demoted = without_demotions(with_budget_hash(source, _salt(dt)), found)
                 if rows_in.num_rows == 0:
                     return MergeResult(dt.version(), 0, 0, attempt, not_demoted=not_demoted)
                 merge_source = with_tombstones(rows_in, stale_copies(found, rows_in))
@@ -230,19 +237,23 @@ class Catalog:
 
     def migrate(self, dt: DeltaTable) -> DeltaTable:
         """Schema migration: add every CATALOG_SCHEMA column the table lacks (Delta schema evolution;
-        existing rows read them as nulls). Idempotent; a concurrent migration is retried by re-opening."""
+        existing rows read them as nulls); a table from before the budget order records salt "",
+        its hashes not complete (`optimize` computes them). Idempotent; a concurrent migration is
+        retried by re-opening."""
         missing = self.missing_columns(dt)
-        if not missing:
-            return dt
-        fields = Schema.from_arrow(pa.schema([CATALOG_SCHEMA.field(n) for n in missing])).fields
-        try:
-            dt.alter.add_columns(fields)
-        except (CommitFailedError, DeltaError) as exc:
-            dt = self._open()
-            if self.missing_columns(dt):
-                raise CatalogError(f"catalog {self.uri}: cannot add column(s) {missing}: {exc}") from exc
-            return dt
-        dt.update_incremental()
+        if missing or table_salt(dt) is None:
+            complete = not dt.file_uris()
+            fields = [order.field("", complete) if n == order.COLUMN else CATALOG_SCHEMA.field(n) for n in missing]
+            try:
+                if fields:
+                    dt.alter.add_columns(Schema.from_arrow(pa.schema(fields)).fields)
+                else:  # the column without the salt (a table written outside Catalog)
+                    dt.alter.set_column_metadata(order.COLUMN, order.metadata("", complete))
+            except (CommitFailedError, DeltaError) as exc:
+                dt = self._open()
+                if self.missing_columns(dt) or table_salt(dt) is None:
+                    raise CatalogError(f"catalog {self.uri}: cannot add column(s) {missing}: {exc}") from exc
+            dt.update_incremental()
         return dt
 
     def backfill(self, rows: Any) -> int:
@@ -255,7 +266,7 @@ class Catalog:
         dt = self.create_if_missing()
         write_deltalake(
             dt,
-            source,
+            with_budget_hash(source, _salt(dt)),
             mode="append",
             writer_properties=writer_properties(),
             commit_properties=CommitProperties(max_commit_retries=100),
@@ -264,10 +275,10 @@ class Catalog:
         return dt.version()
 
     def optimize(
-        self, days: list[str] | None = None, target_size: int | None = None, split_salt: str = ""
+        self, days: list[str] | None = None, target_size: int | None = None, split_salt: str | None = None
     ) -> dict[str, Any]:
-        """Compact the given days (all if None) and cluster them on the columns specs filter on
-        (robodata.catalog.maintenance); `split_salt`: that of the specs the catalog mostly serves."""
+        """Compact the given days (all if None) in the budget order (robodata.catalog.maintenance);
+        `split_salt`: that of the specs the catalog mostly serves (None: keep the table's)."""
         from robodata.catalog.maintenance import OptimizeConfig, optimize
 
         config = OptimizeConfig(split_salt=split_salt)
@@ -288,6 +299,11 @@ class Catalog:
         except DeltaError as exc:
             where = f" at version {version}" if version is not None else ""
             raise CatalogError(f"cannot open catalog {self.uri}{where}: {exc}") from exc
+
+
+def _salt(dt: DeltaTable) -> str:
+    """The split salt of the table's budget order (recorded by create_if_missing / migrate)."""
+    return table_salt(dt) or ""
 
 
 def merge_episodes(

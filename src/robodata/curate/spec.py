@@ -2,7 +2,7 @@
 
 Example (YAML)::
 
-    version: 1
+    version: 2
     name: fold-v3
     filters:
       - {column: day, op: between, value: ["2024-03-01", "2024-03-31"]}
@@ -27,7 +27,14 @@ Semantics (all deterministic):
   proportion to their duration, so the weights sum to 1.
 * `budget` caps hours: per group (`per_group_hours`) and in total (`total_hours`,
   split over groups by mixing share). Capped groups keep a stable pseudo-random
-  subset: episodes in `stable_hash64(episode_id, salt)` order until the cap is met.
+  subset: episodes in `stable_hash64(episode_id, salt + "/budget")` order until the cap is met
+  (robodata.curate.budget). `version: 2` (the current version): each group's own running sum
+  decides its prefix, and `total_hours` is split by the weights `mix.weights` names (a group it
+  does not name weighs `default_weight` against them), so a group's selection depends on its own
+  episodes only and a budgeted spec reads a prefix of the catalog's budget order
+  (robodata.curate.ordered). `version: 1` keeps the rule manifests were written with before (one
+  running sum over all groups, `total_hours` split over the groups present among all candidates),
+  evaluated over every candidate.
 * QC: an episode with any failed check (catalog `qc_failed`, blocking or not) is left out unless
   every failed check is named in `allow_failed_checks` (`["*"]`: any); an episode without a
   container (empty `uri`: quarantined before conversion) is never selected.
@@ -57,7 +64,8 @@ from robodata.names import UnsafeNameError, check_name
 
 __all__ = ["OPS", "Budget", "CurationSpec", "Exclusions", "Filter", "Mix", "Split", "load_spec", "spec_from_dict"]
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2  # the current version; 1 is still read (robodata.curate.budget)
+SPEC_VERSIONS = (1, 2)
 MIX_KEYS = ("task", "site")
 MAX_CATALOG_VERSION = 2**63 - 1
 MAX_NUMBER = 1e12  # weights and hours: far above any real value, far below float overflow
@@ -149,8 +157,8 @@ class CurationSpec:
     def __post_init__(self) -> None:
         check_fields(self, "")
         require(
-            self.version == SPEC_VERSION,
-            f"curation spec version {self.version!r} not supported (this robodata reads version {SPEC_VERSION})",
+            self.version in SPEC_VERSIONS,
+            f"curation spec version {self.version!r} not supported (this robodata reads versions {SPEC_VERSIONS})",
         )
         _name(self.name, "name")
         require(
@@ -164,6 +172,11 @@ class CurationSpec:
             f"filters: {len(self.filters)} filters, at most {MAX_FILTERS} (a list of values is one filter: "
             "`in` / `not_in`, or exclude.episode_ids / episode_ids_file)",
         )
+        if self.version >= 2 and self.mix is not None and self.budget.total_hours is not None:
+            require(
+                sum(self.mix.weights.values()) > 0,
+                "version 2 splits budget.total_hours by the weights mix.weights names: name a group with a weight > 0",
+            )
 
     def excluded_ids(self, base_dir: Path | None = None) -> list[str]:
         """Sorted, unique excluded episode ids: inline plus those in `episode_ids_file`.
