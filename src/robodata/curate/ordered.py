@@ -7,17 +7,22 @@ order, decided by that prefix alone. So a spec whose `split.salt` is the table's
 predicate, the rows whose `budget_hash` lies under a threshold: one lazy Polars scan of the Delta
 table (`pl.scan_delta`), where Parquet's per-row-group min/max statistics of `budget_hash` leave
 out every row group above it, on a local disk as on object storage (ranged reads of those row
-groups). A group whose running sum does not leave its cap under the threshold is read further, in
-the next hash range only, until every group is decided (at worst the whole range). The first
-threshold takes `FIRST_ROWS` of the table's rows; the next ones extrapolate each undecided group's
-hours so far to its cap (with a margin).
+groups). The same scan reads the manifest columns of those rows. A group whose running sum does
+not leave its cap under the threshold is read further, in the next hash range only, until every
+group is decided (at worst the whole range).
+
+Thresholds: each scan of every file costs at least a row group a file, so the first one aims to
+decide every group at once: a sample of `SAMPLE_DAYS` days spread over those the spec reads (their
+rows under `SAMPLE_ROWS` rows' share of the range) puts each group's cap, and the threshold lies
+`MARGIN` past the furthest (`FIRST_ROWS` rows' share where there are few days or the sample shows
+no group). The next ones extrapolate each undecided group's hours so far to its cap, with the margin.
 
 It applies (`why_not`) to version-2 specs with hour caps whose salt the table's hashes follow,
-whose mix groups are named (a filter on the
-mix column with == / in, or `default_weight: 0`: a group that no threshold shows must be known to
-be absent) and all capped. Anything else is evaluated by robodata.curate.select's plain scan,
-with the same result, and so is a table with a row without a budget_hash (a writer that bypassed
-Catalog): the scans read every row group holding a null, and one such row gives up (`Unhashed`).
+whose mix groups are named (a filter on the mix column with == / in, or `default_weight: 0`: a
+group that no threshold shows must be known to be absent) and all capped. Anything else is
+evaluated by robodata.curate.select's plain scan, with the same result, and so is a table with a
+row without a budget_hash (a writer that bypassed Catalog): the scans read every row group holding
+a null, and one such row gives up (`Unhashed`).
 """
 
 from __future__ import annotations
