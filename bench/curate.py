@@ -58,7 +58,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import boto3
 import polars as pl
 
 from bench import curate_file_walk
@@ -253,13 +252,7 @@ def on_s3(big: Catalog, local: dict[str, Any], work: Path) -> dict[str, Any]:
     root = Path(big.uri)
     keep = {unquote(u.removeprefix("file://")) for u in big.table().file_uris()}
     with moto_s3() as s3:
-        client = boto3.client(
-            "s3",
-            endpoint_url=s3["endpoint_url"],
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        )
+        client = s3["client"]
         client.create_bucket(Bucket="bench")
         for p in sorted(root.rglob("*")):
             if p.is_file() and ("_delta_log" in p.parts or str(p) in keep):

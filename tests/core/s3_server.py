@@ -52,8 +52,10 @@ class Requests:
 
 @contextmanager
 def moto_s3() -> Iterator[dict]:
-    """Yields {"endpoint_url", "key", "secret", "storage_options", "requests"} for a fresh server;
-    "requests" (a `Requests`) counts what it serves."""
+    """Yields {"endpoint_url", "key", "secret", "storage_options" (fsspec's), "delta_options"
+    (delta-rs'), "client" (boto3's), "requests"} for a fresh server; "requests" (a `Requests`)
+    counts what it serves."""
+    import boto3
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
@@ -81,6 +83,21 @@ def moto_s3() -> Iterator[dict]:
                 "secret": "testing",
                 "client_kwargs": {"endpoint_url": url, "region_name": "us-east-1"},
             },
+            "delta_options": {
+                "AWS_ENDPOINT_URL": url,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": "us-east-1",
+                "AWS_ALLOW_HTTP": "true",
+                "aws_conditional_put": "etag",
+            },
+            "client": boto3.client(
+                "s3",
+                endpoint_url=url,
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+                region_name="us-east-1",
+            ),
             "requests": requests,
         }
     finally:

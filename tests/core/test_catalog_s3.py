@@ -1,33 +1,22 @@
 """The catalog and curation against a real S3 API (moto on loopback)."""
 
-import boto3
 import polars as pl
 
 from robodata.catalog import synthetic
+from robodata.catalog.maintenance import OptimizeConfig, optimize
 from robodata.catalog.table import Catalog, CatalogConfig
+from robodata.curate import ordered
 from robodata.curate.run import curate
+from robodata.curate.select import evaluate, select
 from robodata.curate.spec import spec_from_dict
 from tests.core.s3_server import moto_s3
+from tests.core.test_curate_ordered import SPEC
 
 
 def test_merge_and_curate_on_s3(tmp_path):
     with moto_s3() as s3:
-        boto3.client(
-            "s3",
-            endpoint_url=s3["endpoint_url"],
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        ).create_bucket(Bucket="cat")
-        opts = {
-            "AWS_ENDPOINT_URL": s3["endpoint_url"],
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-            "aws_conditional_put": "etag",
-        }
-        cat = Catalog(CatalogConfig(uri="s3://cat/episodes", storage_options=opts))
+        s3["client"].create_bucket(Bucket="cat")
+        cat = Catalog(CatalogConfig(uri="s3://cat/episodes", storage_options=s3["delta_options"]))
         shape = synthetic.FleetShape(rows_per_day=100)
         assert cat.merge(synthetic.rows(shape, 0, 150)).inserted == 150
         assert cat.merge(synthetic.rows(shape, 100, 100)).inserted == 50
@@ -40,33 +29,14 @@ def test_merge_and_curate_on_s3(tmp_path):
         assert pl.read_parquet(info.path).height == 100
 
 
-def test_a_budgeted_spec_reads_a_prefix_of_each_day_on_s3(tmp_path, monkeypatch):
-    """The budget order on object storage: optimize there, then a budgeted version-2 spec reads
-    ranges of the data files (counted by the server) well short of the table, with the plain
-    scan's rows."""
-    from robodata.catalog.maintenance import OptimizeConfig, optimize
-    from robodata.curate import ordered
-    from robodata.curate.select import evaluate, select
-    from tests.core.test_curate_ordered import SPEC
-
+def test_a_budgeted_spec_reads_a_prefix_of_each_day_on_s3(monkeypatch):
+    """The budget order on object storage: optimize there (the salt recorded, every day rewritten),
+    then a budgeted version-2 spec reads ranges of the data files (counted by the server) well
+    short of the table, with the plain scan's rows."""
     with moto_s3() as s3:
-        client = boto3.client(
-            "s3",
-            endpoint_url=s3["endpoint_url"],
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        )
+        client = s3["client"]
         client.create_bucket(Bucket="cat")
-        opts = {
-            "AWS_ENDPOINT_URL": s3["endpoint_url"],
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-            "aws_conditional_put": "etag",
-        }
-        cat = Catalog(CatalogConfig(uri="s3://cat/episodes", storage_options=opts))
+        cat = Catalog(CatalogConfig(uri="s3://cat/episodes", storage_options=s3["delta_options"]))
         cat.backfill(synthetic.rows(synthetic.FleetShape(rows_per_day=25_000), 0, 50_000))
         optimize(cat, None, OptimizeConfig(row_group_rows=1024, split_salt="s"))
         listed = client.list_objects_v2(Bucket="cat", Prefix="episodes/day=")["Contents"]

@@ -1,4 +1,3 @@
-import boto3
 import numpy as np
 
 from robodata.container import EpisodeReader
@@ -11,13 +10,7 @@ def test_read_window_over_s3_range_reads(tmp_path):
     write_small(p, duration_s=3.0)
     local = EpisodeReader.open(p).read_window(1.0, 2.0, ["cam_left", "joint_pos"])
     with moto_s3() as s3:
-        client = boto3.client(
-            "s3",
-            endpoint_url=s3["endpoint_url"],
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        )
+        client = s3["client"]
         client.create_bucket(Bucket="episodes")
         client.upload_file(str(p), "episodes", "site-a/ep.rdep")
         r = EpisodeReader.open("s3://episodes/site-a/ep.rdep", **s3["storage_options"])
