@@ -241,19 +241,24 @@ class Catalog:
         its hashes not complete (`optimize` computes them). Idempotent; a concurrent migration is
         retried by re-opening."""
         missing = self.missing_columns(dt)
-        if missing or table_salt(dt) is None:
-            complete = not dt.file_uris()
+        complete = not dt.file_uris()
+        if missing:
             fields = [order.field("", complete) if n == order.COLUMN else CATALOG_SCHEMA.field(n) for n in missing]
-            try:
-                if fields:
-                    dt.alter.add_columns(Schema.from_arrow(pa.schema(fields)).fields)
-                else:  # the column without the salt (a table written outside Catalog)
-                    dt.alter.set_column_metadata(order.COLUMN, order.metadata("", complete))
-            except (CommitFailedError, DeltaError) as exc:
-                dt = self._open()
-                if self.missing_columns(dt) or table_salt(dt) is None:
-                    raise CatalogError(f"catalog {self.uri}: cannot add column(s) {missing}: {exc}") from exc
-            dt.update_incremental()
+            dt = self._alter(dt, lambda: dt.alter.add_columns(Schema.from_arrow(pa.schema(fields)).fields))
+        if table_salt(dt) is None:  # the column without its salt (a table written outside Catalog)
+            dt = self._alter(dt, lambda: dt.alter.set_column_metadata(order.COLUMN, order.metadata("", complete)))
+        return dt
+
+    def _alter(self, dt: DeltaTable, change: Any) -> DeltaTable:
+        """`change` (a migration's commit), accepted when a concurrent migration made it first."""
+        try:
+            change()
+        except (CommitFailedError, DeltaError) as exc:
+            dt = self._open()
+            if self.missing_columns(dt) or table_salt(dt) is None:
+                raise CatalogError(f"catalog {self.uri}: cannot migrate to CATALOG_SCHEMA: {exc}") from exc
+            return dt
+        dt.update_incremental()
         return dt
 
     def backfill(self, rows: Any) -> int:
