@@ -75,17 +75,17 @@ def test_optimize_compacts_a_day_keeps_rows_and_orders_it_by_budget_hash(tmp_pat
     assert json.loads(out.stdout.strip().splitlines()[-1])["days"] == 1  # the salt kept: that day only
 
 
-def test_optimize_writes_row_groups_of_4ki_rows_unless_told_otherwise(tmp_path):
+def test_optimize_writes_row_groups_of_2ki_rows_unless_told_otherwise(tmp_path):
     cat = Catalog(str(tmp_path / "cat"))
     for start in range(0, 16000, 4000):
         cat.merge(synthetic.rows(synthetic.FleetShape(rows_per_day=8000), start, 4000))
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri])
     assert out.exit_code == 0, out.output
-    assert [_under(cat, day, 1.0)[1] for day in ("2024-01-01", "2024-01-02")] == [2, 2]
-    args = ["--day", "2024-01-02", "--row-group-rows", "1024", "--compression", "ZSTD"]
+    assert [_under(cat, day, 1.0)[1] for day in ("2024-01-01", "2024-01-02")] == [4, 4]
+    args = ["--day", "2024-01-02", "--row-group-rows", "4096", "--compression", "ZSTD"]
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, *args])
     assert out.exit_code == 0, out.output
-    assert _under(cat, "2024-01-02", 1.0)[1] == 8
+    assert _under(cat, "2024-01-02", 1.0)[1] == 2
     (uri,) = _day_files(cat, "2024-01-02")
     assert pq.ParquetFile(uri).metadata.row_group(0).column(0).compression == "ZSTD"  # the other options kept
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", cat.uri, "--row-group-rows", "10"])

@@ -27,7 +27,7 @@ def optimize_cmd(
     day: list[str] = typer.Option([], "--day", help="a day (YYYY-MM-DD) to rewrite; repeat for more"),
     recent: int = typer.Option(0, "--recent", help="rewrite the last N UTC days (0: --day, else every day)"),
     row_group_rows: int | None = typer.Option(
-        None, "--row-group-rows", help="rows per Parquet row group, at most (default: OptimizeConfig's, 4Ki)"
+        None, "--row-group-rows", help="rows per Parquet row group, at most (default: OptimizeConfig's, 2Ki)"
     ),
     compression: str = typer.Option(
         "LZ4_RAW", "--compression", help="Parquet codec: LZ4_RAW, ZSTD, SNAPPY, UNCOMPRESSED"

@@ -5,13 +5,14 @@
 * **Compaction**: each day's files (one per merge) become one file per day (up to
   `target_size_bytes`; ~50k episodes a day are a few MiB).
 * **The budget order**: the day's rows sorted by `cluster_by` (default `budget_hash`, then
-  episode_id) in row groups of up to `row_group_rows` (4Ki: ~12 a day at ~50k episodes a day).
+  episode_id) in row groups of up to `row_group_rows` (2Ki: ~25 a day at ~50k episodes a day).
   A budgeted spec keeps, in each capped group, a prefix of that order, so its reads stop at a
   threshold of `budget_hash` and each row group's min/max statistics (Parquet's) tell Polars which
   row groups lie under it (robodata.curate.ordered): the bench's full-table spec reads the first
-  row group of each day. Sorting by the spec's group column first (task, then budget_hash) was
-  measured too (docs/curation.md): each task's run of a day is then a few thousand rows, so
-  statistics prune only with row groups of a few hundred rows, whose count costs more than it saves.
+  three row groups of each day at 5M rows, the first at 50M. Smaller row groups waste less past
+  the threshold but cost more per file (footer and per-row-group decoding), larger ones the other
+  way round; sorting by the spec's group column first (task, then budget_hash) was measured too
+  (docs/curation.md, decision record).
   Every merge and every rewrite computes `budget_hash` from the ids with the table's salt
   (robodata.catalog.order); `split_salt` changes it: the new salt is recorded as not complete,
   every day is rewritten, then it is marked complete (a run cut short leaves it not complete, and
@@ -65,7 +66,7 @@ class OptimizeConfig:
     """How `optimize` lays out a day: sort columns, row group and file sizes, rows per commit, salt."""
 
     cluster_by: list[str] = field(default_factory=lambda: list(CLUSTER_BY))
-    row_group_rows: int = 4096  # ~12 row groups a day at ~50k episodes a day (module docstring)
+    row_group_rows: int = 2048  # ~25 row groups a day at ~50k episodes a day (module docstring)
     compression: str = "LZ4_RAW"  # Parquet codec of the rewritten files (ZSTD: smaller, slower to decode)
     # the `split.salt` of the specs this catalog mostly serves (their budget order is `budget_hash`);
     # None keeps the table's
