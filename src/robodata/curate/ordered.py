@@ -14,8 +14,10 @@ group is decided (at worst the whole range).
 Thresholds: each scan of every file costs at least a row group a file, so the first one aims to
 decide every group at once: a sample of `SAMPLE_DAYS` days spread over those the spec reads (their
 rows under `SAMPLE_ROWS` rows' share of the range) puts each group's cap, and the threshold lies
-`MARGIN` past the furthest (`FIRST_ROWS` rows' share where there are few days or the sample shows
-no group). The next ones extrapolate each undecided group's hours so far to its cap, with the margin.
+three standard errors of the sample's hours past the furthest (`FIRST_ROWS` rows' share where there
+are few days or the sample shows no group): past the cut it only wastes rows of row groups read
+anyway, or one more row group a file. The next ones extrapolate each undecided group's hours so
+far (every file's rows under the last threshold) to its cap, with `MARGIN`.
 
 It applies (`why_not`) to version-2 specs with hour caps whose salt the table's hashes follow,
 whose mix groups are named (a filter on the mix column with == / in, or `default_weight: 0`: a
@@ -39,8 +41,9 @@ from robodata.curate.spec import CurationSpec
 
 FIRST_ROWS = 1 << 18  # rows of the table under the first threshold, where there is no sample
 SAMPLE_DAYS = 4  # days whose rows place the first threshold
-SAMPLE_ROWS = 1 << 14  # rows of the sample days under its threshold
-MARGIN = 1.1  # a threshold's margin over the extrapolated cut
+SAMPLE_ROWS = 1 << 15  # rows of the sample days under its threshold
+MARGIN = 1.05  # a threshold's margin over a cut extrapolated from every file's rows
+MIN_MARGIN = 1.02  # the least margin over a cut estimated from the sample
 _LOW, _HIGH = -(2**63), 2**63 - 1  # the range of budget_hash
 
 
@@ -132,16 +135,27 @@ def _first(
     sample = per_day.gather(np.linspace(0, per_day.height - 1, SAMPLE_DAYS).round().astype(np.int64))
     frac = min(1.0, SAMPLE_ROWS / max(1, int(sample["rows"].sum())))
     high = _HIGH if frac >= 1.0 else int(_LOW + frac * 2.0**64)
+    d = pl.col("duration_s").fill_null(0.0)
     seen = (
         lf.filter(pl.col("day").is_in(sample["day"].implode()), pl.col(order.COLUMN) <= high)
         .group_by(group.alias("__group"))
-        .agg(pl.col("duration_s").fill_null(0.0).sum())
+        .agg(d.sum().alias("s"), d.len().alias("n"), (d.std() / d.mean()).fill_nan(None).alias("cv"))
         .collect(engine="streaming")
     )
-    hours = dict(zip(seen["__group"].to_list(), seen["duration_s"].to_list(), strict=True))
+    stats = {row["__group"]: row for row in seen.iter_rows(named=True)}
     scale = total / int(sample["rows"].sum()) / frac  # sample hours -> hours under the whole range
-    wanted = [cap / (hours[g] * scale) for g, cap in zip(names, caps, strict=True) if hours.get(g, 0) > 0]
-    return min(1.0, max(wanted) * MARGIN) if wanted else first
+    wanted = [
+        cap / (stats[g]["s"] * scale) * _margin(stats[g]["n"], stats[g]["cv"])
+        for g, cap in zip(names, caps, strict=True)
+        if g in stats and stats[g]["s"] > 0
+    ]
+    return min(1.0, max(wanted)) if wanted else first
+
+
+def _margin(n: int, cv: float | None) -> float:
+    """How far past a sample's estimate of a cut the threshold goes: three standard errors of a sum
+    of `n` durations whose coefficient of variation is `cv` (at least MIN_MARGIN)."""
+    return max(MIN_MARGIN, min(2.0, 1.0 + 3.0 * ((1.0 + (cv or 1.0) ** 2) / max(n, 1)) ** 0.5))
 
 
 def _next(frac: float, filled: list[float], caps: list[float]) -> float:
