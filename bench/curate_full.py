@@ -85,6 +85,7 @@ def run(catalog: Catalog, spec_name: str, out: Path, runs: int) -> dict[str, Any
     times: list[tuple[float, float, int]] = []
     info = selection = None
     for i in range(runs):
+        info = selection = None  # the last run's rows are not held through the next one's
         t, c, r = time.perf_counter(), _cpu(), _rchar()
         info, selection = curate(spec, catalog, out / f"run{i}")
         times.append((time.perf_counter() - t, _cpu() - c, _rchar() - r))
