@@ -64,11 +64,11 @@ from bench import curate_file_walk
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
 from bench.curate_catalog import ensure_catalog, ensure_optimized
 from bench.curate_full import PINNED, SPECS
-from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 from robodata.curate.run import curate
 from robodata.curate.select import evaluate
 from robodata.curate.spec import spec_from_dict
+from robodata_testing import synthetic_catalog as synthetic
 
 KEYS = (
     "side_file_bytes",

@@ -19,8 +19,8 @@ from pathlib import Path
 import polars as pl
 
 from bench.common import BENCH_DIR
-from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
+from robodata_testing import synthetic_catalog as synthetic
 
 GENERATOR_VERSION = 2  # 2: rows carry budget_hash (robodata.catalog.order)
 OPTIMIZE_VERSION = 9  # bump when robodata.catalog.maintenance's layout changes (9: the budget order)

@@ -22,8 +22,8 @@ from typing import Any
 import polars as pl
 
 from bench.common import BENCH_DIR
-from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
+from robodata_testing import synthetic_catalog as synthetic
 
 SIZES = {"smoke": (3, 2, 40), "quick": (4, 4, 200), "full": (8, 8, 2000)}  # writers, rounds, shared ids
 SHAPE = synthetic.FleetShape(rows_per_day=100)

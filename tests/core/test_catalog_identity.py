@@ -7,10 +7,10 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from robodata.catalog import synthetic
 from robodata.catalog.identity import MERGE_APP_ID, locked_commit
 from robodata.catalog.rows import conform
 from robodata.catalog.table import MERGE_PREDICATE, Catalog, writer_properties
+from robodata_testing import synthetic_catalog as synthetic
 
 SHAPE = synthetic.FleetShape(rows_per_day=100)
 

@@ -10,11 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from robodata.catalog import order, synthetic
+from robodata.catalog import order
 from robodata.catalog.maintenance import OptimizeConfig, optimize
 from robodata.catalog.table import Catalog
 from robodata.cli import app
 from robodata.errors import ConfigError
+from robodata_testing import synthetic_catalog as synthetic
 
 SHAPE = synthetic.FleetShape(rows_per_day=4000, batch_size=1000)
 

@@ -2,13 +2,13 @@
 
 import polars as pl
 
-from robodata.catalog import synthetic
 from robodata.catalog.maintenance import OptimizeConfig, optimize
 from robodata.catalog.table import Catalog, CatalogConfig
 from robodata.curate import ordered
 from robodata.curate.run import curate
 from robodata.curate.select import evaluate, select
 from robodata.curate.spec import spec_from_dict
+from robodata_testing import synthetic_catalog as synthetic
 from tests.core.s3_server import moto_s3
 from tests.core.test_curate_ordered import SPEC
 

@@ -3,9 +3,9 @@ import multiprocessing as mp
 import polars as pl
 import pytest
 
-from robodata.catalog import synthetic
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.table import Catalog
+from robodata_testing import synthetic_catalog as synthetic
 
 SHAPE = synthetic.FleetShape(rows_per_day=100)
 

@@ -14,12 +14,12 @@ import polars as pl
 import pytest
 
 from bench.curate_full import SPECS as BENCH_SPECS
-from robodata.catalog import synthetic
 from robodata.catalog.schema import MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
 from robodata.curate.manifest import HASH_SCHEMES, content_hash, read_manifest
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict
+from robodata_testing import synthetic_catalog as synthetic
 
 SHAPE = synthetic.FleetShape(rows_per_day=500, batch_size=700)
 ROWS = 6000

@@ -8,7 +8,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from robodata.catalog import synthetic
 from robodata.catalog.schema import (
     MANIFEST_META_CATALOG_VERSION,
     MANIFEST_META_CONTENT_HASH,
@@ -19,6 +18,7 @@ from robodata.catalog.table import Catalog
 from robodata.curate.manifest import HASH_SCHEMES, ManifestError, read_manifest
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict
+from robodata_testing import synthetic_catalog as synthetic
 
 SHAPE = synthetic.FleetShape(rows_per_day=200, batch_size=500)
 BASE = {

@@ -16,7 +16,7 @@ from deltalake import write_deltalake
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robodata.catalog import order, synthetic
+from robodata.catalog import order
 from robodata.catalog.maintenance import SIDE_FILES, OptimizeConfig, _set_budget, optimize
 from robodata.catalog.rows import conform
 from robodata.catalog.schema import CATALOG_SCHEMA
@@ -25,6 +25,7 @@ from robodata.curate import ordered
 from robodata.curate.run import curate
 from robodata.curate.select import evaluate, select
 from robodata.curate.spec import spec_from_dict
+from robodata_testing import synthetic_catalog as synthetic
 
 TASKS = ["fold", "pick", "wipe"]
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -7,13 +7,13 @@ import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
 
-from robodata.catalog import synthetic
 from robodata.catalog.table import Catalog
 from robodata_dagster.assets.curation import manifest
 from robodata_dagster.lib.refresh import Facts, Target, decide
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 from robodata_dagster.resources.manifests import ManifestRefIOManager
 from robodata_dagster.sensors.automation import catalog_automation_sensor
+from robodata_testing import synthetic_catalog as synthetic
 
 SPEC = (
     "version: 1\nname: a\nfilters:\n  - {column: qc_status, op: '==', value: pass}\n"

@@ -3,11 +3,12 @@ from datetime import UTC
 import dagster as dg
 import polars as pl
 
-from robodata.catalog import order, synthetic
+from robodata.catalog import order
 from robodata.catalog.table import Catalog
 from robodata_dagster.assets.curation import manifest, site_acceptance
 from robodata_dagster.resources.catalog import CatalogResource, SpecsResource
 from robodata_dagster.resources.manifests import ManifestRefIOManager
+from robodata_testing import synthetic_catalog as synthetic
 
 SPEC = """
 version: 1

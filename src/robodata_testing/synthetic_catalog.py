@@ -1,4 +1,4 @@
-"""Deterministic synthetic catalog rows (benchmarks, tests, demo).
+"""Deterministic synthetic catalog rows (benchmarks and tests; not a product module, so it lives here).
 
 Row `i` always describes the same episode whatever the total size, and rows are laid
 out day by day (`rows_per_day` episodes per day from `start_day`), so a catalog of 10x
