@@ -249,3 +249,12 @@ def test_specs_the_budget_order_cannot_serve_take_the_plain_scan(tmp_path_factor
     doc = {**SPEC, **patch}
     sel = select(spec_from_dict(doc), cat)
     assert why in sel.evaluated_by and sel.rows.equals(plain(doc, cat))
+
+
+def test_a_spec_whose_mix_names_no_group_selects_nothing_by_the_budget_order(tmp_path):
+    """default_weight 0 and no weight > 0: no group can be kept (a property test's example)."""
+    cat = _catalog(tmp_path / "cat", days=1, per_day=500, salt="")
+    doc = {**SPEC, "mix": {"by": "task", "weights": {}, "default_weight": 0}, "filters": []}
+    doc |= {"budget": {"per_group_hours": {"fold_towel": 1.0}}, "split": {"val_fraction": 0.0, "salt": ""}}
+    sel = select(spec_from_dict(doc), cat)
+    assert sel.evaluated_by == "budget order" and sel.rows.height == 0 and sel.rows.equals(plain(doc, cat))

@@ -116,7 +116,8 @@ def select_rows(
 
 
 def _codes(rows: pl.DataFrame, names: list[str]) -> np.ndarray:
-    return rows["__group"].replace_strict(names, list(range(len(names))), return_dtype=pl.Int32).to_numpy()
+    codes = rows["__group"].replace_strict(names, list(range(len(names))), return_dtype=pl.Int32)
+    return codes.to_numpy().astype(np.int32, copy=False)  # no group named, no rows: int32 all the same
 
 
 def _first(
