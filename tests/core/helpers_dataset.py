@@ -1,4 +1,4 @@
-"""Manifest tables for dataset tests (MANIFEST_SCHEMA rows)."""
+"""Manifest tables for dataset tests (MANIFEST_BASE_SCHEMA rows)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from robodata.catalog.schema import MANIFEST_SCHEMA
+from robodata.catalog.schema import MANIFEST_BASE_SCHEMA
 
 RATES = {"cam_left": 20.0, "cam_right": 20.0, "wrist": 20.0, "joint_pos": 100.0, "cmd": 50.0, "events": 0.0}
 
@@ -36,7 +36,7 @@ def manifest(uris: list[str], durations: list[float], rates: dict | None = None,
             "split": ["train"] * n,
             "weight": [d / total for d in durations],  # as curation writes them
         },
-        schema=MANIFEST_SCHEMA,
+        schema=MANIFEST_BASE_SCHEMA,  # a manifest of before issue 37 (read_manifest adds the mixing facts as nulls)
     )
 
 

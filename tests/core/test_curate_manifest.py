@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from robodata.catalog.schema import (
+    MANIFEST_BASE_SCHEMA,
     MANIFEST_META_CATALOG_VERSION,
     MANIFEST_META_CONTENT_HASH,
     MANIFEST_META_SPEC_HASH,
@@ -200,7 +201,7 @@ def test_list_columns_of_different_lengths_with_a_dropped_row_round_trip(tmp_pat
 def _rows(n: int = 5):
     import pyarrow as pa
 
-    return pa.table(
+    table = pa.table(
         {
             "episode_id": [f"e{i}" for i in range(n)],
             "uri": [f"s3://b/e{i}" for i in range(n)],
@@ -218,7 +219,10 @@ def _rows(n: int = 5):
             "split": ["train"] * n,
             "weight": [1.0 / n] * n,
         }
-    ).cast(MANIFEST_SCHEMA)
+    )
+    from robodata.curate.manifest import with_mixing_columns
+
+    return with_mixing_columns(table.cast(MANIFEST_BASE_SCHEMA))  # a manifest of before issue 37: facts null
 
 
 def test_equal_tables_hash_equal_whatever_their_buffers_and_order():
@@ -237,8 +241,8 @@ def test_equal_tables_hash_equal_whatever_their_buffers_and_order():
     chunked = pa.concat_tables([base.slice(0, 2), base.slice(2)])
     for other in (padded, filtered, views, shuffled, chunked):
         assert content_hash(other, "s", 1) == digest
-    # pinned: the v3 encoding of these rows must never change (training lineage names manifest hashes)
-    assert digest == PINNED_V3
+    # pinned: the v4 and v3 encodings of these rows must never change (training lineage names manifest hashes)
+    assert digest == PINNED_V4 and HASH_SCHEMES["v3"](padded, "s", 1) == PINNED_V3
     changed = base.set_column(base.schema.get_field_index("cameras"), "cameras", pa.array([[], [], None, [], []]))
     for other, spec_hash in ((changed, "s"), (base, "t"), (base.slice(1), "s")):
         assert content_hash(other, spec_hash) != digest
@@ -250,6 +254,7 @@ def test_equal_tables_hash_equal_whatever_their_buffers_and_order():
 
 PINNED_V2 = "db4e2f58599512b4eedcd5123848868b477897a5c3dfd31741b23721dee1b1ab"
 PINNED_V3 = "4cbeb646c76121f910e5b7499b426d6ebf141b6577dce90ace4da4371657e18c"
+PINNED_V4 = "a26124a3c096b496d3a4c8718a6aeb772bbe531c5fb4a0393e55d5d32e318bc9"
 
 
 def _write(path, table, md):
@@ -285,11 +290,11 @@ def test_v1_manifests_still_verify_with_v1_and_unknown_schemes_are_refused(tmp_p
         read_manifest(bad_version)
 
 
-def test_new_manifests_record_scheme_v3_and_v2_files_still_verify(catalog, tmp_path):
+def test_new_manifests_record_scheme_v4_and_v2_files_still_verify(catalog, tmp_path):
     from robodata.catalog.schema import MANIFEST_META_HASH_SCHEME
 
     info, _ = curate(spec_from_dict(BASE), catalog, tmp_path)
-    assert pq.read_schema(info.path).metadata[MANIFEST_META_HASH_SCHEME] == b"v3"
+    assert pq.read_schema(info.path).metadata[MANIFEST_META_HASH_SCHEME] == b"v4"
     rows = _rows()
     md = {MANIFEST_META_SPEC_HASH: b"s", MANIFEST_META_CATALOG_VERSION: b"1", MANIFEST_META_HASH_SCHEME: b"v2"}
     v2 = _write(tmp_path / "v2.parquet", rows, {**md, MANIFEST_META_CONTENT_HASH: PINNED_V2.encode()})

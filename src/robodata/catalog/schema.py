@@ -58,6 +58,11 @@ CATALOG_SCHEMA = pa.schema(
         # The budget order of the site's specs (robodata.catalog.order): written by every merge from
         # episode_id and the salt the table records; whatever a writer passes is replaced.
         ("budget_hash", pa.int64()),
+        # -- stream roles (issue 37, robodata.container.roles): the state and action streams ("" when
+        # none), and each camera's role in `cameras` order ("" when its name or the source names none)
+        ("state_stream", pa.string()),
+        ("action_stream", pa.string()),
+        ("camera_roles", pa.list_(pa.string())),
     ]
 )
 
@@ -78,8 +83,23 @@ MANIFEST_SCHEMA = pa.schema(
         ("footer_length", pa.int64()),
         ("split", pa.string()),  # "train" | "val"
         ("weight", pa.float64()),  # sampling weight from the spec's mixing weights
+        # -- mixing facts (issue 37), carried from the catalog (null in a catalog not yet migrated)
+        ("robot_type", pa.string()),
+        ("source_format", pa.string()),
+        ("source_dataset", pa.string()),
+        ("control_hz", pa.float64()),
+        ("state_dim", pa.int32()),
+        ("action_dim", pa.int32()),
+        ("language", pa.string()),
+        ("state_stream", pa.string()),
+        ("action_stream", pa.string()),
+        ("camera_roles", pa.list_(pa.string())),
     ]
 )
+# The columns manifests had before the mixing facts: what hash schemes v1..v3 cover (a file written
+# with them holds only these); v4 covers every MANIFEST_SCHEMA column.
+MANIFEST_BASE_COLUMNS = MANIFEST_SCHEMA.names[: MANIFEST_SCHEMA.get_field_index("weight") + 1]
+MANIFEST_BASE_SCHEMA = pa.schema([MANIFEST_SCHEMA.field(c) for c in MANIFEST_BASE_COLUMNS])
 
 # Parquet key-value metadata keys on every manifest file.
 MANIFEST_META_CATALOG_VERSION = b"robodata.catalog_version"

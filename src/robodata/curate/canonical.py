@@ -6,9 +6,11 @@ entries hidden behind nulls, `string` vs `large_string` vs `string_view`, any ch
 
 Encoding (integers and floats little-endian; `n` rows):
 
-    v3 (the current scheme): "robodata-manifest-v3\\0" spec_hash "\\0" n "\\0"
+    v4 (the current scheme): "robodata-manifest-v4\\0" spec_hash "\\0" n "\\0"
+    v3:                      "robodata-manifest-v3\\0" spec_hash "\\0" n "\\0"
     v2:                      "robodata-manifest-v2\\0" spec_hash "\\0" catalog_version "\\0" n "\\0"
-    then per column of MANIFEST_SCHEMA, in schema order:
+    then per column of MANIFEST_SCHEMA (v4), of MANIFEST_BASE_SCHEMA (v2, v3: the columns before the
+    mixing facts of issue 37), in schema order:
         name "\\0" type "\\0"
         validity      n bytes (1 = value, 0 = null)
         values        bool      n bytes (null: 0)
@@ -24,7 +26,9 @@ other columns, so the order a table arrives in does not matter either.
 v3 leaves the catalog version out: a manifest is its rows and its spec, so the same rows selected
 at two catalog versions are one manifest (one file, one hash, one Dagster data version); the
 version it was selected at stays in the file's metadata, as provenance. v2 (written from issue 16
-until v3) hashed the version too; files that name it are verified with it, unchanged.
+until v3) hashed the version too; files that name it are verified with it, unchanged. v4 (issue 37)
+is v3 over the manifest's mixing facts too (robot_type, dims, roles, ...); v2 and v3 files hold only
+the base columns and are verified over them, unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEME = "v3"
+from robodata.catalog.schema import MANIFEST_BASE_COLUMNS
+
+SCHEME = "v4"
+V3 = "v3"
 V2 = "v2"
 _EMPTY = np.zeros(0, np.uint8)
 
@@ -63,15 +70,21 @@ def canonical_order(table: pa.Table) -> pa.Table:
 
 
 def content_hash(table: pa.Table, spec_hash: str, catalog_version: int | None = None) -> str:
-    """v3: sha256 hex digest of the canonical encoding of `table` (already cast to MANIFEST_SCHEMA)
+    """v4: sha256 hex digest of the canonical encoding of `table` (already cast to MANIFEST_SCHEMA)
     and the spec hash. `catalog_version` is metadata, not hashed (accepted for the schemes' common
     signature, robodata.curate.manifest.HASH_SCHEMES)."""
     return _digest(table, f"robodata-manifest-{SCHEME}\0{spec_hash}\0")
 
 
+def content_hash_v3(table: pa.Table, spec_hash: str, catalog_version: int | None = None) -> str:
+    """v3: as v4 over the base columns only (verifies files written before v4)."""
+    return _digest(table.select(MANIFEST_BASE_COLUMNS), f"robodata-manifest-{V3}\0{spec_hash}\0")
+
+
 def content_hash_v2(table: pa.Table, spec_hash: str, catalog_version: int) -> str:
     """v2: as v3, with the catalog version hashed too (verifies files written before v3)."""
-    return _digest(table, f"robodata-manifest-{V2}\0{spec_hash}\0{catalog_version}\0")
+    base = table.select(MANIFEST_BASE_COLUMNS)
+    return _digest(base, f"robodata-manifest-{V2}\0{spec_hash}\0{catalog_version}\0")
 
 
 def _digest(table: pa.Table, header: str) -> str:

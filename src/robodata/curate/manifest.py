@@ -7,7 +7,11 @@ scheme that produced it.
 
 Content hash schemes (`HASH_SCHEMES`; the file names its scheme in `robodata.manifest_hash_scheme`):
 
-* **v3** (written since issue 41): sha256 over the spec hash and the canonical logical encoding
+* **v4** (written since issue 37): v3 over every MANIFEST_SCHEMA column, the mixing facts
+  (robot_type, source_dataset, control_hz, dims, language, stream roles) included. Files written
+  before hold only the base columns (MANIFEST_BASE_SCHEMA) and verify with their own scheme over
+  them; `read_manifest` gives them the mixing columns as nulls.
+* **v3** (issue 41 to 37): sha256 over the spec hash and the canonical logical encoding
   of the rows (robodata.curate.canonical): a manifest's identity is its rows and its spec. The
   same rows selected at a later catalog version are the same manifest: the same file (kept, with
   the version it was first selected at: re-evaluating the spec there gives these rows), the same
@@ -49,6 +53,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from robodata.catalog.schema import (
+    MANIFEST_BASE_COLUMNS,
+    MANIFEST_BASE_SCHEMA,
     MANIFEST_META_CATALOG_VERSION,
     MANIFEST_META_CONTENT_HASH,
     MANIFEST_META_HASH_SCHEME,
@@ -87,7 +93,8 @@ def content_hash_v1(table: pa.Table, spec_hash: str, catalog_version: int) -> st
     h = hashlib.sha256()
     h.update(f"robodata-manifest-v1\0{spec_hash}\0{catalog_version}\0".encode())
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, MANIFEST_SCHEMA) as w:
+    table = table.select(MANIFEST_BASE_COLUMNS).cast(MANIFEST_BASE_SCHEMA)
+    with pa.ipc.new_stream(sink, MANIFEST_BASE_SCHEMA) as w:
         if table.num_rows:
             w.write_batch(table.combine_chunks().to_batches(max_chunksize=table.num_rows)[0])
     h.update(memoryview(sink.getvalue()))
@@ -97,13 +104,14 @@ def content_hash_v1(table: pa.Table, spec_hash: str, catalog_version: int) -> st
 HASH_SCHEMES: dict[str, Callable[[pa.Table, str, int], str]] = {
     "v1": content_hash_v1,
     canonical.V2: canonical.content_hash_v2,
+    canonical.V3: canonical.content_hash_v3,
     canonical.SCHEME: canonical.content_hash,
 }
 CURRENT_SCHEME = canonical.SCHEME
 
 
 def content_hash(table: pa.Table, spec_hash: str, catalog_version: int | None = None) -> str:
-    """Content hash of manifest rows under the current scheme (v3, robodata.curate.canonical).
+    """Content hash of manifest rows under the current scheme (v4, robodata.curate.canonical).
 
     Args:
         table: manifest rows (MANIFEST_SCHEMA columns; any row order, chunking or buffer layout).
@@ -134,7 +142,8 @@ def write_manifest(
     Raises:
         ManifestError: a file of that name exists with rows that do not verify.
     """
-    table = canonical.canonical_order(selection.rows.to_arrow().cast(MANIFEST_SCHEMA))
+    rows = with_mixing_columns(selection.rows.to_arrow()).select(MANIFEST_SCHEMA.names)
+    table = canonical.canonical_order(rows.cast(MANIFEST_SCHEMA))
     digest = canonical.content_hash(table, selection.spec_hash)
     meta = {
         MANIFEST_META_CATALOG_VERSION: str(selection.catalog_version).encode(),
@@ -224,7 +233,8 @@ def read_manifest(path: str | Path, verify: bool = True, storage_options: dict[s
         storage_options: fsspec options for an object-store path.
 
     Returns:
-        The manifest rows (with the file's schema metadata).
+        The manifest rows (with the file's schema metadata); a file written before the mixing
+        facts gets those columns as nulls (`with_mixing_columns`).
 
     Raises:
         ManifestError: the file is missing or not a manifest, names an unknown hash scheme, or
@@ -238,6 +248,14 @@ def read_manifest(path: str | Path, verify: bool = True, storage_options: dict[s
         raise ManifestError(f"{path}: not a readable manifest: {exc}") from exc
     if verify:
         verify_rows(path, table, md)
+    return with_mixing_columns(table)
+
+
+def with_mixing_columns(table: pa.Table) -> pa.Table:
+    """`table` with every MANIFEST_SCHEMA column it lacks (a manifest written before issue 37) as nulls."""
+    for f in MANIFEST_SCHEMA:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
     return table
 
 
@@ -249,8 +267,9 @@ def verify_rows(path: str | Path, table: pa.Table, md: dict[bytes, bytes]) -> No
     try:
         version = int(md[MANIFEST_META_CATALOG_VERSION].decode())
         spec_hash = md[MANIFEST_META_SPEC_HASH].decode()
-        rows = table.cast(MANIFEST_SCHEMA)
-    except (ValueError, UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        full = scheme == CURRENT_SCHEME
+        rows = table.cast(MANIFEST_SCHEMA) if full else table.select(MANIFEST_BASE_COLUMNS).cast(MANIFEST_BASE_SCHEMA)
+    except (ValueError, UnicodeDecodeError, KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ManifestError(f"{path}: not a manifest (bad metadata or columns): {exc}") from exc
     digest = HASH_SCHEMES[scheme](rows, spec_hash, version)
     if digest.encode() != md[MANIFEST_META_CONTENT_HASH]:

@@ -21,7 +21,8 @@ Semantics (all deterministic):
 * `exclude` drops episode ids (inline or a file with one id per line), robots, batches. The
   file (`episode_ids_file`) is relative to the spec file's folder and confined there
   (robodata.curate.specfile); a spec built in code names that folder as `base_dir`.
-* `mix.by` (`task` or `site`) groups episodes; a group's share of the samples is
+* `mix.by` (`task`, `site`, or a corpus: `source_dataset`, `robot_type`, `source_format`) groups
+  episodes; a group's share of the samples is
   weight / sum of weights (groups not listed get `default_weight`; 0 drops them).
   The manifest `weight` column is that share spread over the group's episodes in
   proportion to their duration, so the weights sum to 1.
@@ -66,7 +67,7 @@ __all__ = ["OPS", "Budget", "CurationSpec", "Exclusions", "Filter", "Mix", "Spli
 
 SPEC_VERSION = 2  # the current version; 1 is still read (robodata.curate.budget)
 SPEC_VERSIONS = (1, 2)
-MIX_KEYS = ("task", "site")
+MIX_KEYS = ("task", "site", "source_dataset", "robot_type", "source_format")  # corpora are groups too (issue 37)
 MAX_CATALOG_VERSION = 2**63 - 1
 MAX_NUMBER = 1e12  # weights and hours: far above any real value, far below float overflow
 MAX_FILTERS = 1000  # terms of one spec's predicate; a value list (`in`, exclusions) is one term

@@ -19,14 +19,11 @@ import numpy as np
 
 from robodata.container import EpisodeReader
 from robodata.container.rows import check_episode, refuse_uri
+from robodata.container.roles import ACTION_STREAMS, STATE_STREAMS
 from robodata.errors import RobodataError
 from robodata.names import check_name, confine
 
 WINDOW_S = 2.0
-# What a stream's name declares when the container records no roles (containers written before
-# roles were kept): robodata's own names first. Never guessed from values or position.
-STATE_STREAMS = ("joint_pos", "state", "qpos", "observation_state")
-ACTION_STREAMS = ("cmd", "action", "actions", "joint_cmd")
 
 
 class ExportError(RobodataError):

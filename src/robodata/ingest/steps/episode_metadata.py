@@ -26,6 +26,7 @@ import pyarrow as pa
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.catalog.table import merge_episodes
 from robodata.container import EpisodeReader
+from robodata.container.roles import stream_roles
 from robodata.errors import RobodataError
 from robodata.ingest.steps.retention import current_uris, delete_superseded
 from robodata.ingest.tables import IngestPaths
@@ -55,15 +56,17 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
     start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC)
     cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
     arrays = [s for s, spec in m.streams.items() if spec.kind == "array"]
-    roles = m.extra.get("roles") or {}  # {"state": stream, "action": stream} as the source declared them
-    main = roles.get("state") or ("joint_pos" if "joint_pos" in arrays else (arrays[0] if arrays else ""))
+    # the state / action streams as the source declared them, else as their names declare them
+    # (robodata.container.roles); the step count follows the first array stream where none is the state
+    roles = stream_roles(m.streams, m.extra)
+    main = roles.state or (arrays[0] if arrays else "")
     counts: dict[str, int] = {}
     for ch in r.chunks:
         for p in ch.parts:
             counts[p.stream] = counts.get(p.stream, 0) + p.count
     success = m.extra.get("success")
-    state = m.streams.get(main)
-    action = m.streams.get(roles.get("action") or "cmd")
+    state = m.streams.get(roles.state)
+    action = m.streams.get(roles.action)
     return {
         "episode_id": m.episode_id,
         "uri": c["container_uri"],
@@ -100,6 +103,9 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
         else None,
         "language": str(m.extra.get("language") or ""),
         "video_json": json.dumps(m.extra.get("video") or {}, sort_keys=True),
+        "state_stream": roles.state,
+        "action_stream": roles.action,
+        "camera_roles": roles.camera_roles(cams),
     }
 
 
@@ -142,6 +148,9 @@ def _row_from_alignment(a: dict, batch: str, taken: set[str]) -> dict:
         "control_hz": None,
         "language": "",
         "video_json": "{}",
+        "state_stream": "",
+        "action_stream": "",
+        "camera_roles": [],
     }
 
 
