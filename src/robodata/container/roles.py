@@ -66,6 +66,7 @@ def stream_roles(streams: dict[str, Any], extra: dict[str, Any]) -> StreamRoles:
 
     state = pick("state", STATE_STREAMS, arrays)
     action = pick("action", ACTION_STREAMS, [a for a in arrays if a != state])
-    given = declared.get("cameras") if isinstance(declared.get("cameras"), dict) else {}
+    given = declared.get("cameras")
+    given = given if isinstance(given, dict) else {}
     roles = {c: str(given.get(c) or camera_role(c)) for c in cams}
     return StreamRoles(state, action, roles)

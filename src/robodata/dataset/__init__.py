@@ -3,6 +3,8 @@
 from robodata.dataset.dataset import DatasetConfig, PatternDataset
 from robodata.dataset.index import Anchor, SampleIndex
 from robodata.dataset.loader import BatchLoader, LoaderConfig, PatternLoader
+from robodata.dataset.mixpattern import MixPattern
+from robodata.dataset.mixture import MixedDataset
 from robodata.dataset.pattern import ReadPattern, StreamWindow, preset
 from robodata.dataset.sampler import PatternSampler
 
@@ -18,4 +20,6 @@ __all__ = [
     "BatchLoader",
     "LoaderConfig",
     "PatternLoader",
+    "MixPattern",
+    "MixedDataset",
 ]

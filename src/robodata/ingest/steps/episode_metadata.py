@@ -52,6 +52,11 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
     r = EpisodeReader.open(
         c["container_uri"], footer_offset=c["footer_offset"], footer_length=c["footer_length"], **paths.fsspec_options()
     )
+    return container_row(r, c["container_uri"], batch)
+
+
+def container_row(r: EpisodeReader, uri: str, batch: str) -> dict:
+    """The catalog row of an open container at `uri` (the columns its footer gives: not the QC facts)."""
     m = r.meta
     start = datetime.fromtimestamp(m.start_time_ns / 1e9, tz=UTC)
     cams = [s for s, spec in m.streams.items() if spec.kind == "video"]
@@ -69,7 +74,7 @@ def _row_from_container(paths: IngestPaths, c: dict, batch: str) -> dict:
     action = m.streams.get(roles.action)
     return {
         "episode_id": m.episode_id,
-        "uri": c["container_uri"],
+        "uri": uri,
         "site": m.site,
         "robot": m.robot,
         "task": m.task,

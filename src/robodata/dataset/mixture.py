@@ -1,0 +1,229 @@
+"""MixedDataset: one dataset over a manifest that mixes corpora, batches of one shape.
+
+Rows are bound to a MixPattern's roles (robodata.dataset.mixpattern) and grouped by binding (a
+few groups: one per corpus and camera set); each group is read by a PatternDataset over its own
+rows with the ReadPattern of its streams, so reading, decoding and skipping are the loader's.
+Every batch holds, per role:
+
+* a camera role `<role>`: uint8 (B, T, H, W, 3) at the pattern's `resize`; a row without that
+  camera gives zeros, `<role>_present` (B,) False;
+* `state` / `action`: float32 (B, T, D) padded with zeros to the manifest's largest `state_dim` /
+  `action_dim`, `<role>_mask` (B, D) True on the row's own dimensions, `<role>_present` (B,);
+* `<role>_is_pad` (B, T): True where a step fell outside the episode or the row lacks the role;
+* `corpus` (B,) int64 (index into `corpora`), `episode_index` (B,) manifest row, `t` (B,) seconds.
+
+Each window is at the pattern's rate `hz`, each corpus's samples resampled to it (the nearest
+native sample to each step). With `stats` (robodata.dataset.normstats, per corpus) and
+`normalize=True` the state and action are returned as (x - mean) / std of their corpus, on the
+real dimensions only; `stats` stays on the dataset either way.
+
+Sampling honours the manifest's `weight` (the spec's mix, e.g. by `source_dataset`): each group's
+share of the samples is its rows' share of the weight, spread as SampleIndex spreads it. Rows that
+cannot serve the pattern (none of its roles, shorter than its span) are counted in `unusable`
+with their reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from robodata.dataset.dataset import DatasetConfig, PatternDataset
+from robodata.dataset.mixpattern import ARRAY_ROLES, Binding, MixPattern, bind, concrete, roles_of
+from robodata.dataset.normstats import corpus_names
+from robodata.errors import ConfigError
+
+EPS = 1e-8
+
+
+class _Group:
+    def __init__(self, rows: np.ndarray, binding: Binding, data: PatternDataset, picks: dict[str, list[int]]):
+        self.rows, self.binding, self.data, self.picks = rows, binding, data, picks
+
+
+class MixedDataset:
+    """See the module docstring. `manifest`: rows with the mixing facts (read_manifest gives them)."""
+
+    def __init__(
+        self,
+        manifest: pa.Table,
+        pattern: MixPattern,
+        cache: Any = None,
+        config: DatasetConfig | None = None,
+        stats: dict[str, Any] | None = None,
+        normalize: bool = False,
+    ):
+        cfg = config or DatasetConfig()
+        if cfg.split is not None and "split" in manifest.column_names:
+            manifest = manifest.filter(pc.equal(manifest.column("split"), cfg.split))
+        self.manifest, self.pattern, self.config = manifest, pattern, cfg
+        self.stats, self.normalize = stats, normalize
+        if normalize and stats is None:
+            raise ConfigError("normalize=True needs the manifest's statistics (robodata.dataset.normstats)")
+        names = corpus_names(manifest)
+        self.corpora = sorted(set(names))
+        self._corpus = np.array([self.corpora.index(c) for c in names], np.int64)
+        self.dims = {r: _max_dim(manifest, f"{r}_dim") for r in ARRAY_ROLES}
+        self.unusable: dict[str, int] = {}
+        self.groups: list[_Group] = []
+        self._bind_groups(manifest, cache, replace(cfg, split=None))
+        self._weigh(manifest)
+
+    def _bind_groups(self, manifest: pa.Table, cache: Any, sub: DatasetConfig) -> None:
+        def col(name: str, default: Any) -> list[Any]:
+            return manifest.column(name).to_pylist() if name in manifest.column_names else [default] * manifest.num_rows
+
+        keys = zip(
+            col("cameras", []),
+            col("camera_roles", []),
+            col("state_stream", ""),
+            col("action_stream", ""),
+            col("stream_rates_json", "{}"),
+            strict=True,
+        )
+        by: dict[Binding, list[int]] = {}
+        for row, (cams, roles, st, ac, rates) in enumerate(keys):
+            b = bind(self.pattern, cams or [], roles or [], st or "", ac or "", rates or "{}")
+            why = b.why_unusable()
+            if why:
+                self.unusable[why] = self.unusable.get(why, 0) + 1
+            else:
+                by.setdefault(b, []).append(row)
+        if not by:
+            raise ConfigError(f"no row of the manifest can serve mix pattern {self.pattern.name!r}: {self.unusable}")
+        for b, rows in by.items():
+            read, picks = concrete(self.pattern, b)
+            idx = np.asarray(rows, np.int64)
+            data = PatternDataset(manifest.take(pa.array(idx)), read, cache=cache, config=sub)
+            short = int((data.index.native == 0).sum())
+            if short:
+                why = f"shorter than the pattern's span ({_span(self.pattern):.2f} s)"
+                self.unusable[why] = self.unusable.get(why, 0) + short
+            self.groups.append(_Group(idx, b, data, picks))
+
+    def _weigh(self, manifest: pa.Table) -> None:
+        natural = np.array([len(g.data) for g in self.groups], np.float64)
+        if self.config.use_weights and "weight" in manifest.column_names:
+            w = manifest.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
+            share = np.array([w[g.rows][g.data.index.native > 0].sum() for g in self.groups])
+            if not np.isfinite(share).all() or share.sum() <= 0:
+                raise ConfigError("manifest weights must be finite, >= 0 and not all 0 on usable rows")
+            want = np.floor(share / share.sum() * natural.sum() + 0.5)
+        else:
+            want = natural
+        self.counts = want.astype(np.int64)
+        self.cum = np.cumsum(self.counts)
+
+    def __len__(self) -> int:
+        return int(self.cum[-1]) if len(self.cum) else 0
+
+    def locate(self, sample: int) -> tuple[int, int]:
+        """(group, the group's own sample id) of sample `sample`."""
+        if not 0 <= sample < len(self):
+            raise IndexError(f"sample {sample} out of range [0, {len(self)})")
+        g = int(np.searchsorted(self.cum, sample, side="right"))
+        j = sample - (int(self.cum[g - 1]) if g else 0)
+        n, want = len(self.groups[g].data), int(self.counts[g])
+        return g, (j * n // want if want <= n else j % n)
+
+    def __getitems__(self, keys: Sequence[int]) -> list[dict[str, Any]]:
+        batch = self.batch(keys)
+        return [{k: v[i] for k, v in batch.items()} for i in range(len(keys))]
+
+    def __getitem__(self, key: int) -> dict[str, Any]:
+        return self.__getitems__([key])[0]
+
+    def batch(self, keys: Sequence[int]) -> dict[str, torch.Tensor]:
+        """One batch of samples `keys` (ints in [0, len)); see the module docstring for its keys."""
+        n = len(keys)
+        out = self._empty(n)
+        where: dict[int, tuple[list[int], list[int]]] = {}
+        for i, k in enumerate(keys):
+            g, local = self.locate(int(k))
+            slots, ids = where.setdefault(g, ([], []))
+            slots.append(i)
+            ids.append(local)
+        for g, (slots, ids) in where.items():
+            self._fill(self.groups[g], slots, ids, out)
+        return out
+
+    def _empty(self, n: int) -> dict[str, torch.Tensor]:
+        out: dict[str, torch.Tensor] = {}
+        for role in roles_of(self.pattern):
+            w = self.pattern.window(role)
+            if role in ARRAY_ROLES:
+                out[role] = torch.zeros((n, w.length, self.dims[role]), dtype=torch.float32)
+                out[f"{role}_mask"] = torch.zeros((n, self.dims[role]), dtype=torch.bool)
+            else:
+                h, wd = self.pattern.resize or (0, 0)
+                out[role] = torch.zeros((n, w.length, h, wd, 3), dtype=torch.uint8)
+            out[f"{role}_is_pad"] = torch.ones((n, w.length), dtype=torch.bool)
+            out[f"{role}_present"] = torch.zeros(n, dtype=torch.bool)
+        out["corpus"] = torch.zeros(n, dtype=torch.int64)
+        out["episode_index"] = torch.zeros(n, dtype=torch.int64)
+        out["t"] = torch.zeros(n, dtype=torch.float64)
+        return out
+
+    def _fill(self, group: _Group, slots: list[int], ids: list[int], out: dict[str, torch.Tensor]) -> None:
+        got = group.data.batch(ids, shared=False)
+        rows = torch.from_numpy(group.rows)[got["episode_index"]]
+        at = torch.tensor(slots, dtype=torch.int64)
+        out["episode_index"][at] = rows
+        out["t"][at] = got["t"]
+        corpus = torch.from_numpy(self._corpus)[rows]
+        out["corpus"][at] = corpus
+        for role, stream in group.binding.streams:
+            if stream is None:
+                continue
+            pick = torch.tensor(group.picks[stream], dtype=torch.int64)
+            data = got[stream].index_select(1, pick)
+            out[f"{role}_is_pad"][at] = got[f"{stream}_is_pad"].index_select(1, pick)
+            out[f"{role}_present"][at] = True
+            if role not in ARRAY_ROLES:
+                out[role][at] = data
+                continue
+            x = data.reshape(len(slots), data.shape[1], -1).to(torch.float32)
+            d = x.shape[-1]
+            if d > self.dims[role]:
+                raise ConfigError(
+                    f"{role} stream {stream!r} has {d} dimensions; the manifest's {role}_dim says at most "
+                    f"{self.dims[role]}"
+                )
+            if self.normalize:
+                x = self._normalized(x, corpus, role)
+            out[role][at, :, :d] = x
+            out[f"{role}_mask"][at, :d] = True
+
+    def _normalized(self, x: torch.Tensor, corpus: torch.Tensor, role: str) -> torch.Tensor:
+        assert self.stats is not None
+        d = x.shape[-1]
+        for c in corpus.unique().tolist():
+            s = self.stats.get(self.corpora[c], {}).get(role)
+            if s is None:
+                raise ConfigError(f"statistics have no {role} of corpus {self.corpora[c]!r}")
+            sel = corpus == c
+            mean = torch.tensor(s["mean"][:d], dtype=torch.float64)
+            std = torch.tensor(s["std"][:d], dtype=torch.float64).clamp_min(EPS)
+            x[sel] = ((x[sel].to(torch.float64) - mean) / std).to(torch.float32)
+        return x
+
+    def close(self) -> None:
+        for g in self.groups:
+            g.data.close()
+
+
+def _max_dim(manifest: pa.Table, column: str) -> int:
+    if column not in manifest.column_names:
+        return 0
+    return int(pc.max(manifest.column(column)).as_py() or 0)
+
+
+def _span(pattern: MixPattern) -> float:
+    ws = [pattern.window(r) for r in roles_of(pattern)]
+    return (max(w.offset + w.length - 1 for w in ws) - min(w.offset for w in ws)) / pattern.hz
