@@ -48,6 +48,7 @@ def manifest(
 ) -> dg.MaterializeResult[ManifestRef]:
     from robodata.catalog.schema import MANIFEST_SCHEMA
     from robodata.curate.run import curate
+    from robodata.dataset.normstats import corpus_summary
 
     version = None if config.catalog_version < 0 else config.catalog_version
     dirs = specs.dirs()
@@ -89,6 +90,7 @@ def manifest(
             "train_episodes": info.train_episodes,
             "val_episodes": info.val_episodes,
             "groups": dg.MetadataValue.json(selection.groups),
+            "mixture": dg.MetadataValue.json(corpus_summary(selection.rows.to_arrow())),  # per corpus, roles found
             "evaluated_by": selection.evaluated_by,  # "budget order", or "plain scan: <why>"
             COLUMN_SCHEMA: table_schema(MANIFEST_SCHEMA),
             ROW_COUNT: info.episodes,

@@ -172,3 +172,13 @@ def test_export_per_corpus_writes_one_dataset_per_robot_type_or_refuses_naming_t
     clash = [r | {"robot_type": "same"} for r in rows if r["source_dataset"] in ("bridge", "pusht")]
     refused = export_per_corpus(clash, tmp_path / "y")["same"]
     assert "refused" in refused and "episode" in refused["refused"]
+
+
+def test_the_mixture_summary_names_each_corpus_and_its_roles(mixed):
+    _, m = mixed
+    summary = normstats.corpus_summary(m)
+    assert sorted(summary) == sorted(c.name for c in CORPORA)
+    aloha, bridge = summary["aloha_sim"], summary["bridge"]
+    assert aloha["episodes"] == 2 and aloha["camera_roles"] == ["front", "wrist"] and aloha["formats"] == ["lerobot"]
+    assert aloha["state_streams"] == ["observation_state"] and bridge["cameras_without_role"] == ["image_0"]
+    assert abs(sum(s["hours"] for s in summary.values()) - 8 * 5.0 / 3600) < 1e-3

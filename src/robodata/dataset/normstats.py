@@ -48,6 +48,34 @@ def _column(manifest: pa.Table, name: str) -> list[Any]:
     return manifest.column(name).to_pylist() if name in manifest.column_names else [None] * manifest.num_rows
 
 
+def corpus_summary(manifest: pa.Table) -> dict[str, dict[str, Any]]:
+    """Per corpus: episodes, hours, formats, robot types and the roles found (state / action streams,
+    camera roles, cameras without a role): what the `manifest` asset shows of a mixture."""
+    out: dict[str, dict[str, Any]] = {}
+    cols = {c: _column(manifest, c) for c in ("duration_s", "source_format", "robot_type", "state_stream")}
+    cols |= {c: _column(manifest, c) for c in ("action_stream", "cameras", "camera_roles")}
+    for i, corpus in enumerate(corpus_names(manifest)):
+        e = out.setdefault(corpus, {"episodes": 0, "hours": 0.0, "formats": set(), "robot_types": set()})
+        e["episodes"] += 1
+        e["hours"] += float(cols["duration_s"][i] or 0.0) / 3600.0
+        for key, col in (("formats", "source_format"), ("robot_types", "robot_type")):
+            e[key].add(cols[col][i] or "")
+        for key, col in (("state_streams", "state_stream"), ("action_streams", "action_stream")):
+            e.setdefault(key, set()).add(cols[col][i] or "")
+        cams, roles = cols["cameras"][i] or [], cols["camera_roles"][i] or []
+        for cam, role in zip(cams, list(roles) + [""] * (len(cams) - len(roles)), strict=True):
+            if role:
+                e.setdefault("camera_roles", set()).add(role)
+            else:
+                e.setdefault("cameras_without_role", set()).add(cam)
+    for e in out.values():
+        e["hours"] = round(e["hours"], 4)
+        for k, v in list(e.items()):
+            if isinstance(v, set):
+                e[k] = sorted(v)
+    return out
+
+
 class _Moments:
     """Per-dimension count, mean, M2, min, max; merged batch by batch (Chan et al.)."""
 
