@@ -75,7 +75,7 @@ SPEC = {
     "split": {"val_fraction": 0},
     "allow_failed_checks": ["*"],
 }
-PATTERN = {
+PATTERN: dict[str, Any] = {
     "name": "bench-mix",
     "hz": 10,
     "cameras": {"front": list(dict.fromkeys(ALIASES["front"] + REAL_ALIASES["front"])), "wrist": ALIASES["wrist"]},
