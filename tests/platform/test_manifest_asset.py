@@ -65,6 +65,8 @@ def test_manifest_asset_records_provenance_and_data_version(tmp_path):
         assert md["catalog_version"].value == cat.version()
         assert md["episodes"].value == pl.read_parquet(md["path"].value).height > 0
         assert md["evaluated_by"].value.startswith("plain scan")  # a version-1 spec
+        mixture = md["mixture"].value  # per corpus (the synthetic fleet names none: "unknown")
+        assert sum(c["episodes"] for c in mixture.values()) == md["episodes"].value
         assert mat.tags["dagster/data_version"] == content_hash
         assert mat.partition == "asset-test" and md["spec"].value == str(tmp_path / "specs" / "asset-test.yaml")
 
