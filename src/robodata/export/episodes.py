@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from robodata.container import EpisodeReader
-from robodata.container.rows import check_episode, refuse_uri
 from robodata.container.roles import ACTION_STREAMS, STATE_STREAMS
+from robodata.container.rows import check_episode, refuse_uri
 from robodata.errors import RobodataError
 from robodata.names import check_name, confine
 
