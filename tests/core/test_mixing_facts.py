@@ -67,22 +67,26 @@ def catalog(tmp_path_factory) -> Catalog:
     return optimized
 
 
-@pytest.mark.parametrize("budget", [None, {"total_hours": 20}])
-def test_the_manifest_carries_the_mixing_facts(catalog, tmp_path, budget):
-    spec = {"version": 1, "name": "facts", "mix": {"by": "source_dataset", "weights": {"a": 3, "b": 1}}}
+@pytest.mark.parametrize("version, budget", [(1, None), (1, {"total_hours": 20}), (2, {"total_hours": 20})])
+def test_the_manifest_carries_the_mixing_facts(catalog, tmp_path, version, budget):
+    spec = {"version": version, "name": "facts", "mix": {"by": "source_dataset", "weights": {"a": 3, "b": 1}}}
     spec |= {"filters": [{"column": "duration_s", "op": "between", "value": [0, 1000]}]}  # the golden NaNs out
     spec |= {"budget": budget} if budget else {}
+    if version == 2:  # the groups named: the budget order's route
+        spec["mix"]["default_weight"] = 0
+        spec["split"] = {"salt": "bench"}
     info, selection = curate(spec_from_dict(spec), catalog, tmp_path)
     got = read_manifest(info.path)
-    assert got.num_rows > 0 and set(got.column("source_dataset").to_pylist()) == {"a", "b", "c"}
+    named = {"a", "b"} if version == 2 else {"a", "b", "c"}
+    assert got.num_rows > 0 and set(got.column("source_dataset").to_pylist()) == named
     want = pl.from_arrow(catalog.table().to_pyarrow_table()).filter(
         pl.col("episode_id").is_in(got.column("episode_id").to_pylist())
     )
     cols = [*FACTS, "camera_roles"]
     mine = pl.from_arrow(got.select(["episode_id", *cols])).sort("episode_id")
     assert mine.equals(want.select("episode_id", *cols).sort("episode_id"))
-    if budget:  # the sidecars' route (rows fetched by address) took the facts from a scan
-        assert selection.evaluated_by != "scan"
+    if version == 2:  # the budget order's route (row groups under a threshold) carries them too
+        assert selection.evaluated_by.startswith("budget order"), selection.evaluated_by
 
 
 def test_an_old_manifest_reads_with_the_facts_as_nulls(tmp_path):
