@@ -211,12 +211,14 @@ def _rewrite(catalog: Catalog, days: list[str], config: OptimizeConfig) -> tuple
         version = dt.version()
         removed = sum(1 for day in _files(dt)[0] if day in days)
         rows = pl.scan_delta(dt).filter(pl.col("day").is_in(days)).collect()
-        table = order.with_budget_hash(rows.to_arrow().cast(CATALOG_SCHEMA), order.table_salt(dt) or "")
+        # the table's own column order (a migrated table has its added columns in the order they came)
+        schema = pa.schema([CATALOG_SCHEMA.field(n) for n in rows.columns])
+        table = order.with_budget_hash(rows.to_arrow().cast(schema), order.table_salt(dt) or "")
         rows = pl.DataFrame(table).sort([*config.cluster_by, "episode_id"], nulls_last=True)
         try:
             write_deltalake(
                 dt,
-                rows.to_arrow().cast(CATALOG_SCHEMA),
+                rows.to_arrow().cast(schema),
                 mode="overwrite",
                 predicate="day IN (" + ", ".join(f"'{d}'" for d in days) + ")",
                 target_file_size=config.target_size_bytes,
