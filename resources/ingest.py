@@ -43,6 +43,15 @@ class VideoCopyConfig(dg.Config):
     max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
 
 
+class WorkBoundsConfig(dg.Config):
+    """robodata.ingest.importers.bounds.WorkBounds: work per landing item, from its size."""
+
+    decoded_per_input_byte: float = 4096.0  # declared decoded bytes per input byte
+    decoded_floor_mb: float = 256.0  # an item may always declare this much
+    cpu_s_per_input_mb: float = 30.0  # CPU seconds of opening + converting one item, per MB of input
+    cpu_floor_s: float = 30.0  # an item may always spend this much CPU
+
+
 class QCThresholdsConfig(dg.Config):
     """robodata.ingest.qc.QCThresholds."""
 
@@ -111,6 +120,7 @@ class IngestResource(dg.ConfigurableResource):
         "are written in its layout instead of `video`",
     )
     video_copy: VideoCopyConfig = VideoCopyConfig()
+    bounds: WorkBoundsConfig = WorkBoundsConfig()
     bulk: bool = False
 
     def root_uri(self) -> str:

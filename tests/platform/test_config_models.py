@@ -14,6 +14,7 @@ import pytest
 from robodata.cluster.config import RepairConfig
 from robodata.container.meta import VideoSettings
 from robodata.ingest.align import AlignConfig as CoreAlignConfig
+from robodata.ingest.importers.bounds import WorkBounds
 from robodata.ingest.landing.launches import BatchPolicy
 from robodata.ingest.landing.stagger import StaggerPolicy
 from robodata.ingest.qc import QCSelection, QCThresholds
@@ -36,6 +37,7 @@ from robodata_dagster.resources.ingest import (
     TopicRuleConfig,
     VideoConfig,
     VideoCopyConfig,
+    WorkBoundsConfig,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +52,7 @@ MIRRORS = [
     (AlignConfig, CoreAlignConfig, set(), set(), set()),
     (VideoConfig, VideoSettings, set(), set(), set()),
     (VideoCopyConfig, CoreVideoCopyConfig, set(), set(), set()),
+    (WorkBoundsConfig, WorkBounds, set(), set(), set()),
     (QCConfig, QCSelection, set(), set(), set()),
     (QCThresholdsConfig, QCThresholds, set(), set(), set()),
     (TopicRuleConfig, TopicRule, set(), set(), set()),
