@@ -63,13 +63,19 @@ def test_view_plays_copied_samples_without_reencoding(ingested, tmp_path):
     assert np.array_equal(decode(codec, samples), source)
 
 
-def test_lerobot_export_of_copied_streams_holds_every_frame(ingested, tmp_path):
-    codec, d, src, s = ingested
+def _manifest(s: IngestSettings, tmp_path: Path):
+    """Every ingested episode in one manifest (no validation split, failed checks allowed)."""
     info, _ = curate(
         spec_from_dict({"version": 1, "name": "c", "split": {"val_fraction": 0.0}, "allow_failed_checks": ["*"]}),
         Catalog(IngestPaths(s.root).catalog),
         tmp_path / "m",
     )
+    return info
+
+
+def test_lerobot_export_of_copied_streams_holds_every_frame(ingested, tmp_path):
+    codec, d, src, s = ingested
+    info = _manifest(s, tmp_path)
     res = export(info.path, tmp_path / "lr", "lerobot")
     assert res["episodes"] == 2
     got = _frames(next((tmp_path / "lr" / "videos").rglob("*.mp4")))
@@ -83,11 +89,7 @@ def test_loader_reads_copied_streams_frame_for_frame(ingested, tmp_path):
     from robodata.dataset import PatternDataset, ReadPattern, StreamWindow
 
     codec, d, src, s = ingested
-    info, _ = curate(
-        spec_from_dict({"version": 1, "name": "c", "split": {"val_fraction": 0.0}, "allow_failed_checks": ["*"]}),
-        Catalog(IngestPaths(s.root).catalog),
-        tmp_path / "m",
-    )
+    info = _manifest(s, tmp_path)
     pattern = ReadPattern("p", (StreamWindow("cam", ("top",), "video", length=3, offset=-1),), anchor_stride_s=0.3)
     ds = PatternDataset.from_manifest(info.path, pattern)
     keys = [ds.index.locate(i) for i in range(len(ds))]
