@@ -12,13 +12,15 @@ corpora: {corpus: {rows, format, robot_type, cameras, state_dim, action_dim, con
 manifest_rows / rows_unusable: the manifest's rows; those the pattern cannot serve (none of its roles,
     shorter than its span), with their reasons in `unusable`.
 samples_per_s_mixed: samples read through MixedDataset.batch over the mixed manifest (random sample
-    ids, batches of BATCH), best of ROUNDS; cpu_s_mixed beside it.
-samples_per_s_single: as many samples read from single-corpus manifests of the mixed manifest's size
-    (each corpus's rows repeated under other ids up to that many rows), each by the plain
-    PatternDataset with the ReadPattern of its streams, random sample ids, batches of BATCH: each
-    corpus's seconds per sample weighted by its share of the mixed samples; best of ROUNDS each.
-mixed_vs_single: their ratio (>= 0.9: the union costs under 10 %); each is the best of PASSES passes
-    taken alternately (mixed, single, mixed, single); mixed_vs_single_cpu: the same in CPU seconds.
+    ids, batches of BATCH); wall_s_mixed / cpu_s_mixed beside it.
+samples_per_s_single: the same samples (episode and anchor time) read from single-corpus manifests of
+    the mixed manifest's size (each corpus's rows repeated under other ids up to that many rows), each
+    by the plain PatternDataset with the ReadPattern of its streams in full batches of BATCH; wall_s_single
+    / cpu_s_single beside it (bench.mixing_timing).
+mixed_vs_single: single seconds over mixed seconds (>= 0.9: the union costs under 10 %), the median
+    of ROUNDS rounds whose batches alternate between the two sides (a load change hits both), after a
+    warm-up round; mixed_vs_single_cpu: the same in CPU seconds; mixed_vs_single_rounds: each round's;
+    load_1m: the machine's 1-minute load average before and after the timing.
 wrong_values: samples whose unpadded state / action differ from the container's sample nearest each
     step (read here with EpisodeReader.read_window), or whose camera frames differ from what the
     single-corpus PatternDataset returns for the same anchor.
@@ -37,14 +39,15 @@ exports: {part: {rows, roundtrip_exact}}: each part of the export per robot type
 from __future__ import annotations
 
 import json
+import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from bench import mixing_timing as timing
 from bench.common import emit, parse, size_of
 from bench.mixing_data import ALIASES, build
 
@@ -63,8 +66,7 @@ KEYS = (
 )
 SIZES = {"smoke": (2, 4.0, 64), "quick": (6, 8.0, 512), "full": (20, 20.0, 2048)}  # per corpus, seconds, samples
 BATCH = 32
-ROUNDS = 3
-PASSES = 2  # mixed then single, twice: a load change between them shows in one pass, not in both
+ROUNDS = 5  # counted rounds of the interleaved timing (bench.mixing_timing), after one warm-up round
 REAL_ALIASES = {"front": ["cam_high", "image", "image_0", "img", "top"]}
 # The spec: every corpus by its source_dataset (equal weights); rows with no state stream (a pose-only
 # bag) are left out by a filter, and counted in `excluded_by_spec`; QC-passed rows whose non-blocking
@@ -151,55 +153,6 @@ def check_samples(ds: Any, b: dict, rows: list[dict], single: dict[int, dict]) -
         wrong += int(bad_v)
         masks += int(bad_m)
     return wrong, masks
-
-
-def read_mixed(ds: Any, ids: np.ndarray) -> tuple[float, float]:
-    """(wall, cpu) seconds to read `ids` through the mixed dataset in batches of BATCH, best of ROUNDS."""
-    batches = [ids[i : i + BATCH].tolist() for i in range(0, len(ids), BATCH)]
-    best = (np.inf, np.inf)
-    for _ in range(ROUNDS):
-        w0, c0 = time.perf_counter(), time.process_time()
-        for keys in batches:
-            ds.batch(keys)
-        best = min(best, (time.perf_counter() - w0, time.process_time() - c0))
-    return best
-
-
-def read_single(ds: Any, manifest: Any, ids: np.ndarray) -> tuple[float, float]:
-    """(wall, cpu) seconds the same number of samples cost when each corpus is a manifest of its own of
-    the mixed manifest's size (its rows repeated under other ids: same containers, as many rows), read
-    by the plain PatternDataset with the ReadPattern of its streams in batches of BATCH, random sample
-    ids: each corpus's seconds per sample, weighted by its share of `ids`; best of ROUNDS each."""
-    import pyarrow as pa
-
-    from robodata.dataset.dataset import DatasetConfig, PatternDataset
-
-    groups = np.array([ds.locate(int(k))[0] for k in ids])
-    wall = cpu = 0.0
-    rng = np.random.default_rng(1)
-    for g, group in enumerate(ds.groups):
-        share = float((groups == g).mean())
-        if not share:
-            continue
-        reps = -(-manifest.num_rows // len(group.rows))
-        rows = np.tile(group.rows, reps)[: manifest.num_rows]
-        table = manifest.take(pa.array(rows))
-        ids_col = [f"{e}~{i}" for i, e in enumerate(table.column("episode_id").to_pylist())]
-        table = table.set_column(0, "episode_id", pa.array(ids_col))
-        # rows repeated under other ids share containers: the footer's episode id is not theirs
-        single = PatternDataset(table, group.data.pattern, config=DatasetConfig(split=None, check_episode_ids=False))
-        n = max(2 * BATCH, int((groups == g).sum()))
-        keys = rng.integers(0, len(single), n)
-        best = (np.inf, np.inf)
-        for _ in range(ROUNDS):
-            w0, c0 = time.perf_counter(), time.process_time()
-            for lo in range(0, n, BATCH):
-                single.batch(keys[lo : lo + BATCH].tolist(), shared=False)
-            best = min(best, (time.perf_counter() - w0, time.process_time() - c0))
-        single.close()
-        wall += share * best[0] / n * len(ids)
-        cpu += share * best[1] / n * len(ids)
-    return wall, cpu
 
 
 def single_frames(ds: Any, ids: np.ndarray) -> dict[int, dict]:
@@ -295,10 +248,14 @@ def main(argv: list[str] | None = None) -> None:
         manifest = read_manifest(info.path)
         ds = MixedDataset(manifest, MixPattern.from_dict(PATTERN))
         ids = np.random.default_rng(0).integers(0, len(ds), n_samples)
-        timings = []  # mixed and single alternately (the machine's load drifts): best of each
-        for _ in range(PASSES):
-            timings.append((read_mixed(ds, ids), read_single(ds, manifest, ids)))
-        (mixed_w, mixed_c), (single_w, single_c) = (min(t[k] for t in timings) for k in (0, 1))
+        load = [round(os.getloadavg()[0], 2)]
+        mixed_side = timing.mixed_side(ds, ids, BATCH)
+        single_side, singles = timing.single_side(ds, manifest, ids, BATCH)
+        timing.interleaved(mixed_side, single_side, ROUNDS)
+        timed = timing.ratios(mixed_side, single_side)
+        load.append(round(os.getloadavg()[0], 2))
+        for d in singles:
+            d.close()
         frames = single_frames(ds, ids)
         mrows = manifest.to_pylist()
         wrong = masks = 0
@@ -315,7 +272,6 @@ def main(argv: list[str] | None = None) -> None:
             e = corpora.setdefault(c, {"rows": 0, "format": r["source_format"], "robot_type": r["robot_type"]})
             e |= {"cameras": r["cameras"], "state_dim": r["state_dim"], "action_dim": r["action_dim"]}
             e |= {"control_hz": r["control_hz"], "rows": e["rows"] + 1}
-        mixed, single = n_samples / mixed_w, n_samples / single_w
         emit(
             {
                 "size": size,
@@ -329,14 +285,10 @@ def main(argv: list[str] | None = None) -> None:
                 "unusable": ds.unusable,
                 "samples": int(n_samples),
                 "batch": BATCH,
-                "samples_per_s_mixed": round(mixed, 1),
-                "cpu_s_mixed": round(mixed_c, 3),
-                "wall_s_mixed": round(mixed_w, 3),
-                "samples_per_s_single": round(single, 1),
-                "cpu_s_single": round(single_c, 3),
-                "wall_s_single": round(single_w, 3),
-                "mixed_vs_single": round(mixed / single, 3),
-                "mixed_vs_single_cpu": round(single_c / mixed_c, 3),
+                "samples_per_s_mixed": round(n_samples / timed["wall_s_mixed"], 1),
+                "samples_per_s_single": round(n_samples / timed["wall_s_single"], 1),
+                **timed,
+                "load_1m": load,
                 "wrong_values": wrong,
                 "mask_errors": masks,
                 "stats_exact": exact,

@@ -132,6 +132,18 @@ class MixedDataset:
         n, want = len(self.groups[g].data), int(self.counts[g])
         return g, (j * n // want if want <= n else j % n)
 
+    def _locate_many(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """`locate` over a batch's keys at once: (groups, the groups' own sample ids)."""
+        k = np.asarray(keys, np.int64).reshape(-1)
+        if len(k) and (k.min() < 0 or k.max() >= len(self)):
+            bad = int(k[(k < 0) | (k >= len(self))][0])
+            raise IndexError(f"sample {bad} out of range [0, {len(self)})")
+        g = np.searchsorted(self.cum, k, side="right")
+        j = k - np.where(g > 0, self.cum[np.maximum(g - 1, 0)], 0)
+        n = np.array([len(x.data) for x in self.groups], np.int64)[g]
+        want = self.counts[g]
+        return g, np.where(want <= n, j * n // np.maximum(want, 1), j % np.maximum(n, 1))
+
     def __getitems__(self, keys: Sequence[int]) -> list[dict[str, Any]]:
         batch = self.batch(keys)
         return [{k: v[i] for k, v in batch.items()} for i in range(len(keys))]
@@ -141,16 +153,11 @@ class MixedDataset:
 
     def batch(self, keys: Sequence[int]) -> dict[str, torch.Tensor]:
         """One batch of samples `keys` (ints in [0, len)); see the module docstring for its keys."""
-        n = len(keys)
-        out = self._empty(n)
-        where: dict[int, tuple[list[int], list[int]]] = {}
-        for i, k in enumerate(keys):
-            g, local = self.locate(int(k))
-            slots, ids = where.setdefault(g, ([], []))
-            slots.append(i)
-            ids.append(local)
-        for g, (slots, ids) in where.items():
-            self._fill(self.groups[g], np.asarray(slots, np.int64), ids, out)
+        out = self._empty(len(keys))
+        groups, local = self._locate_many(keys)
+        for g in np.unique(groups).tolist():  # one PatternDataset batch per binding group
+            at = np.flatnonzero(groups == g)
+            self._fill(self.groups[g], at, local[at].tolist(), out)
         # numpy while filling (its indexing costs a fraction of torch's on small arrays), zero-copy out
         return {k: torch.from_numpy(v) for k, v in out.items()}
 
