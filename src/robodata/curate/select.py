@@ -27,7 +27,7 @@ from robodata.catalog import order
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.schema import CATALOG_SCHEMA, MANIFEST_SCHEMA
 from robodata.catalog.table import Catalog
-from robodata.curate import budget, ordered
+from robodata.curate import budget, camera_aliases, ordered
 from robodata.curate.predicate import spec_predicate
 from robodata.curate.spec import CurationSpec
 
@@ -157,7 +157,8 @@ def _finish(spec: CurationSpec, rows: pl.DataFrame, plan: budget.Plan) -> pl.Dat
 
 
 def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame) -> pl.LazyFrame:
-    """An older, not yet migrated catalog: the columns the spec reads that it lacks, as nulls."""
+    """An older, not yet migrated catalog: the columns the spec reads that it lacks, as nulls; the
+    camera roles resolved by the spec's alias map (robodata.curate.camera_aliases)."""
     group_col = spec.mix.by if spec.mix else None
     needed = set(FIELDS) | {f.column for f in spec.filters} | {"qc_failed", "uri"}
     needed |= {group_col} if group_col else set()
@@ -165,4 +166,5 @@ def _with_missing_columns(spec: CurationSpec, lf: pl.LazyFrame) -> pl.LazyFrame:
     needed |= {"ingest_batch"} if spec.exclude.batches else set()
     have = set(lf.collect_schema().names())
     missing = [c for c in CATALOG_SCHEMA.names if c in needed and c not in have]
-    return lf.with_columns([pl.lit(None, dtype=CATALOG_TYPES[c]).alias(c) for c in missing]) if missing else lf
+    lf = lf.with_columns([pl.lit(None, dtype=CATALOG_TYPES[c]).alias(c) for c in missing]) if missing else lf
+    return camera_aliases.with_aliases(spec.cameras, lf)

@@ -39,6 +39,10 @@ Semantics (all deterministic):
 * QC: an episode with any failed check (catalog `qc_failed`, blocking or not) is left out unless
   every failed check is named in `allow_failed_checks` (`["*"]`: any); an episode without a
   container (empty `uri`: quarantined before conversion) is never selected.
+* `cameras: {front: [cam_high, image, image_0, top]}`: a camera the catalog left without a role
+  takes the role its name is listed under; filters on `camera_roles` see the resolved roles
+  (`{column: camera_roles, op: contains, value: front}`: rows having a front camera) and the
+  manifest's `camera_roles` carry them (robodata.curate.camera_aliases).
 * `split`: an episode is `val` iff unit(stable_hash64(episode_id, salt)) < val_fraction,
   so an episode never moves between train and val when the catalog grows.
 
@@ -57,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from robodata.config import from_dict, require
+from robodata.curate.camera_aliases import check_aliases
 from robodata.curate.filters import OPS, Filter
 from robodata.curate.spec_checks import check_fields
 from robodata.curate.specfile import check_document, exclusion_file_ids, exclusion_file_key, load_document
@@ -154,9 +159,12 @@ class CurationSpec:
     # QC checks whose failure is tolerated (catalog `qc_failed`); [] excludes any episode with a failed
     # check, ["*"] tolerates all. Episodes without a container (`uri` empty) are never selected.
     allow_failed_checks: list[str] = field(default_factory=list)
+    # camera role -> camera names: roles for the cameras the catalog left without one (robodata.curate.camera_aliases)
+    cameras: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self, "")
+        check_aliases(self.cameras)
         require(
             self.version in SPEC_VERSIONS,
             f"curation spec version {self.version!r} not supported (this robodata reads versions {SPEC_VERSIONS})",
@@ -223,6 +231,8 @@ class CurationSpec:
         doc["exclude"]["episode_ids_file"] = None
         if not doc["allow_failed_checks"]:  # the default: absent, so hashes of older specs hold
             del doc["allow_failed_checks"]
+        if not doc["cameras"]:  # likewise: an alias map enters the hash only where a spec declares one
+            del doc["cameras"]
         canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canon.encode()).hexdigest()
 
