@@ -64,7 +64,9 @@ def episode_meta(raw: RawEpisode, al: AlignedTracks) -> EpisodeMeta:
     for k in ("robot_type", "source_dataset", "language"):
         if getattr(raw, k):
             extra[k] = getattr(raw, k)
-    roles = raw.stream_roles()
+    roles: dict = raw.stream_roles()
+    if cams := {c: r for c, r in raw.camera_roles.items() if c in raw.cameras and r}:
+        roles["cameras"] = cams  # {camera: role}: robodata.container.roles reads it for the catalog
     if roles:
         extra["roles"] = roles  # {"state": stream, "action": stream}: the catalog's and exporters' source
     if raw.rate_unknown:

@@ -92,6 +92,7 @@ class RawEpisode:
     # stream), beside the convention below; kept in the container (meta.extra["roles"]) for the
     # catalog and the exporters, which never guess a stream's role
     roles: dict[str, str] = field(default_factory=dict)
+    camera_roles: dict[str, str] = field(default_factory=dict)  # camera stream -> role (`front`, `wrist`), declared
     rate_unknown: bool = False  # steps laid on a nominal grid: no source declares the control rate
     # video_sources(camera): the camera's compressed packets of this episode as its source stores
     # them (robodata.codecs.demux.SourceVideo, demuxed, never decoded), for a stream copy; None: the

@@ -45,6 +45,7 @@ class StepEpisode:
     issues: list[str] = field(default_factory=list)
     units: Mapping[str, str] = field(default_factory=dict)  # stream -> declared units (a key map's)
     camera_keys: Mapping[str, str] = field(default_factory=dict)  # camera stream -> the source's key
+    camera_roles: Mapping[str, str] = field(default_factory=dict)  # camera stream -> role (a key map's)
 
 
 def decode_encoded(data: bytes, where: str) -> Image:
@@ -183,5 +184,6 @@ def to_raw(ep: StepEpisode) -> RawEpisode:
         robot_type=ep.robot,
         source_dataset=ep.source_dataset,
         language=ep.task,
+        camera_roles=dict(ep.camera_roles),
         rate_unknown=ep.fps == 0,
     )

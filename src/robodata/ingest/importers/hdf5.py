@@ -246,5 +246,6 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
             epoch_ns=int(path.stat().st_mtime * 1e9),
             units=dict(km.units),
             camera_keys=dict(lay.cameras),
+            camera_roles=km.roles_of(lay.cameras),
         )
     return to_raw(ep)

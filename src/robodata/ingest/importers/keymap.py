@@ -5,9 +5,11 @@ A key map names, relative to one episode's group, which keys are cameras and whi
 (`episode_N.hdf5`), robomimic/LIBERO (`data/demo_N`), diffusion_policy/UMI Zarr replay
 buffers and RLDS (Open X-Embodiment) steps. Other labs' layouts come from a YAML file
 (`robodata ingest --key-map FILE.yaml`, docs/ingestion.md): a list of maps, each
-`{name, format, match, fps, cameras, arrays, language, robot_type}`; the first whose `match`
+`{name, format, match, fps, cameras, arrays, language, robot_type, camera_roles}`; the first whose `match`
 regex finds the item's name (and whose format is the item's) wins, before the built-ins.
 Keys may hold `*` (one path segment): `observations/images/*` makes one camera per key.
+`camera_roles: {image_0: front, image_1: wrist}` declares what a camera shows (by its stream name);
+the catalog row's `camera_roles` carry it, so a spec or a read pattern asks for the role.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class KeyMap:
     other_arrays: bool = False  # numeric keys no rule names become arrays named by their last segment
     required: tuple[str, ...] = ()  # keys an episode must hold (else quarantined naming the key)
     units: dict[str, str] = field(default_factory=dict)  # stream -> units ("rad": joints_in_range checks it)
+    # camera stream -> its role (`front`, `wrist`, ...): the catalog's camera_roles (robodata.container.roles)
+    camera_roles: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         require(self.format in FORMATS, f"key map {self.name!r}: format must be one of {FORMATS}")
@@ -47,6 +51,13 @@ class KeyMap:
             except re.error as exc:
                 raise ConfigError(f"key map {self.name!r}: {what} {pattern!r} is not a regex ({exc})") from None
         require(bool(self.cameras or self.arrays or self.other_arrays), f"key map {self.name!r}: names no stream")
+        for stream, role in self.camera_roles.items():
+            ok = isinstance(role, str) and 0 < len(role) <= 64 and role.isprintable() and role not in ("state", "action")
+            require(ok, f"key map {self.name!r}: camera_roles.{stream}: a role name of 1..64 characters, not state/action")
+
+    def roles_of(self, cameras: dict[str, str]) -> dict[str, str]:
+        """The declared roles of this episode's camera streams (those `camera_roles` names)."""
+        return {s: r for s, r in self.camera_roles.items() if s in cameras}
 
     def applies(self, fmt: str, item: str) -> bool:
         return self.format == fmt and re.search(self.match, item) is not None

@@ -194,6 +194,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
         issues=issues,
         units=dict(km.units),
         camera_keys={s: f"steps/{k}" for s, k in lay.cameras.items()},
+        camera_roles=km.roles_of(lay.cameras),
     )
     raw = to_raw(ep)
     raw.input_bytes = len(record)  # the work bound's input (robodata.ingest.importers.bounds)

@@ -163,6 +163,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
         epoch_ns=int(path.stat().st_mtime * 1e9) if path.exists() else 0,
         units=dict(km.units),
         camera_keys={s: f"data/{k}" for s, k in lay.cameras.items()},
+        camera_roles=km.roles_of(lay.cameras),
     )
     raw = to_raw(ep)
     raw.input_bytes = size
