@@ -18,6 +18,7 @@ round's ratio (single seconds over mixed seconds: > 1 when the mixed manifest is
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -40,7 +41,7 @@ def mixed_side(ds: Any, ids: np.ndarray, batch: int) -> Side:
     side = Side()
     for lo in range(0, len(ids), batch):
         keys = ids[lo : lo + batch].tolist()
-        side.batches.append((lambda keys=keys: ds.batch(keys), 1.0))
+        side.batches.append((functools.partial(ds.batch, keys), 1.0))
     return side
 
 
@@ -77,7 +78,7 @@ def single_side(ds: Any, manifest: Any, ids: np.ndarray, batch: int, seed: int =
             anchors.append(Anchor(a.row + n_rows * int(rng.integers(0, copies)), a.t))
         for lo in range(0, full, batch):
             part = anchors[lo : lo + batch]
-            side.batches.append((lambda part=part, d=single: d.batch(part, shared=False), want / full))
+            side.batches.append((functools.partial(single.batch, part, shared=False), want / full))
     order = rng.permutation(len(side.batches))  # corpora interleaved, as a mixed stream of batches has them
     side.batches = [side.batches[i] for i in order]
     return side, datasets
@@ -90,7 +91,11 @@ def interleaved(a: Side, b: Side, rounds: int) -> None:
     for r in range(rounds + 1):
         first, second = (a, b) if r % 2 else (b, a)
         steps = sorted(
-            [((i + 0.5) / len(s.batches), n, s, i) for n, s in enumerate((first, second)) for i in range(len(s.batches))],
+            [
+                ((i + 0.5) / len(s.batches), n, s, i)
+                for n, s in enumerate((first, second))
+                for i in range(len(s.batches))
+            ],
             key=lambda x: (x[0], x[1]),
         )
         totals = {id(a): [0.0, 0.0], id(b): [0.0, 0.0]}
@@ -107,7 +112,7 @@ def interleaved(a: Side, b: Side, rounds: int) -> None:
                 side.cpu.append(totals[id(side)][1])
 
 
-def ratios(mixed: Side, single: Side) -> dict[str, float]:
+def ratios(mixed: Side, single: Side) -> dict[str, Any]:
     """Median per-round ratios (single seconds / mixed seconds) and median seconds of each side."""
     wall = [s / m for s, m in zip(single.wall, mixed.wall, strict=True)]
     cpu = [s / m for s, m in zip(single.cpu, mixed.cpu, strict=True)]

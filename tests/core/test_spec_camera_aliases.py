@@ -45,7 +45,10 @@ def test_the_alias_map_enters_the_spec_hash_only_when_declared():
 
 def test_a_catalog_role_is_kept_and_an_unknown_one_resolved_by_name():
     df = pl.DataFrame(
-        {"cameras": [["image_0", "w"], ["cam_high"], ["top"], None], "camera_roles": [["", "wrist"], ["front"], None, None]},
+        {
+            "cameras": [["image_0", "w"], ["cam_high"], ["top"], None],
+            "camera_roles": [["", "wrist"], ["front"], None, None],
+        },
         schema={"cameras": pl.List(pl.String), "camera_roles": pl.List(pl.String)},
     )
     got = with_aliases(FRONT | {"scene": ["w"]}, df.lazy()).collect()["camera_roles"].to_list()

@@ -10,6 +10,9 @@ samples this loader has *handed out*, not how many the sampler has produced (wor
 prefetch ahead), so a resumed run continues with exactly the next batch.
 
 `BatchLoader` is the same loader over any iterable of key lists (no resume state).
+
+Both take a MixedDataset (robodata.dataset.mixture: a manifest mixing corpora, read by role) as
+they take a PatternDataset, with a PatternSampler over its `index`.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, get_worker_info
 from robodata.config import require
 from robodata.dataset.dataset import PatternDataset
 from robodata.dataset.index import Anchor
+from robodata.dataset.mixture import MixedDataset
 from robodata.dataset.ring import LARGE, Arena, Leases, LocalSlots, SlotPool, SlotRef, large_bytes, slot_size
 from robodata.dataset.sampler import PatternSampler
 from robodata.errors import ContainerError
+
+Source = PatternDataset | MixedDataset  # what builds the batches
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ class _Batches(Dataset):
     """What the DataLoader indexes: a key list -> one batch, as (SlotRef, batch) once the
     loader has set `table` (the shared slot table)."""
 
-    def __init__(self, dataset: PatternDataset, min_bytes: int = LARGE):
+    def __init__(self, dataset: Source, min_bytes: int = LARGE):
         self.dataset = dataset
         self.min_bytes = min_bytes
         self.table: torch.Tensor | None = None
@@ -112,13 +118,15 @@ class _Batches(Dataset):
         return {**self.__dict__, "_pool": None, "_pid": -1, "local": None}
 
 
-def slot_bytes(dataset: PatternDataset, keys: list, min_bytes: int = LARGE) -> int:
+def slot_bytes(dataset: Source, keys: list, min_bytes: int = LARGE) -> int:
     """What a batch slot needs for a batch of `keys`: its window tensors of at least `min_bytes`,
     sized from the first key's episode (0 when it cannot be opened: the batch then sizes them).
     The slots are made with it before the first batch, so no batch writes into fresh memory
     (and the first is not a fresh batch held beside every slot)."""
     if not keys:
         return 0
+    if isinstance(dataset, MixedDataset):
+        return dataset.slot_bytes(keys, min_bytes)
     key = keys[0]
     row = key.row if isinstance(key, Anchor) else dataset.index.locate(int(key), dataset.config.seed).row
     try:
@@ -170,7 +178,7 @@ class BatchLoader:
         config: workers, prefetch, batch slots.
     """
 
-    def __init__(self, dataset: PatternDataset, batches: Iterable[list], config: LoaderConfig):
+    def __init__(self, dataset: Source, batches: Iterable[list], config: LoaderConfig):
         self.config = cfg = config
         self._batches = _Batches(dataset, cfg.slot_min_bytes)
         self._leases: Leases | None = None
@@ -237,7 +245,7 @@ class PatternLoader:
         config: batch size, workers and slots; LoaderConfig() if None.
     """
 
-    def __init__(self, dataset: PatternDataset, sampler: PatternSampler, config: LoaderConfig | None = None):
+    def __init__(self, dataset: Source, sampler: PatternSampler, config: LoaderConfig | None = None):
         self.dataset = dataset
         self.sampler = sampler
         self.config = cfg = config or LoaderConfig()

@@ -33,10 +33,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
+from torch.utils.data import get_worker_info
 
-from robodata.dataset.dataset import DatasetConfig, PatternDataset
+from robodata.dataset.dataset import DatasetConfig, PatternDataset, _Batch
 from robodata.dataset.mixpattern import ARRAY_ROLES, Binding, MixPattern, bind, concrete, roles_of
 from robodata.dataset.normstats import corpus_names
+from robodata.dataset.ring import Arena, slot_size
 from robodata.errors import ConfigError
 
 EPS = 1e-8
@@ -119,6 +121,19 @@ class MixedDataset:
             want = natural
         self.counts = want.astype(np.int64)
         self.cum = np.cumsum(self.counts)
+        self.index = MixedIndex(self._row_counts())
+
+    def _row_counts(self) -> np.ndarray:
+        """Samples per episode in sample-id order: a group's ids map onto its own samples in order
+        (`locate`), so each episode's ids are contiguous and PatternSampler's blocks keep to one."""
+        parts = []
+        for g, group in enumerate(self.groups):
+            n, want = len(group.data), int(self.counts[g])
+            hi = group.data.index.cum.astype(np.int64)
+            lo = hi - group.data.index.counts
+            # the first of the group's ids that maps at or past local sample x is ceil(x * want / n)
+            parts.append(_ceil_div(hi * want, max(n, 1)) - _ceil_div(lo * want, max(n, 1)))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
     def __len__(self) -> int:
         return int(self.cum[-1]) if len(self.cum) else 0
@@ -127,10 +142,8 @@ class MixedDataset:
         """(group, the group's own sample id) of sample `sample`."""
         if not 0 <= sample < len(self):
             raise IndexError(f"sample {sample} out of range [0, {len(self)})")
-        g = int(np.searchsorted(self.cum, sample, side="right"))
-        j = sample - (int(self.cum[g - 1]) if g else 0)
-        n, want = len(self.groups[g].data), int(self.counts[g])
-        return g, (j * n // want if want <= n else j % n)
+        g, local = self._locate_many([sample])
+        return int(g[0]), int(local[0])
 
     def _locate_many(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """`locate` over a batch's keys at once: (groups, the groups' own sample ids)."""
@@ -141,8 +154,7 @@ class MixedDataset:
         g = np.searchsorted(self.cum, k, side="right")
         j = k - np.where(g > 0, self.cum[np.maximum(g - 1, 0)], 0)
         n = np.array([len(x.data) for x in self.groups], np.int64)[g]
-        want = self.counts[g]
-        return g, np.where(want <= n, j * n // np.maximum(want, 1), j % np.maximum(n, 1))
+        return g, j * n // np.maximum(self.counts[g], 1)  # in order: a group's ids spread over its samples
 
     def __getitems__(self, keys: Sequence[int]) -> list[dict[str, Any]]:
         batch = self.batch(keys)
@@ -151,32 +163,45 @@ class MixedDataset:
     def __getitem__(self, key: int) -> dict[str, Any]:
         return self.__getitems__([key])[0]
 
-    def batch(self, keys: Sequence[int]) -> dict[str, torch.Tensor]:
-        """One batch of samples `keys` (ints in [0, len)); see the module docstring for its keys."""
-        out = self._empty(len(keys))
+    def batch(
+        self, keys: Sequence[int], shared: bool | None = None, arena: Arena | None = None
+    ) -> dict[str, torch.Tensor]:
+        """One batch of samples `keys` (ints in [0, len)); see the module docstring for its keys.
+        `shared` / `arena` as for PatternDataset.batch: in a DataLoader worker the tensors live in
+        shared memory (or a reused batch slot, robodata.dataset.loader) from the start."""
+        if shared is None:
+            shared = get_worker_info() is not None
+        store = _Batch(len(keys), shared, arena)
+        out = {name: _filled(store.array(name, shape, dtype), fill) for name, shape, dtype, fill in self._layout()}
         groups, local = self._locate_many(keys)
         for g in np.unique(groups).tolist():  # one PatternDataset batch per binding group
             at = np.flatnonzero(groups == g)
             self._fill(self.groups[g], at, local[at].tolist(), out)
-        # numpy while filling (its indexing costs a fraction of torch's on small arrays), zero-copy out
-        return {k: torch.from_numpy(v) for k, v in out.items()}
+        # numpy while filling (its indexing costs a fraction of torch's on small arrays), views of the tensors
+        return store.tensors
 
-    def _empty(self, n: int) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
+    def _layout(self) -> list[tuple[str, tuple[int, ...], torch.dtype, int]]:
+        """(name, per-sample shape, dtype, fill value) of every batch tensor."""
+        out: list[tuple[str, tuple[int, ...], torch.dtype, int]] = []
         for role in roles_of(self.pattern):
             w = self.pattern.window(role)
             if role in ARRAY_ROLES:
-                out[role] = np.zeros((n, w.length, self.dims[role]), np.float32)
-                out[f"{role}_mask"] = np.zeros((n, self.dims[role]), bool)
+                out.append((role, (w.length, self.dims[role]), torch.float32, 0))
+                out.append((f"{role}_mask", (self.dims[role],), torch.bool, 0))
             else:
                 h, wd = self.pattern.resize or (0, 0)
-                out[role] = np.zeros((n, w.length, h, wd, 3), np.uint8)
-            out[f"{role}_is_pad"] = np.ones((n, w.length), bool)
-            out[f"{role}_present"] = np.zeros(n, bool)
-        out["corpus"] = np.zeros(n, np.int64)
-        out["episode_index"] = np.zeros(n, np.int64)
-        out["t"] = np.zeros(n, np.float64)
+                out.append((role, (w.length, h, wd, 3), torch.uint8, 0))
+            out.append((f"{role}_is_pad", (w.length,), torch.bool, 1))
+            out.append((f"{role}_present", (), torch.bool, 0))
+        out += [("corpus", (), torch.int64, 0), ("episode_index", (), torch.int64, 0), ("t", (), torch.float64, 0)]
         return out
+
+    def slot_bytes(self, keys: Sequence[int], min_bytes: int) -> int:
+        """What a batch slot (robodata.dataset.ring) needs for a batch of `keys`: the batch's shape
+        is the pattern's, whatever the corpora."""
+        size = {torch.float32: 4, torch.float64: 8, torch.int64: 8, torch.uint8: 1, torch.bool: 1}
+        sizes = [len(keys) * int(np.prod(shape, dtype=np.int64)) * size[dt] for _, shape, dt, _ in self._layout()]
+        return slot_size(sizes, min_bytes)
 
     def _fill(self, group: _Group, at: np.ndarray, ids: list[int], out: dict[str, np.ndarray]) -> None:
         got = group.data.batch(ids, shared=False)
@@ -223,6 +248,32 @@ class MixedDataset:
     def close(self) -> None:
         for g in self.groups:
             g.data.close()
+
+
+class MixedIndex:
+    """A MixedDataset's samples for PatternSampler: ids [0, len), `counts` per episode in id order
+    (PatternSampler's blocks keep to one episode), `locate` the id itself (MixedDataset's keys are ints)."""
+
+    def __init__(self, counts: np.ndarray):
+        self.counts = counts.astype(np.int64)
+        self.cum = np.cumsum(self.counts)
+
+    def __len__(self) -> int:
+        return int(self.cum[-1]) if len(self.cum) else 0
+
+    def locate(self, sample: int, seed: int = 0, epoch: int = 0) -> int:
+        if not 0 <= sample < len(self):
+            raise IndexError(f"sample {sample} out of range [0, {len(self)})")
+        return int(sample)
+
+
+def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+    return -(-a // b)
+
+
+def _filled(a: np.ndarray, value: int) -> np.ndarray:
+    a.fill(value)  # batch memory is reused (slots) or fresh: padding must be written
+    return a
 
 
 def _max_dim(manifest: pa.Table, column: str) -> int:

@@ -173,9 +173,15 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     reported by the index (robodata.dataset.index), so the choice serves the most episodes
     of one set, never only the first row's.
 
+    A manifest that mixes corpora (robodata.dataset.normstats.corpus_names: several
+    `source_dataset`s, else robot types) whose camera names or state / action streams differ is
+    refused: a preset reads one set of names, so the other corpora's rows would give no samples.
+    Such a manifest is read by role (robodata.dataset.mixpattern.MixPattern, MixedDataset).
+
     Raises:
-        ConfigError: an empty manifest, or an unknown preset name. Most episodes without a camera:
-            the preset's state and action windows only (a state-only pattern).
+        ConfigError: an empty manifest, a manifest mixing corpora with different streams, or an
+            unknown preset name. Most episodes without a camera: the preset's state and action
+            windows only (a state-only pattern).
     """
     import polars as pl
 
@@ -183,6 +189,7 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
 
     if manifest.num_rows == 0:
         raise ConfigError("manifest has no rows; cannot lay a read pattern over it")
+    _refuse_mixed(manifest)
     frame = pl.from_arrow(manifest.select(["cameras", "stream_rates_json"]))
     assert isinstance(frame, pl.DataFrame)
     combos = frame.group_by("cameras", "stream_rates_json", maintain_order=True).len().rows()  # few
@@ -203,6 +210,33 @@ def preset_for(manifest: pa.Table, name: str) -> ReadPattern:
     state_hz = stream_rate(rates.get("joint_pos")) or stream_rate(rates.get("cmd")) or 100.0
     action_hz = stream_rate(rates.get("cmd")) or state_hz
     return preset(name, cameras=cams, fps=fps, state_hz=state_hz, action_hz=action_hz)
+
+
+def _refuse_mixed(manifest: pa.Table) -> None:
+    """ConfigError naming each corpus's streams when the manifest's corpora read differently."""
+    if not {"source_dataset", "robot_type"} & set(manifest.column_names):
+        return  # a manifest without the mixing facts (scheme < v4, or a hand-made table): one fleet
+    import polars as pl
+
+    from robodata.dataset.normstats import CORPUS_COLUMNS, corpus_names
+
+    cols = [c for c in (*CORPUS_COLUMNS, *_STREAM_COLUMNS) if c in manifest.column_names]
+    combos = pl.from_arrow(manifest.select(cols)).unique(maintain_order=True).to_arrow()  # a few rows
+    get = {c: combos.column(c).to_pylist() if c in cols else [None] * combos.num_rows for c in _STREAM_COLUMNS}
+    per: dict[str, set[str]] = {}
+    for corpus, cams, state, action in zip(corpus_names(combos), *get.values(), strict=True):
+        per.setdefault(corpus, set()).add(f"{','.join(cams or []) or 'no camera'}; {state or '?'}/{action or '?'}")
+    if len(per) < 2 or len({frozenset(v) for v in per.values()}) < 2:
+        return
+    shown = "; ".join(f"{c}: {' | '.join(sorted(v))}" for c, v in sorted(per.items())[:6])
+    raise ConfigError(
+        f"the manifest mixes {len(per)} corpora whose cameras or state/action streams differ ({shown}): a preset "
+        "reads one set of stream names and would give the other corpora's rows no samples; read it by role "
+        "with robodata.dataset.MixPattern and MixedDataset (docs/delivery.md, training on a mixture of corpora)"
+    )
+
+
+_STREAM_COLUMNS = ("cameras", "state_stream", "action_stream")
 
 
 def stream_rate(value: object) -> float:

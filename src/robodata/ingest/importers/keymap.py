@@ -52,8 +52,12 @@ class KeyMap:
                 raise ConfigError(f"key map {self.name!r}: {what} {pattern!r} is not a regex ({exc})") from None
         require(bool(self.cameras or self.arrays or self.other_arrays), f"key map {self.name!r}: names no stream")
         for stream, role in self.camera_roles.items():
-            ok = isinstance(role, str) and 0 < len(role) <= 64 and role.isprintable() and role not in ("state", "action")
-            require(ok, f"key map {self.name!r}: camera_roles.{stream}: a role name of 1..64 characters, not state/action")
+            ok = (
+                isinstance(role, str) and 0 < len(role) <= 64 and role.isprintable() and role not in ("state", "action")
+            )
+            require(
+                ok, f"key map {self.name!r}: camera_roles.{stream}: a role name of 1..64 characters, not state/action"
+            )
 
     def roles_of(self, cameras: dict[str, str]) -> dict[str, str]:
         """The declared roles of this episode's camera streams (those `camera_roles` names)."""
