@@ -129,3 +129,38 @@ def test_catalog_compaction_job(tmp_path):
     assert len(cat.table().file_uris()) < before
     assert pl.read_delta(cat.uri).height == 150
     assert order.ordered_salt(cat.table()) == "s1"  # the job's split_salt: the table's budget order
+
+
+MIX_SPEC = """
+version: 1
+name: mix-test
+mix: {by: source_dataset, weights: {aloha_sim: 2}}
+cameras: {front: [image, image_0]}   # the corpora whose camera names say no role
+split: {val_fraction: 0}
+"""
+
+
+def test_manifest_asset_shows_the_mixture_per_corpus_with_the_roles_found(tmp_path):
+    from bench.mixing_data import build
+
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "mix-test.yaml").write_text(MIX_SPEC)
+    cat = Catalog(str(tmp_path / "catalog"))
+    cat.backfill(build(tmp_path / "eps", 2, 3.0))  # four corpora: aloha_sim, bridge, pusht, go2
+    resources = {
+        "catalog": CatalogResource(uri=cat.uri, manifests_dir=str(tmp_path / "manifests")),
+        "specs": SpecsResource(curation_dir=str(tmp_path / "specs")),
+        "manifest_io_manager": ManifestRefIOManager(root=str(tmp_path / "state")),
+    }
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("curation_spec", ["mix-test"])
+        res = dg.materialize([manifest], resources=resources, instance=instance, partition_key="mix-test")
+        assert res.success
+        mixture = res.asset_materializations_for_node("manifest")[0].metadata["mixture"].value
+    assert sorted(mixture) == ["aloha_sim", "bridge", "go2", "pusht"]
+    for corpus in mixture.values():
+        assert corpus["episodes"] == 2 and abs(corpus["hours"] - 2 * 3.0 / 3600) < 1e-3
+    assert mixture["aloha_sim"]["camera_roles"] == ["front", "wrist"]  # from the names
+    assert mixture["bridge"]["camera_roles"] == ["front"] and "cameras_without_role" not in mixture["bridge"]  # alias
+    assert mixture["go2"]["state_streams"] == ["joint_pos"] and "camera_roles" not in mixture["go2"]
+    assert mixture["bridge"]["robot_types"] == ["widowx"] and mixture["pusht"]["formats"] == ["zarr"]
