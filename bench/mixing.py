@@ -66,7 +66,7 @@ KEYS = (
 )
 SIZES = {"smoke": (2, 4.0, 64), "quick": (6, 8.0, 512), "full": (20, 20.0, 2048)}  # per corpus, seconds, samples
 BATCH = 32
-ROUNDS = 5  # counted rounds of the interleaved timing (bench.mixing_timing), after one warm-up round
+ROUNDS = 7  # counted rounds of the interleaved timing (bench.mixing_timing), after one warm-up round
 REAL_ALIASES = {"front": ["cam_high", "image", "image_0", "img", "top"]}
 # The spec: every corpus by its source_dataset (equal weights); rows with no state stream (a pose-only
 # bag) are left out by a filter, and counted in `excluded_by_spec`; QC-passed rows whose non-blocking
