@@ -8,24 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from bench.mixing_data import ALIASES, build
+from bench.mixing_data import build
 from robodata.catalog.table import Catalog
 from robodata.curate.manifest import read_manifest
 from robodata.curate.run import curate
 from robodata.curate.spec import spec_from_dict
 from robodata.dataset import LoaderConfig, MixedDataset, MixPattern, PatternDataset, PatternLoader, PatternSampler
 from robodata.errors import ConfigError
+from tests.core.test_dataset_mixture import PATTERN as MIX_PATTERN
 
-PATTERN = {
-    "name": "mix",
-    "hz": 10,
-    "cameras": ALIASES,
-    "camera": {"length": 2, "offset": -1},
-    "state": {"length": 1},
-    "action": {"length": 4},
-    "resize": [32, 48],
-    "anchor_stride_s": 0.5,
-}
+PATTERN = MIX_PATTERN | {"action": {"length": 4}}
 
 
 @pytest.fixture(scope="module")
