@@ -17,10 +17,12 @@ samples_per_s_single: the same samples (episode and anchor time) read from singl
     the mixed manifest's size (each corpus's rows repeated under other ids up to that many rows), each
     by the plain PatternDataset with the ReadPattern of its streams in full batches of BATCH; wall_s_single
     / cpu_s_single beside it (bench.mixing_timing).
-mixed_vs_single: single seconds over mixed seconds (>= 0.9: the union costs under 10 %), the median
-    of ROUNDS rounds whose batches alternate between the two sides (a load change hits both), after a
-    warm-up round; mixed_vs_single_cpu: the same in CPU seconds; mixed_vs_single_rounds: each round's;
-    load_1m: the machine's 1-minute load average before and after the timing.
+mixed_vs_single: single seconds over mixed seconds (>= 0.9: the union costs under 10 %). The two
+    sides' batches alternate within each of ROUNDS rounds (a load change hits both), after a warm-up
+    round; each side's seconds are the sum of its batches' least times over the rounds (the work is
+    in every round, other programs' interference only adds); mixed_vs_single_cpu: the same in CPU
+    seconds; mixed_vs_single_median_round / _rounds: the median of the rounds' wall ratios and each
+    round's; load_1m: the machine's 1-minute load average before and after the timing.
 wrong_values: samples whose unpadded state / action differ from the container's sample nearest each
     step (read here with EpisodeReader.read_window), or whose camera frames differ from what the
     single-corpus PatternDataset returns for the same anchor.
