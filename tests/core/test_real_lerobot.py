@@ -110,7 +110,12 @@ def test_export_writes_the_containers_frames_the_real_action_and_the_robot_type(
     res = convert(raw, aligned_tracks(raw), tmp_path / "e.rdep")
     r = EpisodeReader.open(res.uri)
     assert r.meta.extra["roles"] == {"state": "joint_pos", "action": "cmd"}
-    row = {"episode_id": r.meta.episode_id, "uri": res.uri, "footer_offset": r.footer_offset, "footer_length": r.footer_length}
+    row = {
+        "episode_id": r.meta.episode_id,
+        "uri": res.uri,
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+    }
     out = tmp_path / "lr"
     export_lerobot([row], out)
     data = pq.read_table(out / "data" / "chunk-000" / "file-000.parquet")

@@ -72,7 +72,12 @@ def test_export_of_the_state_only_episode_is_the_recorded_rows(tmp_path):
     raw = open_raw(f"{root}#3", "lerobot-v3.0")
     res = convert(raw, aligned_tracks(raw), tmp_path / "e.rdep")
     r = EpisodeReader.open(res.uri)
-    row = {"episode_id": r.meta.episode_id, "uri": res.uri, "footer_offset": r.footer_offset, "footer_length": r.footer_length}
+    row = {
+        "episode_id": r.meta.episode_id,
+        "uri": res.uri,
+        "footer_offset": r.footer_offset,
+        "footer_length": r.footer_length,
+    }
     out = tmp_path / "lr"
     export_lerobot([row], out)
     data = pq.read_table(out / "data" / "chunk-000" / "file-000.parquet")
