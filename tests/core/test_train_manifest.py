@@ -45,3 +45,43 @@ def test_train_on_a_manifest_records_its_lineage(tmp_path):
     assert out.exit_code == 0, out.output
     assert "manifest_hash: c0ffee" in out.output and "catalog_version: 7" in out.output
     assert "layout_version: v1" in out.output and "spec_hash: spec42" in out.output
+
+
+def test_train_on_a_manifest_mixing_corpora_reads_it_by_role(tmp_path):
+    """data.mix_pattern: the run reads a MixedDataset (cameras by role, state / action padded to the
+    manifest's widest) through the same sampler and loader."""
+    from bench.mixing_data import ALIASES, build
+    from robodata.catalog.table import Catalog
+    from robodata.curate.run import curate
+    from robodata.curate.spec import spec_from_dict
+
+    cat = Catalog(str(tmp_path / "cat"))
+    cat.backfill(build(tmp_path / "eps", 1, 3.0))  # aloha 14-d, bridge 7-d, pusht 2-d, go2 12-d (no camera)
+    spec = {"version": 1, "name": "mixtrain", "mix": {"by": "source_dataset"}, "split": {"val_fraction": 0}}
+    info, _ = curate(spec_from_dict(spec), cat, tmp_path / "m")
+    pattern = {"name": "mix", "hz": 10, "cameras": {"front": ALIASES["front"]}, "camera": {"length": 2}}
+    pattern |= {"state": {"length": 1}, "action": {"length": 4}, "resize": [16, 16], "anchor_stride_s": 0.5}
+    cfg = tiny_config(
+        tmp_path / "run",
+        steps=2,
+        global_batch_size=4,
+        topology__nodes=1,
+        topology__gpus_per_node=2,
+        data__kind="manifest",
+        data__manifest=str(info.path),
+        data__mix_pattern=pattern,
+        model__cameras=["front"],
+        model__state_key="state",
+        model__action_key="action",
+        model__state_dim=14,
+        model__action_dim=14,
+    )
+    run(cfg, tmp_path)
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["step"] == 2 and result["complete"]
+    assert result["lineage"]["manifest_hash"] == info.content_hash
+    from robodata.errors import ConfigError
+    from robodata.train.config import config_from_dict
+
+    with pytest.raises(ConfigError, match="data.pattern and data.mix_pattern"):
+        config_from_dict(cfg | {"data": cfg["data"] | {"pattern": {"name": "x", "windows": []}}})

@@ -111,6 +111,9 @@ class DataConfig:
     block_size: int = 8
     stride_s: float = 0.5  # anchor spacing of the default read pattern
     pattern: dict | None = None  # a full ReadPattern (robodata.dataset) instead of the default
+    # a MixPattern (robodata.dataset.mixpattern): a manifest mixing corpora read by role through a
+    # MixedDataset; its batch keys are the roles (model.cameras [front, ...], state_key state, action_key action)
+    mix_pattern: dict | None = None
     cache_dir: str | None = None  # node page cache for remote containers
     cache_budget_gb: float = 8.0
     storage_options: dict = field(default_factory=dict)  # fsspec options for s3:// manifests and caches
@@ -130,10 +133,15 @@ class DataConfig:
             self.block_size >= 1 and self.stride_s > 0 and self.cache_budget_gb > 0,
             "data.block_size >= 1, stride_s > 0, cache_budget_gb > 0",
         )
+        require(self.pattern is None or self.mix_pattern is None, "data.pattern and data.mix_pattern: give one")
         if self.pattern is not None:
             from robodata.dataset import ReadPattern
 
             ReadPattern.from_dict(self.pattern)  # raises ConfigError on a bad pattern
+        if self.mix_pattern is not None:
+            from robodata.dataset import MixPattern
+
+            MixPattern.from_dict(self.mix_pattern)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The real data source: robodata.dataset's PatternDataset + PatternSampler over a manifest.
+"""The real data source: robodata.dataset's PatternDataset + PatternSampler over a manifest (with
+`data.mix_pattern`, a MixedDataset over a manifest mixing corpora, read by role).
 
 Default read pattern (from the model config): `data.frames` consecutive frames of each
 camera from the anchor (context frames + the next one), resized to data.image_size, the
@@ -32,7 +33,7 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
     import fsspec
     import pyarrow.parquet as pq
 
-    from robodata.dataset import DatasetConfig, PatternDataset, PatternSampler
+    from robodata.dataset import DatasetConfig, MixedDataset, MixPattern, PatternDataset, PatternSampler
     from robodata.errors import RobodataError
     from robodata.storage import StorageLocation
     from robodata.train.lineage import manifest_lineage
@@ -54,14 +55,20 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
         cache = PageCache(
             PageCacheConfig(root=d.cache_dir, budget_bytes=int(d.cache_budget_gb * (1 << 30)), storage_options=opts)
         )
-    ds = PatternDataset(table, default_pattern(cfg), cache, DatasetConfig(split=d.split, seed=cfg.seed))
+    ds: PatternDataset | MixedDataset
+    if d.mix_pattern is not None:  # a manifest mixing corpora, read by role (robodata.dataset.mixture)
+        ds = MixedDataset(
+            table, MixPattern.from_dict(d.mix_pattern), cache, DatasetConfig(split=d.split, seed=cfg.seed)
+        )
+    else:
+        ds = PatternDataset(table, default_pattern(cfg), cache, DatasetConfig(split=d.split, seed=cfg.seed))
     if len(ds) < cfg.global_batch_size:
         raise RobodataError(
             f"manifest {d.manifest} gives {len(ds)} samples (split {d.split!r}), fewer than one "
             f"global batch ({cfg.global_batch_size})"
         )
     sampler = PatternSampler(
-        ds.index,
+        ds.index,  # type: ignore[arg-type]  # a MixedIndex orders int sample ids as a SampleIndex orders Anchors
         seed=cfg.seed,
         rank=rank,
         world_size=world_size,
