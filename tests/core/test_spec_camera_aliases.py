@@ -72,3 +72,16 @@ def test_a_spec_requires_a_role_and_the_manifest_carries_the_resolved_roles(tmp_
     b = ds.batch(list(range(len(ds))))
     assert bool(b["front_present"].all()) and not ds.unusable
     ds.close()
+
+
+def test_the_budget_orders_route_resolves_the_roles_as_the_plain_scan(tmp_path):
+    cat = Catalog(str(tmp_path / "cat"))
+    cat.backfill(build(tmp_path / "eps", 2, 2.0))
+    need_front = [{"column": "camera_roles", "op": "contains", "value": "front"}]
+    mix = {"by": "source_dataset", "weights": {"bridge": 1, "pusht": 1, "go2": 1}, "default_weight": 0}
+    spec = BASE | {"version": 2, "filters": need_front, "cameras": FRONT, "mix": mix, "budget": {"total_hours": 1}}
+    info, selection = curate(spec_from_dict(spec), cat, tmp_path / "m")
+    assert selection.evaluated_by == "budget order", selection.evaluated_by
+    got = read_manifest(info.path)
+    assert sorted(set(got.column("source_dataset").to_pylist())) == ["bridge", "pusht"]
+    assert {tuple(r) for r in got.column("camera_roles").to_pylist()} == {("front",)}
