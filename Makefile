@@ -9,10 +9,13 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
 .PHONY: venv demo test test-heavy lint bench-quick clean FORCE
 
-# The strict editable install links every module by name: adding or removing one re-installs.
-# MODULES holds a digest of the module list and is rewritten only when that list changes.
+# robodata and robodata_testing are imported from src/ itself (a path entry), so adding a module there
+# needs nothing. robodata_dagster keeps the strict editable link tree (its assets/ resources/ sensors/
+# jobs/ folders are mapped into it): adding or removing one of its modules re-installs. MODULES holds a
+# digest of that module list and is rewritten only when the list changes.
 MODULES := $(VENV)/.robodata-modules
-MODULE_LIST := $(shell find src assets resources sensors jobs -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort | md5sum | cut -c1-32)
+MODULE_LIST := $(shell find src/robodata_dagster assets resources sensors jobs -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort | md5sum | cut -c1-32)
+LINK_TREE := build/__editable__.robodata-0.1.0-py3-none-any
 $(MODULES): FORCE
 	@mkdir -p $(VENV); echo '$(MODULE_LIST)' | cmp -s - $@ || echo '$(MODULE_LIST)' > $@
 
@@ -24,6 +27,11 @@ $(STAMP): pyproject.toml $(MODULES)
 	# strict editable install: assets/ resources/ sensors/ jobs/ are mapped to robodata_dagster.<folder>
 	# through a link tree, which mypy and every tool see as the installed package (pyproject.toml).
 	$(PY) -m pip install -q -e '.[platform,dev,viz]' --config-settings editable_mode=strict
+	# Only robodata_dagster needs the link tree. robodata and robodata_testing leave it and are found in
+	# src/ through robodata-src.pth, a plain path entry read after the link tree's .pth (site reads them in
+	# name order), so tracebacks and "go to definition" land in src/ (tests/core/test_editable_install.py).
+	rm -rf $(LINK_TREE)/robodata $(LINK_TREE)/robodata_testing
+	echo '$(CURDIR)/src' > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/robodata-src.pth"
 	touch $(STAMP)
 
 venv: $(STAMP)
