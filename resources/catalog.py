@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from robodata_dagster.lib.env import storage_root
+from robodata_dagster.lib.env import state_root
 from robodata_dagster.lib.registry import SpecDirs
 from robodata_dagster.lib.settings import to_settings
 
 if TYPE_CHECKING:
     from robodata.catalog.table import Catalog
+    from robodata.storage import StateRoot
 
 
 class CatalogResource(dg.ConfigurableResource):
@@ -25,14 +26,17 @@ class CatalogResource(dg.ConfigurableResource):
         default="", description="site acceptance Delta table; empty: <root>/catalog/site_acceptance"
     )
 
+    def state(self) -> "StateRoot":
+        return state_root(self.root)
+
     def catalog_uri(self) -> str:
-        return self.uri or f"{storage_root(self.root)}/catalog/episodes"
+        return self.uri or self.state().catalog
 
     def manifests_uri(self) -> str:
-        return self.manifests_dir or f"{storage_root(self.root)}/manifests"
+        return self.manifests_dir or self.state().manifests
 
     def acceptance_table(self) -> str:
-        return self.acceptance_uri or f"{storage_root(self.root)}/catalog/site_acceptance"
+        return self.acceptance_uri or self.state().acceptance
 
     def catalog(self) -> "Catalog":
         """On S3 with the delta-rs options of this process's AWS_* variables (as ingestion writes it)."""

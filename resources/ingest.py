@@ -14,7 +14,7 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.ingest.qc import ALL_CHECKS, DEFAULT_BLOCKING
-from robodata_dagster.lib.env import setting, storage_root
+from robodata_dagster.lib.env import setting, state_root, storage_root
 from robodata_dagster.lib.settings import to_settings
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.settings import IngestSettings
     from robodata.ingest.tables import IngestPaths
+    from robodata.storage import StateRoot
 
 
 class VideoConfig(dg.Config):
@@ -126,11 +127,13 @@ class IngestResource(dg.ConfigurableResource):
     def root_uri(self) -> str:
         return storage_root(self.root)
 
+    def state(self) -> "StateRoot":
+        return state_root(self.root)
+
     def paths(self) -> "IngestPaths":
         from robodata.ingest.tables import IngestPaths
-        from robodata.storage import StorageLocation
 
-        return IngestPaths(StorageLocation.from_env(self.root_uri()))
+        return IngestPaths(self.state())
 
     def settings(self) -> "IngestSettings":
         from robodata.ingest.settings import IngestSettings
@@ -180,5 +183,5 @@ class LandingResource(dg.ConfigurableResource):
         batch=BatchConfig(max_items=16, settle_s=5.0), stagger=StaggerConfig(max_concurrent=8, run_s=0.0)
     )
 
-    def landing_uri(self, root: str) -> str:
-        return self.landing or setting("ROBODATA_LANDING", f"{root.rstrip('/')}/landing")
+    def landing_uri(self, state: "StateRoot") -> str:
+        return self.landing or setting("ROBODATA_LANDING", state.landing)

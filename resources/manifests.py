@@ -8,8 +8,7 @@ changes: lineage resolves that run's materialization, whatever the event log has
 import dagster as dg
 from pydantic import Field
 
-from robodata.names import check_name
-from robodata_dagster.lib.env import storage_root
+from robodata_dagster.lib.env import state_root
 from robodata_dagster.lib.lineage import ManifestRef
 
 
@@ -17,8 +16,7 @@ class ManifestRefIOManager(dg.ConfigurableIOManager):
     root: str = Field(default="", description="state root; empty: ROBODATA_STORAGE_ROOT, else .demo")
 
     def uri(self, partition: str) -> str:
-        name = check_name(partition, field="manifest partition", source="manifest_io_manager")
-        return f"{storage_root(self.root)}/manifests/refs/{name}.json"
+        return state_root(self.root).manifest_ref(partition)
 
     def handle_output(self, context: dg.OutputContext, obj: ManifestRef) -> None:
         from robodata.storage import StorageLocation, objects

@@ -45,7 +45,7 @@ def _evaluate(
 def landing_zone_sensor(
     context: dg.SensorEvaluationContext, ingest: IngestResource, landing: LandingResource
 ) -> dg.SensorResult:
-    return _evaluate(context, "bulk", ingest, landing.landing_uri(ingest.root_uri()), landing.bulk)
+    return _evaluate(context, "bulk", ingest, landing.landing_uri(ingest.state()), landing.bulk)
 
 
 @dg.sensor(
@@ -57,4 +57,4 @@ def landing_zone_sensor(
 def landing_zone_live_sensor(
     context: dg.SensorEvaluationContext, ingest: IngestResource, landing: LandingResource
 ) -> dg.SensorResult:
-    return _evaluate(context, "live", ingest, landing.landing_uri(ingest.root_uri()), landing.live)
+    return _evaluate(context, "live", ingest, landing.landing_uri(ingest.state()), landing.live)

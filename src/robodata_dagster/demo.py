@@ -39,13 +39,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--duration", type=float, default=10.0)
     args = ap.parse_args(argv)
-    from robodata.ingest.tables import IngestPaths
+    from robodata.storage import StateRoot
     from robodata_dagster.definitions import job
     from robodata_dagster.jobs.ingest import profile_config
     from robodata_dagster.lib.batches import add_batch
 
     root = Path(args.root).resolve()
-    landing = root / "landing"
+    state = StateRoot(root)
+    landing = Path(state.landing)
     t0 = time.perf_counter()
     if not landing.exists():
         prepare_landing(landing, args.episodes, args.duration)
@@ -64,11 +65,9 @@ def main(argv: list[str]) -> int:
     failed = [c for c in res.get_asset_check_evaluations() if not c.passed]
     for check in failed:
         print(f"  check {check.check_name} failed ({check.severity.value}): {check.description or ''}")
-    paths = IngestPaths(str(root))
-    print(
-        f"containers: {root / 'containers' / batch} ({len(list((root / 'containers' / batch).rglob('*.rdep')))} files)"
-    )
-    print(f"catalog: {paths.catalog} ({time.perf_counter() - t0:.1f} s)")
+    containers = Path(state.containers) / batch
+    print(f"containers: {containers} ({len(list(containers.rglob('*.rdep')))} files)")
+    print(f"catalog: {state.catalog} ({time.perf_counter() - t0:.1f} s)")
     ok = res.success and run_downstream(instance, root)
     print(f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1

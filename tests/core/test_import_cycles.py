@@ -55,17 +55,8 @@ PENDING_FILES: set[frozenset[str]] = {
     ),
 }
 PENDING_PACKAGES: set[frozenset[str]] = {
-    # curate -> ingest (IngestPaths), ingest -> layout (the plan), layout -> dataset -> curate,
-    # curate -> export (the export command)
-    frozenset(
-        {
-            "robodata.curate",
-            "robodata.dataset",
-            "robodata.export",
-            "robodata.ingest",
-            "robodata.layout",
-        }
-    ),
+    frozenset({"robodata.ingest", "robodata.layout"}),  # ingest -> layout (the plan), layout -> ingest (sources)
+    frozenset({"robodata.curate", "robodata.export"}),  # curate -> export (the export command)
     frozenset({"bench.robustness_container", "bench.robustness_container_payload"}),  # bench files are packages here
 }
 

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from robodata.errors import RobodataError
+from robodata.storage import StateRoot
 
 
 def register(app: typer.Typer) -> None:
@@ -21,11 +22,7 @@ def default_catalog() -> str:
     if os.environ.get("ROBODATA_CATALOG"):
         return os.environ["ROBODATA_CATALOG"]
     root = os.environ.get("ROBODATA_STORAGE_ROOT", "")
-    if not root:
-        return ""
-    from robodata.ingest.tables import IngestPaths
-
-    return IngestPaths(root).catalog
+    return StateRoot(root).catalog if root else ""
 
 
 def curate_cmd(
@@ -50,8 +47,8 @@ def curate_cmd(
     console = Console(stderr=True)
     catalog = catalog or default_catalog()
     if not out:  # where the `manifest` asset writes them, under the state root
-        root = os.environ.get("ROBODATA_STORAGE_ROOT", "").rstrip("/")
-        out = f"{root}/manifests" if root else "manifests"
+        root = os.environ.get("ROBODATA_STORAGE_ROOT", "")
+        out = StateRoot(root).manifests if root else "manifests"
     if not catalog:
         console.print("[red]error:[/red] no catalog: pass --catalog, or set ROBODATA_CATALOG or ROBODATA_STORAGE_ROOT")
         raise typer.Exit(2)

@@ -103,7 +103,7 @@ def ingest_cmd(
     from robodata.ingest.landing.scan import LandingCursor, new_items
     from robodata.ingest.pipeline import run_batch
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.tables import IngestPaths, check_batch
+    from robodata.storage.state import StateRoot, check_batch
 
     try:
         from robodata.ingest.video_copy import VideoCopyConfig
@@ -123,7 +123,7 @@ def ingest_cmd(
         raise typer.BadParameter(str(exc)) from None
     try:  # one bad item is quarantined inside run_batch; what reaches here is about the whole run
         items = new_items(landing, LandingCursor())
-        write_manifest(IngestPaths(settings.root), name, items)
+        write_manifest(StateRoot(settings.root), name, items)
         from robodata.ingest.pipeline import STAGES
         from robodata.progress import progress
 

@@ -14,13 +14,9 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from robodata.errors import RobodataError
-from robodata.names import check_name
-from robodata.storage import StorageLocation
+from robodata.storage.state import StateRoot, check_batch
 
-
-def check_batch(batch: str) -> str:
-    """A batch key is a name (robodata.names): it names a manifest file and a container folder."""
-    return check_name(batch, field="batch key", source="ingest batch")
+__all__ = ["IngestPaths", "check_batch", "exists", "open_table", "read_batch", "replace_batch"]
 
 
 def _lit(v: str) -> str:
@@ -89,61 +85,10 @@ def read_batch(
     return dt.to_pyarrow_table(filters=[(column, "=", batch)], columns=columns)
 
 
-class IngestPaths:
-    """Where ingestion keeps its state under one root: a local folder or s3://bucket/prefix.
+class IngestPaths(StateRoot):
+    """A StateRoot (robodata.storage.state: where everything lives under the root) with ingestion's
+    Delta tables read and written under it with this root's storage options."""
 
-    Built from a StorageLocation, or from a root string resolved with `StorageLocation.from_env`
-    (endpoint, region and credentials from the AWS_* variables of this process). Every stage
-    reads and writes through it: Delta tables with `delta_options()`, files with `fsspec_options()`.
-    """
-
-    def __init__(self, root: str | os.PathLike[str] | StorageLocation):
-        self.location = root if isinstance(root, StorageLocation) else StorageLocation.from_env(os.fspath(root))
-
-    def __repr__(self) -> str:
-        return f"IngestPaths({self.location.root!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, IngestPaths) and other.location == self.location
-
-    def __hash__(self) -> int:
-        return hash(self.location)
-
-    @property
-    def root(self) -> str:
-        return self.location.root
-
-    def fsspec_options(self) -> dict:
-        return self.location.fsspec_options()
-
-    def delta_options(self) -> dict[str, str]:
-        return self.location.delta_options()
-
-    @property
-    def batches(self) -> str:
-        return self.location.join("ingest", "batches")
-
-    def batch_manifest(self, batch: str) -> str:
-        return self.location.join("ingest", "batches", f"{check_batch(batch)}.json")
-
-    @property
-    def containers(self) -> str:
-        return self.location.join("containers")
-
-    def container(self, batch: str, episode_id: str) -> str:
-        """containers/<batch>/<episode_id>.rdep; both are checked names (UnsafeNameError)."""
-        eid = check_name(episode_id, field="episode_id", source=f"batch {batch!r}")
-        return self.location.join("containers", check_batch(batch), f"{eid}.rdep")
-
-    def table(self, name: str) -> str:
-        """raw_episodes | aligned_tracks | qc_results | conversions | segments | features"""
-        return self.location.join("ingest", name)
-
-    @property
-    def catalog(self) -> str:
-        return self.location.join("catalog", "episodes")
-
-    # Delta tables under the root, with this root's storage options
     def has(self, name: str) -> bool:
         return exists(self.table(name), self.delta_options())
 

@@ -4,7 +4,7 @@ One canonical description (root URI plus S3 endpoint/region/credentials) is turn
 the option dialects of fsspec/s3fs (containers) and delta-rs (Delta tables):
 
     loc = StorageLocation.from_env("s3://robodata/prod")     # AWS_* variables, or IRSA/instance creds
-    loc.join("containers", "ep1.rdep")                        # 's3://robodata/prod/containers/ep1.rdep'
+    loc.join("data", "ep1.rdep")                              # 's3://robodata/prod/data/ep1.rdep'
     fsspec.open(loc.join(...), "wb", **loc.fsspec_options())
     deltalake.write_deltalake(loc.join("tables", "catalog"), table, storage_options=loc.delta_options())
 

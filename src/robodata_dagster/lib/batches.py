@@ -18,12 +18,9 @@ import dagster as dg
 from robodata.config import require
 from robodata.ingest.landing.batch import write_manifest
 from robodata.ingest.landing.scan import LandingCursor, new_items
-from robodata.ingest.tables import IngestPaths
 from robodata.names import check_name
-from robodata.storage import objects
+from robodata.storage import StateRoot, objects
 from robodata_dagster.lib.registry import BATCH
-
-CURSOR = "ingest/manual_cursor.json"
 
 
 def add_batch(
@@ -33,8 +30,8 @@ def add_batch(
     returns (batch, items), or None when nothing new landed."""
     if not objects.is_remote(landing):  # a mistyped folder is an error, not "nothing new"
         require(os.path.isdir(landing), f"landing zone {landing!r} is not a folder (a typo?)")
-    paths = IngestPaths(root)
-    cursor_uri = f"{paths.root.rstrip('/')}/{CURSOR}"
+    paths = StateRoot(root)
+    cursor_uri = paths.manual_cursor
     opts = paths.fsspec_options()
     cursor = LandingCursor()
     if objects.exists(cursor_uri, opts):

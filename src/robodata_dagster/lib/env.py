@@ -18,7 +18,12 @@ S3 endpoint, region and credentials: the standard AWS_* variables, read by robod
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
+
+if TYPE_CHECKING:
+    from robodata.storage import StateRoot
 
 STORAGE_ROOT = "ROBODATA_STORAGE_ROOT"
 DEFAULT_STORAGE_ROOT = ".demo"
@@ -38,3 +43,11 @@ def storage_root(explicit: str = "") -> str:
     """`explicit`, else ROBODATA_STORAGE_ROOT, else .demo (a folder or s3://bucket/prefix), without a trailing /."""
     root = explicit or setting(STORAGE_ROOT, DEFAULT_STORAGE_ROOT)
     return root.rstrip("/") or root
+
+
+def state_root(explicit: str = "") -> StateRoot:
+    """The state root `storage_root(explicit)` names (robodata.storage.StateRoot: where everything
+    lives under it; S3 options from this process's AWS_* variables)."""
+    from robodata.storage import StateRoot
+
+    return StateRoot(storage_root(explicit))

@@ -7,18 +7,17 @@ import time
 
 from robodata.errors import RobodataError
 from robodata.ingest.landing.scan import LandingItem
-from robodata.ingest.tables import IngestPaths
-from robodata.storage import objects
+from robodata.storage import StateRoot, objects
 
 
-def write_manifest(paths: IngestPaths, batch: str, items: list[LandingItem]) -> str:
+def write_manifest(paths: StateRoot, batch: str, items: list[LandingItem]) -> str:
     uri = paths.batch_manifest(batch)
     doc = {"batch": batch, "created_at": time.time(), "items": [i.to_dict() for i in items]}
     objects.write_bytes(uri, json.dumps(doc).encode(), paths.fsspec_options())
     return uri
 
 
-def read_manifest(paths: IngestPaths, batch: str) -> list[LandingItem]:
+def read_manifest(paths: StateRoot, batch: str) -> list[LandingItem]:
     uri = paths.batch_manifest(batch)
     try:
         doc = json.loads(objects.read_bytes(uri, paths.fsspec_options()))

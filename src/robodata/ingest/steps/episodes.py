@@ -64,7 +64,7 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
         dest = j["container"]
         with (
             staged_raw(j["uri"], j["kind"], None, s.decode_threads, s.import_options) as raw,
-            objects.local_output(dest, StorageLocation.from_env(s.root).fsspec_options()) as out,
+            objects.local_output(dest, StorageLocation.from_env(dest).fsspec_options()) as out,
         ):
             res = convert(raw, al, out, s.video, s.layout_plan, s.video_copy)
         row.update(
