@@ -85,3 +85,39 @@ def test_train_on_a_manifest_mixing_corpora_reads_it_by_role(tmp_path):
 
     with pytest.raises(ConfigError, match="data.pattern and data.mix_pattern"):
         config_from_dict(cfg | {"data": cfg["data"] | {"pattern": {"name": "x", "windows": []}}})
+
+
+def test_a_rank_reads_its_manifest_once(tmp_path, monkeypatch):
+    """The rank's data source reads the manifest with one open; its lineage comes from that read
+    (the schema's key-value metadata and the layout_version column), not from a second open."""
+    import fsspec
+
+    from robodata.train.config import config_from_dict
+    from robodata.train.manifest_source import build_manifest_source
+
+    mpath = str(write_manifest_of_small_episodes(tmp_path, 2, 3.0, b"c0ffee", b"spec42", 7))
+    cfg = tiny_config(
+        tmp_path / "run",
+        global_batch_size=4,
+        data__kind="manifest",
+        data__manifest=mpath,
+        data__stride_s=0.25,
+        model__cameras=["cam_left", "wrist"],
+    )
+    opened: list[str] = []
+    real_open = fsspec.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(fsspec, "open", counting_open)
+    source = build_manifest_source(config_from_dict(cfg), rank=0, world_size=1)
+    assert opened.count(mpath) == 1, opened
+    lin = source.lineage
+    assert (lin["manifest_hash"], lin["spec_hash"], lin["catalog_version"], lin["layout_version"]) == (
+        "c0ffee",
+        "spec42",
+        7,
+        "v1",
+    )

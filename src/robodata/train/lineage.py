@@ -16,10 +16,13 @@ import subprocess
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robodata.catalog.schema import MANIFEST_META_CATALOG_VERSION, MANIFEST_META_CONTENT_HASH, MANIFEST_META_SPEC_HASH
 from robodata.errors import RobodataError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LINEAGE_KEYS = (
     "manifest_hash",
@@ -59,24 +62,14 @@ def config_hash(cfg_dict: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(cfg_dict, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def manifest_lineage(path: str, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Hashes and versions recorded in a manifest's Parquet metadata, plus its layout versions.
-
-    Reads the footer and one column, in batches (memory does not grow with the row count).
-    `path` may be local or any fsspec URL (s3://...)."""
-    import fsspec
-    import pyarrow.parquet as pq
-
-    try:
-        with fsspec.open(path, "rb", **(storage_options or {})) as f:
-            pf = pq.ParquetFile(f)
-            meta = pf.schema_arrow.metadata or {}
-            layouts: set[str] = set()
-            if "layout_version" in pf.schema_arrow.names:
-                for batch in pf.iter_batches(columns=["layout_version"], batch_size=1 << 16):
-                    layouts.update(v for v in batch.column(0).unique().to_pylist() if v is not None)
-    except (OSError, ValueError) as exc:
-        raise RobodataError(f"manifest {path!r} cannot be read: {exc}") from exc
+def manifest_lineage(path: str, table: pa.Table) -> dict[str, Any]:
+    """Hashes and versions recorded in a manifest's Parquet metadata, plus its layout versions, from
+    the manifest as the rank read it (`table`: pq.read_table keeps the file's key-value metadata on
+    its schema), so a rank reads its manifest once. `path` names it in the lineage."""
+    meta = table.schema.metadata or {}
+    layouts: set[str] = set()
+    if "layout_version" in table.schema.names:
+        layouts.update(v for v in table.column("layout_version").unique().to_pylist() if v is not None)
 
     def get(key: bytes) -> str | None:
         v = meta.get(key)

@@ -76,4 +76,4 @@ def build_manifest_source(cfg: TrainConfig, rank: int, world_size: int) -> DataS
         block_size=d.block_size,
         drop_last=True,
     )
-    return DataSource(ds, sampler, manifest_lineage(d.manifest, opts))
+    return DataSource(ds, sampler, manifest_lineage(d.manifest, table))  # read once, above
