@@ -27,6 +27,8 @@ events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny 
     (and the same for 100, to show it does not grow).
 copy: stream copy of a source's video (issue 40; bench/ingest_copy.py says what each figure is).
     --section copy runs it alone (--section is repeatable; default: every section).
+reads: bytes read from each landing item over its whole path (sensor digest, alignment, conversion)
+    over its size, counted with strace (bench/ingest_reads.py says how); --section reads alone.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ KEYS = (
     "copy.transcoded_streams",
     "copy.loader_vs_transcoded.vla",
     "copy.loader_vs_transcoded.wam",
+    "reads.bytes_read_vs_item_size",
     "size",
     "peak_rss_mb",
 )
@@ -388,11 +391,12 @@ def _options(ap) -> None:
     ap.add_argument("--section", action="append", choices=SECTIONS, help="run only this section (repeatable)")
 
 
-SECTIONS = ("throughput", "pool", "makespan", "events", "copy")
+SECTIONS = ("throughput", "pool", "makespan", "events", "copy", "reads")
 
 
 def main() -> None:
     from bench.ingest_copy import copy_section
+    from bench.ingest_reads import reads_section
 
     args = parse(__doc__.splitlines()[0], extra=_options)
     only = set(args.section or SECTIONS)
@@ -410,6 +414,8 @@ def main() -> None:
             result.update(events(tmp, size.event_batches))
         if "copy" in only:  # issue 40: the source's bitstream kept (bench/ingest_copy.py)
             result["copy"] = copy_section(tmp, size_of(args))
+        if "reads" in only:  # issue 39: each landing item read about once
+            result["reads"] = reads_section(tmp, size_of(args))
     emit(result)
 
 

@@ -1,0 +1,150 @@
+"""bench.ingest's `reads` section: bytes read from each landing item over its whole path through
+ingestion (the landing sensor's tick with its content digest, then raw_episodes, alignment, pre-QC
+and conversion), over the item's size.
+
+How it counts: the path runs in a child process under `strace -f` (every thread and process it
+starts), tracing read, pread64, readv and preadv with file descriptors shown as paths (-y); the
+bytes each returned are summed per landing item (the file's path lies under the item). Reads by
+C libraries (libavformat, libjpeg, HDF5) count as Python's do; reads of anything else (tables,
+manifests, the containers written, Python's own files) do not. A page served from the kernel's
+cache counts (it is a read the program asked for); a file mapped with mmap would not (nothing on
+this path maps a landing item). Each stage is marked in the trace by an open of a marker path, so
+the figure is also split by stage. Without strace the section reports why and measures nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# the child: one tick of the landing sensor's policy, then the batch's stages in order
+CHILD = r"""
+import json, os, sys
+from pathlib import Path
+from robodata.ingest.landing.launches import BatchPolicy, LaunchState, tick
+from robodata.ingest.landing.stagger import StaggerPolicy
+from robodata.ingest.settings import IngestSettings
+from robodata.ingest.tables import IngestPaths
+from robodata.ingest.steps.aligned_tracks import align_batch
+from robodata.ingest.steps.episodes import convert_batch
+from robodata.ingest.steps.qc_results import pre_qc
+from robodata.ingest.steps.raw_episodes import observe
+
+landing, root, marks = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def mark(stage):
+    try:
+        open(os.path.join(marks, "stage-" + stage))
+    except OSError:
+        pass
+
+s = IngestSettings(root=root, workers=1)
+paths = IngestPaths(root)
+mark("sensor")
+t = tick(LaunchState(), landing, paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0, jitter=0.0))
+(batch,) = t.new_batches
+mark("align")
+observe(paths, batch)
+align_batch(paths, batch, s)
+pre_qc(paths, batch, s.qc)
+mark("convert")
+out = convert_batch(paths, batch, s)
+mark("end")
+print(json.dumps({"batch": batch, "converted": out.get("converted")}))
+"""
+
+READS = r"(?:read|pread64|readv|preadv|preadv2)"
+SYSCALL = re.compile(r"^(\d+)\s+" + READS + r"\((\d+)<([^>]*)>.*\)\s+=\s+(\d+)")
+# a call another thread interrupted in the trace: its start names the file, its resumption the bytes
+UNFINISHED = re.compile(r"^(\d+)\s+" + READS + r"\((\d+)<([^>]*)>.*<unfinished \.\.\.>$")
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. " + READS + r" resumed>.*\)\s+=\s+(\d+)")
+MARK = re.compile(r"stage-(\w+)")
+STAGES = ("sensor", "align", "convert")
+
+
+def _items(landing: Path) -> dict[str, int]:
+    """landing item path -> its size in bytes (every file under it)."""
+    out = {}
+    for entry in sorted(landing.iterdir()):
+        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
+        out[str(entry.resolve())] = sum(p.stat().st_size for p in files)
+    return out
+
+
+def count(trace: str, items: dict[str, int]) -> dict[str, dict[str, int]]:
+    """item -> stage -> bytes read from files under the item, from an `strace -f -y` log."""
+    got = {it: dict.fromkeys(STAGES, 0) for it in items}
+    roots = sorted(items, key=len, reverse=True)
+    stage = ""
+    pending: dict[str, str] = {}  # pid -> file of its unfinished read
+    for line in trace.splitlines():
+        if "stage-" in line and ("open" in line or "stat" in line):
+            m = MARK.search(line)
+            stage = m.group(1) if m else stage
+            continue
+        if (u := UNFINISHED.match(line)) is not None:
+            pending[u.group(1)] = u.group(3)
+            continue
+        if (z := RESUMED.match(line)) is not None:
+            path, n = pending.pop(z.group(1), ""), int(z.group(2))
+        elif (m := SYSCALL.match(line)) is not None:
+            path, n = m.group(3), int(m.group(4))
+        else:
+            continue
+        if stage not in STAGES:
+            continue
+        for root in roots:
+            if path == root or path.startswith(root + "/"):
+                got[root][stage] += n
+                break
+    return got
+
+
+def reads_section(tmp: Path, size: str) -> dict[str, Any]:
+    from robodata.ingest.synth import SynthConfig, synthesize
+
+    strace = shutil.which("strace")
+    if strace is None:
+        return {"bytes_read_vs_item_size": None, "why": "strace is not installed: nothing measured"}
+    tmp = tmp / "reads"
+    out: dict[str, Any] = {"method": "strace -f -y: read/pread64/readv/preadv bytes on files under each item"}
+    per_format: dict[str, Any] = {}
+    smoke = size == "smoke"  # one JPEG episode: strace slows the child's imports down
+    for fmt in ("jpeg",) if smoke else ("jpeg", "mcap"):
+        land, root, marks = tmp / fmt / "landing", tmp / fmt / "state", tmp / fmt / "marks"
+        marks.mkdir(parents=True)
+        cfg = SynthConfig(
+            episodes=1 if smoke else 2, duration_s=1.0 if smoke else 3.0, format=fmt, height=240, width=320
+        )
+        synthesize(cfg, land)
+        items = _items(land)
+        log = tmp / fmt / "trace.log"
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        cmd = [strace, "-f", "-qq", "-y", "-s", "0", "-o", str(log)]
+        cmd += ["-e", "trace=read,pread64,readv,preadv,preadv2,openat,open", "-e", "signal=none"]
+        cmd += [sys.executable, "-c", CHILD, str(land), str(root), str(marks)]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+        if res.returncode != 0:
+            per_format[fmt] = {"error": res.stderr[-2000:]}
+            continue
+        child = json.loads(res.stdout.strip().splitlines()[-1])
+        got = count(log.read_text(errors="replace"), items)
+        ratios = {it: sum(got[it].values()) / items[it] for it in items}
+        per_format[fmt] = {
+            "items": len(items),
+            "converted": child["converted"],
+            "item_bytes": sorted(items.values()),
+            "bytes_read_vs_item_size": round(max(ratios.values()), 3),
+            "by_stage_vs_item_size": {st: round(max(got[it][st] / items[it] for it in items), 3) for st in STAGES},
+        }
+    measured = [v["bytes_read_vs_item_size"] for v in per_format.values() if "bytes_read_vs_item_size" in v]
+    out["bytes_read_vs_item_size"] = max(measured) if measured else None  # the worst item of any format
+    out["target"] = 1.05  # issue 39
+    out["per_format"] = per_format
+    return out
