@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from bench.common import BENCH_DIR
+from robodata.catalog.maintenance import OptimizeConfig, optimize
 from robodata.catalog.table import Catalog
 from robodata_testing import synthetic_catalog as synthetic
 
@@ -59,8 +60,8 @@ def ensure_catalog(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catal
 
 
 def ensure_optimized(n_rows: int, shape: synthetic.FleetShape, log=print) -> Catalog:
-    """The catalog of `ensure_catalog` after `Catalog.optimize()` for the specs' salt (cached beside
-    it, `-opt` suffix)."""
+    """The catalog of `ensure_catalog` after `optimize` (robodata.catalog.maintenance) for the specs'
+    salt (cached beside it, `-opt` suffix)."""
     source = ensure_catalog(n_rows, shape, log)
     path = catalog_path(n_rows, shape).with_name(catalog_path(n_rows, shape).name + f"-opt{OPTIMIZE_VERSION}")
     done = path / ".complete"
@@ -71,7 +72,7 @@ def ensure_optimized(n_rows: int, shape: synthetic.FleetShape, log=print) -> Cat
     (path / ".complete").unlink()
     catalog = Catalog(str(path.resolve()))
     t0 = time.perf_counter()
-    metrics = catalog.optimize(split_salt=SPLIT_SALT)
+    metrics = optimize(catalog, None, OptimizeConfig(split_salt=SPLIT_SALT))
     log(f"  optimized {path.name} in {time.perf_counter() - t0:.0f}s: {metrics}")
     done.write_text("ok\n")
     return catalog

@@ -65,13 +65,15 @@ class CompactConfig(dg.Config):
 
 @steps.op("light", description="Compact the catalog's most recent days in the budget order.")
 def compact_recent_days(context: dg.OpExecutionContext, config: CompactConfig, catalog: CatalogResource) -> None:
+    from robodata.catalog.maintenance import OptimizeConfig, optimize
+
     cat = catalog.catalog()
     if not cat.exists():
         context.log.info(f"no catalog at {cat.uri} yet; nothing to compact")
         return
     today = datetime.now(UTC).date()
     days = [(today - timedelta(days=k)).isoformat() for k in range(config.days)]
-    metrics = cat.optimize(days=days, split_salt=config.split_salt)
+    metrics = optimize(cat, days, OptimizeConfig(split_salt=config.split_salt))
     context.add_output_metadata(
         {
             "days": days,

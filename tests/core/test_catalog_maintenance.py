@@ -100,8 +100,8 @@ def test_optimize_config_is_checked_and_errors_are_clear(tmp_path):
         OptimizeConfig(cluster_by=["day"])
     with pytest.raises(ConfigError, match="list column"):
         OptimizeConfig(cluster_by=["cameras"])
-    with pytest.raises(ConfigError, match="target_size_bytes"):  # Catalog.optimize's override is checked too
-        Catalog(str(tmp_path / "unused")).optimize(target_size=1000, split_salt="s")
+    with pytest.raises(ConfigError, match="target_size_bytes"):
+        OptimizeConfig(target_size_bytes=1000, split_salt="s")
     with pytest.raises(ConfigError, match="compression must be one of"):
         OptimizeConfig(compression="GZIP")
     out = CliRunner().invoke(app, ["catalog", "optimize", "--catalog", str(tmp_path / "none")])

@@ -3,6 +3,7 @@ import multiprocessing as mp
 import polars as pl
 import pytest
 
+from robodata.catalog.maintenance import optimize
 from robodata.catalog.rows import CatalogError
 from robodata.catalog.table import Catalog
 from robodata_testing import synthetic_catalog as synthetic
@@ -94,7 +95,7 @@ def test_optimize_compacts_and_keeps_rows(tmp_path):
         cat.merge(synthetic.rows(SHAPE, start, 50))
     before = pl.read_delta(cat.uri).sort("episode_id")
     files_before = len(cat.table().file_uris())
-    metrics = cat.optimize()
+    metrics = optimize(cat)
     assert metrics["numFilesAdded"] >= 1
     assert len(cat.table().file_uris()) < files_before
     after = pl.read_delta(cat.uri).sort("episode_id")

@@ -27,7 +27,6 @@ ROOTS = {
 # (issue "One place per fact"). The test fails when one is added, and when one of these is gone
 # (take it off the list).
 PENDING_FILES: set[frozenset[str]] = {
-    frozenset({"robodata.catalog.maintenance", "robodata.catalog.table"}),
     frozenset({"bench.robustness_container", "bench.robustness_container_payload"}),
     # the format registry dispatches to the importers, which ask it back for kinds and openers
     frozenset(

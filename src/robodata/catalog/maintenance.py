@@ -28,8 +28,8 @@ between makes it fail, and it is redone on the new version, so no merged row is 
 deleted: the old files leave the table in that commit only (older versions, which pinned specs and
 manifests name, still read them); `vacuum` is not run here. A checkpoint follows.
 
-Entry points: `robodata catalog optimize` (robodata.catalog.commands) and `Catalog.optimize`
-(which the scheduled compaction job calls).
+Entry points: `robodata catalog optimize` (robodata.catalog.commands) and `optimize` here (which
+the scheduled compaction job calls); the table (robodata.catalog.table) never imports this module.
 """
 
 from __future__ import annotations

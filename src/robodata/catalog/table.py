@@ -279,18 +279,6 @@ class Catalog:
         dt.update_incremental()
         return dt.version()
 
-    def optimize(
-        self, days: list[str] | None = None, target_size: int | None = None, split_salt: str | None = None
-    ) -> dict[str, Any]:
-        """Compact the given days (all if None) in the budget order (robodata.catalog.maintenance);
-        `split_salt`: that of the specs the catalog mostly serves (None: keep the table's)."""
-        from robodata.catalog.maintenance import OptimizeConfig, optimize
-
-        config = OptimizeConfig(split_salt=split_salt)
-        if target_size is not None:
-            config = dataclasses.replace(config, target_size_bytes=target_size)  # checked again
-        return optimize(self, days, config)
-
     def checkpoint(self) -> None:
         self._open().create_checkpoint()
 
