@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.robustness_container_payload import bitflip, tamper_payload, with_footer
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, Layout, StreamSpec, TopicGroup
-from robodata.container.format import HEADER, pack_trailer
+from robodata.container.format import HEADER
 from robodata.container.meta import VideoSettings
 from robodata.errors import ContainerError, RobodataError
 
@@ -143,13 +144,6 @@ def _junk(rng: random.Random, n: int) -> bytes:
     return rng.choice([bytes(n), b"\xff" * n, rng.randbytes(n)])
 
 
-def bitflip(data: bytes, rng: random.Random) -> bytes:
-    b = bytearray(data)
-    for _ in range(rng.randint(1, 8)):
-        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-    return bytes(b)
-
-
 def truncate(data: bytes, rng: random.Random) -> bytes:
     if rng.random() < 0.2:
         return data + rng.randbytes(rng.randint(1, 64))
@@ -213,12 +207,6 @@ def edit_footer(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return doc
 
 
-def with_footer(data: bytes, footer_offset: int, doc: Any) -> bytes:
-    """The file with a new footer (CRC and trailer recomputed)."""
-    footer = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-    return data[:footer_offset] + footer + pack_trailer(footer_offset, footer)
-
-
 def rehint(orig: dict[str, Any], rng: random.Random) -> tuple[Any, Any]:
     off, length = orig["footer"]
     return rng.choice(
@@ -251,8 +239,6 @@ def mutate(orig: dict[str, Any], kind: str, rng: random.Random) -> tuple[bytes, 
         return with_footer(data, off, edit_footer(orig["doc"], rng)), None, None
     if kind == "hints":
         return data if rng.random() < 0.8 else bitflip(data, rng), *rehint(orig, rng)
-    from bench.robustness_container_payload import tamper_payload  # imports this module
-
     return tamper_payload(orig, rng), None, None
 
 

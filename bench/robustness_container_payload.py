@@ -10,6 +10,7 @@ into GBs.
 from __future__ import annotations
 
 import copy
+import json
 import random
 import struct
 from functools import cache
@@ -19,13 +20,25 @@ import numpy as np
 import pyarrow as pa
 import zstandard
 
-from bench.robustness_container import bitflip, with_footer
 from robodata.codecs.arrays import decode_packets, encode_array, encode_events, encode_packets
 from robodata.codecs.ipc import _field, _ref, _u, to_ipc
-from robodata.container.format import HEADER, checksum
+from robodata.container.format import HEADER, checksum, pack_trailer
 
 BOMB_ROWS = 40_000_000
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def bitflip(data: bytes, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+def with_footer(data: bytes, footer_offset: int, doc: Any) -> bytes:
+    """The file with a new footer (CRC and trailer recomputed)."""
+    footer = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+    return data[:footer_offset] + footer + pack_trailer(footer_offset, footer)
 
 
 def rebuild(data: bytes, doc: dict[str, Any], blobs: dict[tuple[int, int], bytes], entries=None) -> bytes:
