@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "robodata.cluster.commands",  # `health repair`, after health
     "robodata.train.commands",
     "robodata.curate.commands",
+    "robodata.export.commands",
     "robodata.layout.commands",
     "robodata.upload.commands",
     "robodata.viz.commands",

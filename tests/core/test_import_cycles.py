@@ -54,7 +54,6 @@ PENDING_FILES: set[frozenset[str]] = {
 }
 PENDING_PACKAGES: set[frozenset[str]] = {
     frozenset({"robodata.ingest", "robodata.layout"}),  # ingest -> layout (the plan), layout -> ingest (sources)
-    frozenset({"robodata.curate", "robodata.export"}),  # curate -> export (the export command)
 }
 
 
