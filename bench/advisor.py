@@ -20,14 +20,14 @@ import numpy as np
 
 from bench.common import BENCH_DIR, emit, parse, size_of
 from robodata.container import EpisodeMeta, EpisodeReader, EpisodeWriter, StreamSpec
+from robodata.container.calibration import Calibration
 from robodata.container.meta import Layout, VideoSettings, default_layout
+from robodata.container.plan import LayoutPlan
 from robodata.dataset.pattern import preset
 from robodata.ingest.synth.scene import SceneRenderer
 from robodata.layout.advisor import advise, predict_layout
-from robodata.layout.calibration import Calibration
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.measure import measure
-from robodata.layout.plan import LayoutPlan
 from robodata.layout.rewrite import rewrite
 from robodata.layout.workload import sample_anchors
 

@@ -20,12 +20,12 @@ from robodata.catalog.schema import (
     MANIFEST_SCHEMA,
 )
 from robodata.container import EpisodeReader, VideoSettings
+from robodata.container.plan import LayoutPlan
 from robodata.curate.manifest import CURRENT_SCHEME, content_hash
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
 from robodata.ingest.importers import open_raw
 from robodata.ingest.importers.lerobot import dataset_episodes
-from robodata.layout.plan import LayoutPlan
 
 
 def import_dataset(src: Path, out: Path, video: VideoSettings, plan: LayoutPlan | None = None) -> list[Path]:

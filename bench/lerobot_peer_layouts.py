@@ -22,9 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from robodata.container import EpisodeReader
+from robodata.container.plan import LayoutPlan
 from robodata.dataset.pattern import ReadPattern
 from robodata.ingest.settings import IngestSettings
-from robodata.layout.plan import LayoutPlan
 from robodata.layout.rewrite import rewrite
 
 DEFAULT_VIDEO = IngestSettings().video

@@ -52,9 +52,7 @@ PENDING_FILES: set[frozenset[str]] = {
         }
     ),
 }
-PENDING_PACKAGES: set[frozenset[str]] = {
-    frozenset({"robodata.ingest", "robodata.layout"}),  # ingest -> layout (the plan), layout -> ingest (sources)
-}
+PENDING_PACKAGES: set[frozenset[str]] = set()
 
 
 def modules(roots: dict[str, str], base: Path) -> dict[str, Path]:

@@ -130,7 +130,7 @@ def test_advise_from_a_camera_less_source(state_only, tmp_path):
     from typer.testing import CliRunner
 
     from robodata.cli import app
-    from robodata.layout.plan import LayoutPlan
+    from robodata.container.plan import LayoutPlan
 
     base, *_ = state_only
     out = tmp_path / "plan.json"

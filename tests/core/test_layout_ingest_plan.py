@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from robodata.cli import app
 from robodata.container import EpisodeReader
+from robodata.container.plan import LayoutPlan
 from robodata.errors import ConfigError
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata.layout.plan import LayoutPlan
 from robodata.layout.sources import source_items
 
 ADVISOR = "gops: [1, 10]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 4\nmin_psnr_db: 20.0\n"

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from robodata.cli import app
+from robodata.container.calibration import CodecPoint
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.layout.advisor import advise, meets_floor
-from robodata.layout.calibration import CodecPoint
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.inputs import weighted_spec
 from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from robodata.codecs.gop import B, I, count_types, decoded_counts, frame_types
 from robodata.codecs.video import VideoEncoder
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
-from robodata.layout.gop import B, I, count_types, decoded_counts, frame_types
-from robodata.layout.plan import LayoutPlan
+from robodata.container.plan import LayoutPlan
 from tests.core.helpers_container import CAMS, small_meta, write_small
 
 
@@ -82,8 +82,8 @@ def test_plan_layout_for_other_streams_and_roundtrip(tmp_path):
 
 @pytest.mark.parametrize("gop,bframes,every", [(10, 0, 1), (6, 2, 1), (6, 2, 3), (20, 3, 4)])
 def test_gopwise_counts_match_the_dataset_decoder(tmp_path, gop, bframes, every):
+    from robodata.codecs.gop import decoded_counts_gopwise
     from robodata.dataset.frames import GopDecoder, fetch_streams
-    from robodata.layout.gop import decoded_counts_gopwise
 
     fps = 20.0
     write_small(tmp_path / "e.rdep", duration_s=3.0, fps=fps, layout=_layout(gop, bframes, 1.0))

@@ -12,8 +12,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
+from robodata.container.plan import LayoutPlan
 from robodata.errors import ConfigError, ContainerError
-from robodata.layout.plan import LayoutPlan
 from robodata.layout.pointer import PointerUpdate, flip_pointers
 from robodata.layout.relayout import RelayoutConfig, RelayoutReport, relayout_episode, relayout_partition
 from robodata.layout.rewrite import rewrite, verify

@@ -203,7 +203,7 @@ def test_cli_ingest_records_each_cameras_decision_in_the_catalog(tmp_path):
 
 
 def _calibration(decode_s: float):
-    from robodata.layout.calibration import Calibration, CodecPoint
+    from robodata.container.calibration import Calibration, CodecPoint
 
     point = CodecPoint(23, 0, (1e4, 1e3, 1e3), (decode_s,) * 3, 1e4, decode_s, 40.0, 40.0)
     return Calibration("h264", "veryfast", 64, 64, [point], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

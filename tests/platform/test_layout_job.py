@@ -6,7 +6,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from robodata.catalog.schema import CATALOG_SCHEMA
 from robodata.container import EpisodeReader
-from robodata.layout.plan import LayoutPlan
+from robodata.container.plan import LayoutPlan
 from tests.core.helpers_container import small_layout, write_small
 from tests.core.test_layout_relayout import DAY, _row
 

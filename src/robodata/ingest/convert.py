@@ -20,7 +20,7 @@ from robodata.ingest.video_choice import transcode_failed, video_plan
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig
 
 if TYPE_CHECKING:
-    from robodata.layout.plan import LayoutPlan
+    from robodata.container.plan import LayoutPlan
 
 
 @dataclass
@@ -106,7 +106,7 @@ def convert(
 ) -> Converted:
     """Decode, align and encode into out_path (via `.partial` + rename: never a half container).
 
-    With a `plan` (robodata.layout.plan.LayoutPlan) the episode is written in the plan's layout
+    With a `plan` (robodata.container.plan.LayoutPlan) the episode is written in the plan's layout
     (one encode from the source, no relayout later); otherwise in the ingestion default with `video`.
     Cameras whose source bitstream fits (robodata.ingest.video_copy, `copy`: auto by default) are
     stored as they are, verified after the write (robodata.ingest.copy_verify); a camera whose

@@ -1,6 +1,6 @@
 """What a stream copy costs the loader against the layout it would be transcoded to (`auto`).
 
-Frames decoded per read come from the advisor's GOP model (robodata.layout.gop.decoded_counts, the
+Frames decoded per read come from the advisor's GOP model (robodata.codecs.gop.decoded_counts, the
 reader's own count) for the plan's read pattern, else for one random frame. With a plan from
 `robodata advise` (its calibration: decode seconds per frame type of the layout's codec), frames
 are priced in seconds: the source's own decode is measured on its first packets (CPU seconds per
@@ -20,11 +20,11 @@ import numpy as np
 from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
+from robodata.codecs.gop import decoded_counts
 from robodata.container import EpisodeMeta, TopicGroup, VideoSettings
+from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
 from robodata.errors import ConfigError
-from robodata.layout.calibration import Calibration
-from robodata.layout.gop import decoded_counts
 
 MEASURED_PACKETS = 8  # packets of the source decoded to price its frames (whole GOPs past that)
 

@@ -7,13 +7,13 @@ from functools import lru_cache
 
 from robodata.config import from_dict, require
 from robodata.container.meta import VideoSettings
+from robodata.container.plan import LayoutPlan
 from robodata.ingest.align import AlignConfig
 from robodata.ingest.importers.bounds import WorkBounds
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.qc import QCSelection
 from robodata.ingest.topics import TopicMap, TopicRule, load_topics
 from robodata.ingest.video_copy import VideoCopyConfig
-from robodata.layout.plan import LayoutPlan
 
 
 @lru_cache(maxsize=8)

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 from robodata.codecs.demux import SourceVideo
 from robodata.container import EpisodeMeta, Layout
+from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import ReadPattern
 from robodata.errors import RobodataError
 from robodata.ingest.raw import RawEpisode
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig, plan_copy
-from robodata.layout.calibration import Calibration
 
 if TYPE_CHECKING:
-    from robodata.layout.plan import LayoutPlan
+    from robodata.container.plan import LayoutPlan
 
 
 def video_plan(

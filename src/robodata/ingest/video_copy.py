@@ -28,10 +28,10 @@ from robodata.codecs.demux import SourceVideo
 from robodata.codecs.video import Packet
 from robodata.config import require
 from robodata.container import EpisodeMeta, Layout, TopicGroup, VideoSettings
+from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
 from robodata.errors import ConfigError
 from robodata.ingest.copy_cost import decode_s_per_frame, price
-from robodata.layout.calibration import Calibration
 
 VIDEO_MODES = ("auto", "copy", "transcode")
 COPY_PRESET = "copy"  # VideoSettings.preset of a copied group: its bitstream is the source's

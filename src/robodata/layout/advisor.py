@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
+from robodata.container.calibration import Calibration, CodecPoint
+from robodata.container.plan import COLD_VIDEO, LayoutPlan
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
-from robodata.layout.calibration import Calibration, CodecPoint, calibrate
+from robodata.layout.calibration import calibrate
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.costmodel import Cost, VideoChoice, camera_storage_bps, page_cost, predict_arrays, predict_video
 from robodata.layout.measure import Measured, measure
 from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union
-from robodata.layout.plan import COLD_VIDEO, LayoutPlan
 from robodata.layout.rewrite import rewrite
 from robodata.layout.workload import Sample, sample_anchors, window_rate
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from robodata.codecs.gop import B, I, P, decoded_counts, decoded_counts_gopwise, frame_types
 from robodata.container import EpisodeMeta
+from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
-from robodata.layout.calibration import Calibration
-from robodata.layout.gop import B, I, P, decoded_counts, decoded_counts_gopwise, frame_types
 from robodata.layout.workload import Sample, window_frames, window_rate, window_seconds
 
 PACKET_ROW_BYTES = 30.0  # pts, dts, key, ref, t_ns and the offset of one packet row

@@ -22,8 +22,8 @@ from deltalake import DeltaTable
 
 from robodata.config import require
 from robodata.container import EpisodeReader
+from robodata.container.plan import LayoutPlan
 from robodata.errors import ContainerError, RobodataError
-from robodata.layout.plan import LayoutPlan
 from robodata.layout.pointer import PointerUpdate, flip_pointers
 from robodata.layout.rewrite import rewrite, sibling_uri, verify
 
