@@ -25,6 +25,15 @@ class RawEpisodeError(RobodataError):
     """A raw episode cannot be read or converted; the message says what is wrong with which file."""
 
 
+def relocated(exc: RobodataError, local: str, base: str) -> RobodataError:
+    """The same error naming the landing uri instead of its local staging path."""
+    if local == base:
+        return exc
+    if isinstance(exc, UnsafeNameError):
+        return UnsafeNameError(exc.source.replace(local, base), exc.field, exc.value, exc.why.replace(local, base))
+    return RawEpisodeError(str(exc).replace(local, base))
+
+
 # what a library's bare exception means when its message says nothing (MemoryError: "")
 _BARE = {
     MemoryError: "needs more memory than this process may use (a size the data does not hold?)",

@@ -36,12 +36,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from robodata.ingest import format_kinds as kinds
 from robodata.ingest.formats import listers, openers, whole
 from robodata.ingest.formats.listers import Entry
 from robodata.ingest.formats.openers import OpenContext
 from robodata.ingest.landing.item import LandingItem
 
-UNRECOGNIZED = "unrecognized"  # the kind of a landing entry no format claims
+UNRECOGNIZED = kinds.UNRECOGNIZED  # the kind of a landing entry no format claims
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Format:
 
     def versioned(self, version: str) -> str:
         """The kind of an item of this format at `version` (`lerobot-v3.0`)."""
-        return f"{self.kind}-{version}"
+        return kinds.versioned(self.kind, version)
 
     def holds(self, kind: str) -> bool:
         """Whether `kind` (an item's kind, `lerobot-v2.1` included) is this format's."""
@@ -73,10 +74,10 @@ class Format:
         return uri.partition("#") if self.fragments else (uri, "", "")
 
 
-MCAP = Format("mcap", "MCAP", openers.bag, suffixes=(".mcap",), whole=whole.mcap, synth={"mcap": "mcap"})
-ROS1_BAG = Format("ros1-bag", "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"})
+MCAP = Format(kinds.MCAP, "MCAP", openers.bag, suffixes=(".mcap",), whole=whole.mcap, synth={"mcap": "mcap"})
+ROS1_BAG = Format(kinds.ROS1_BAG, "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"})
 HDF5 = Format(
-    "hdf5",
+    kinds.HDF5,
     "HDF5 (ALOHA, robomimic)",
     openers.hdf5,
     suffixes=(".hdf5", ".h5"),
@@ -86,17 +87,17 @@ HDF5 = Format(
     synth={"hdf5-aloha": "hdf5_aloha", "hdf5-robomimic": "hdf5_robomimic"},
 )
 LEGACY_JPEG = Format(
-    "legacy-jpeg", "legacy JPEG folders", openers.legacy, markers=("_COMPLETE",), synth={"jpeg": "jpeg"}
+    kinds.LEGACY_JPEG, "legacy JPEG folders", openers.legacy, markers=("_COMPLETE",), synth={"jpeg": "jpeg"}
 )
 ROS2_BAG = Format(
-    "ros2-bag",
+    kinds.ROS2_BAG,
     "ROS 2 bag folders",
     openers.bag,
     markers=("metadata.yaml",),
     synth={"ros2-bag-custom": "ros2_bag_custom"},
 )
 LEROBOT = Format(
-    "lerobot",
+    kinds.LEROBOT,
     "LeRobot",
     openers.lerobot,
     markers=("meta/info.json",),
@@ -108,7 +109,7 @@ LEROBOT = Format(
     synth={"lerobot-v2.1": "lerobot_v21", "lerobot-v3.0": "lerobot_v30"},
 )
 ZARR = Format(
-    "zarr",
+    kinds.ZARR,
     "Zarr replay buffers",
     openers.zarr,
     # Zarr v2 (diffusion_policy / UMI) and v3 stores
@@ -118,7 +119,7 @@ ZARR = Format(
     synth={"zarr": "zarr"},
 )
 RLDS = Format(
-    "rlds",
+    kinds.RLDS,
     "RLDS/TFDS folders",
     openers.rlds,
     probe=listers.is_tfds,
@@ -128,7 +129,7 @@ RLDS = Format(
 )
 FORMATS: tuple[Format, ...] = (MCAP, ROS1_BAG, HDF5, LEGACY_JPEG, ROS2_BAG, LEROBOT, ZARR, RLDS)
 # the formats whose layout a key map declares (robodata.ingest.importers.keymap: step arrays, no topics)
-KEY_MAPPED: tuple[Format, ...] = (HDF5, ZARR, RLDS)
+KEY_MAPPED: tuple[Format, ...] = tuple(f for f in FORMATS if f.kind in kinds.KEY_MAPPED)
 _BY_KIND = {f.kind: f for f in FORMATS}
 
 
@@ -171,13 +172,11 @@ def synth_names() -> tuple[str, ...]:
     return tuple(name for f in FORMATS for name in f.synth)
 
 
-def synth_writer(name: str) -> Callable[..., list]:
-    """The writer of `robodata synth --format name` (robodata.ingest.synth.writers)."""
-    from robodata.ingest.synth import writers
-
+def synth_writer_name(name: str) -> str:
+    """The function of robodata.ingest.synth.writers that `robodata synth --format name` calls."""
     for f in FORMATS:
         if name in f.synth:
-            return getattr(writers, f.synth[name])
+            return f.synth[name]
     raise KeyError(name)
 
 

@@ -60,9 +60,8 @@ def lerobot_episode_files(base: str, frag: str, local: str, opts: dict[str, Any]
     """A remote LeRobot item after meta/: stage the data and video files of episode `frag`
     (never the whole dataset)."""
     from robodata.errors import RobodataError
-    from robodata.ingest.importers import relocated
     from robodata.ingest.importers.lerobot import episode_files
-    from robodata.ingest.raw import RawEpisodeError
+    from robodata.ingest.raw import RawEpisodeError, relocated
     from robodata.storage import objects
 
     try:

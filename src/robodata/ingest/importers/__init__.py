@@ -11,9 +11,9 @@ from robodata.errors import RobodataError
 from robodata.ingest.importers.bounds import bounded
 from robodata.ingest.importers.options import ImportOptions
 from robodata.ingest.landing.kinds import lfs_pointers, lfs_reason
-from robodata.ingest.raw import RawEpisode, RawEpisodeError
+from robodata.ingest.raw import RawEpisode, RawEpisodeError, relocated
 from robodata.ingest.topics import TopicMap
-from robodata.names import UnsafeNameError, confine
+from robodata.names import confine
 from robodata.storage import StorageLocation, objects
 
 
@@ -57,15 +57,6 @@ def _in_landing_zone(base: str) -> None:
     symlink to elsewhere (or reached through one) is refused (UnsafeNameError)."""
     p = Path(base)
     confine(p.parent, p.name, field="landing item", source=base)
-
-
-def relocated(exc: RobodataError, local: str, base: str) -> RobodataError:
-    """The same error naming the landing uri instead of its local staging path."""
-    if local == base:
-        return exc
-    if isinstance(exc, UnsafeNameError):
-        return UnsafeNameError(exc.source.replace(local, base), exc.field, exc.value, exc.why.replace(local, base))
-    return RawEpisodeError(str(exc).replace(local, base))
 
 
 @contextmanager

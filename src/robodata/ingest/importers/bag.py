@@ -16,7 +16,6 @@ import numpy as np
 
 from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
-from robodata.ingest import formats
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.flatten import flatten
 from robodata.ingest.importers.messages import (
@@ -25,6 +24,7 @@ from robodata.ingest.importers.messages import (
     field,
     iter_messages,
     mcap_metadata,
+    recording_kind,
     stamp_ns,
 )
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
@@ -284,8 +284,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
 
         yield from prefetch(jobs(), workers=2, depth=8)
 
-    fmt = formats.claim_local(path)
-    src = fmt.kind if fmt is not None else formats.UNRECOGNIZED
+    src = recording_kind(path)
     success = md.get("success")
     if success is not None and not isinstance(success, bool):
         raise RawEpisodeError(f"{path}: metadata robodata.episode success must be true or false, not {success!r}")

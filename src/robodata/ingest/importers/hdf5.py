@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 from robodata.ingest.importers.bounds import WorkBounds, check_declared
 from robodata.ingest.importers.fixed_rate import (
     StepEpisode,
@@ -210,7 +210,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
             raise RawEpisodeError(f"{where}: no group {group!r} in the file")
         g = f[group] if group else f
         confined_group(g, where)  # no external link, external storage or virtual dataset below it
-        km = choose(formats.HDF5.kind, item, key_map)
+        km = choose(format_kinds.HDF5, item, key_map)
         keys = _keys(g, where)
         lay = plan(km, keys, where)
         size = path.stat().st_size
@@ -235,7 +235,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
             lang = v.decode() if isinstance(v, bytes) else str(v)
         ep = StepEpisode(
             f"{path.stem}-{group.rsplit('/', 1)[-1]}" if group else path.stem,
-            formats.HDF5.kind,
+            format_kinds.HDF5,
             uri,
             _fps(f, g, km, where),
             arrays,

@@ -20,9 +20,9 @@ from functools import lru_cache
 
 from robodata.config import load_yaml_list, require
 from robodata.errors import ConfigError
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 
-FORMATS = tuple(f.kind for f in formats.KEY_MAPPED)  # a map's `format`: hdf5 | zarr | rlds
+FORMATS = format_kinds.KEY_MAPPED  # a map's `format`: hdf5 | zarr | rlds
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class KeyMap:
 
 ALOHA = KeyMap(
     "aloha",
-    formats.HDF5.kind,
+    format_kinds.HDF5,
     r"episode_\d+",
     fps=50.0,
     cameras={"*": "observations/images/*"},
@@ -85,7 +85,7 @@ ALOHA = KeyMap(
 )
 ROBOMIMIC = KeyMap(
     "robomimic",
-    formats.HDF5.kind,
+    format_kinds.HDF5,
     r".*",
     fps=20.0,
     arrays={"cmd": "actions", "joint_pos": "obs/robot0_joint_pos"},
@@ -97,7 +97,7 @@ ROBOMIMIC = KeyMap(
 )
 UMI_ZARR = KeyMap(
     "diffusion_policy",
-    formats.ZARR.kind,
+    format_kinds.ZARR,
     fps=10.0,
     arrays={"cmd": "action", "joint_pos": "state"},
     image_keys=r"(^|_)(img|image|rgb)$",
@@ -106,7 +106,7 @@ UMI_ZARR = KeyMap(
 )
 RLDS = KeyMap(
     "rlds",
-    formats.RLDS.kind,
+    format_kinds.RLDS,
     fps=0.0,  # OXE datasets run at 3-30 Hz and TFDS records none: unknown unless a map declares it
     arrays={"joint_pos": "observation/state", "cmd": "action"},
     image_keys=r"^observation/.*(image|rgb).*$",

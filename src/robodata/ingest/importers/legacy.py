@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes, image_shape
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 from robodata.ingest.clock import fit_clock
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
 from robodata.ingest.workers.prefetch import prefetch
@@ -170,7 +170,7 @@ def open_legacy(uri: str, decode_threads: int = 2) -> RawEpisode:
 
     return RawEpisode(
         episode_id,
-        formats.LEGACY_JPEG.kind,
+        format_kinds.LEGACY_JPEG,
         str(d),
         text["robot"],
         text["site"],

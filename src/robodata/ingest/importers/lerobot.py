@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from robodata.codecs.demux import SourceVideo
 from robodata.errors import RobodataError
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 from robodata.ingest.clock import ClockFit, fit_offset
 from robodata.ingest.importers.lerobot_video import decode, episode_packets, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
@@ -339,12 +339,12 @@ def _open_lerobot(uri: str) -> RawEpisode:
     episode_id = check_name(f"{root.name}-{ep.index:06d}", field="dataset folder name + episode_index", source=root)
     return RawEpisode(
         episode_id,
-        formats.LEROBOT.versioned(ep.version),
+        format_kinds.versioned(format_kinds.LEROBOT, ep.version),
         uri,
         robot,
         str(info.get("site", "")),
         task_names[0],
-        str(info.get("vendor", formats.LEROBOT.kind)),  # no vendor named: the format it came in
+        str(info.get("vendor", format_kinds.LEROBOT)),  # no vendor named: the format it came in
         epoch,
         None,
         cams,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from robodata.codecs.image import Image, ImageError, decode_jpeg_bytes
+from robodata.ingest import format_kinds
 from robodata.ingest.importers.typestores import Choice, Ros, define_private, new_store, shared
 from robodata.ingest.raw import RawEpisodeError
 
@@ -262,6 +263,13 @@ def iter_messages(path: Path, topics: set[str] | None = None, msgs: str = "") ->
     if path.suffix.lower() == ".bag":
         return iter_bag1(path, topics, msgs)
     return iter_mcap(path, topics, msgs)
+
+
+def recording_kind(path: Path) -> str:
+    """The format kind of the recording `iter_messages` reads at `path` (by the same rule)."""
+    if path.is_dir():
+        return format_kinds.ROS2_BAG
+    return format_kinds.ROS1_BAG if path.suffix.lower() == ".bag" else format_kinds.MCAP
 
 
 def definitions_used(path: Path, msgs: str = "") -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.codecs.image import image_shape
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 from robodata.ingest.importers.fixed_rate import CameraSource, StepEpisode, decode_encoded, guarded, to_raw
 from robodata.ingest.importers.keymap import choose
 from robodata.ingest.importers.layout import KeyInfo, plan
@@ -151,7 +151,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
             if len(v) % n:
                 raise RawEpisodeError(f"{where}: steps/{key} holds {len(v)} values, not a multiple of {n} steps")
             keys[key] = KeyInfo((n, len(v) // n), f"{v.dtype.kind}{v.dtype.itemsize}")
-    km = choose(formats.RLDS.kind, f"{root.name}#{frag}", key_map)
+    km = choose(format_kinds.RLDS, f"{root.name}#{frag}", key_map)
     lang = ""
     if km.language and isinstance(feats.get(f"steps/{km.language}"), list) and feats[f"steps/{km.language}"]:
         lang = feats[f"steps/{km.language}"][0].decode("utf-8", "replace")
@@ -182,7 +182,7 @@ def _open(uri: str, key_map: str) -> RawEpisode:
     shard_no = [p.name for p in shards(root)].index(shard.name) if shard.name in {p.name for p in shards(root)} else 0
     ep = StepEpisode(
         f"{root.name}-{shard_no:05d}-{index:06d}",
-        formats.RLDS.kind,
+        format_kinds.RLDS,
         uri,
         float(km.fps),  # 0: TFDS declares no rate; the key map's `fps` is the only source
         arrays,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.errors import RobodataError
-from robodata.ingest import formats
+from robodata.ingest import format_kinds
 from robodata.ingest.importers.bounds import WorkBounds, check_declared
 from robodata.ingest.importers.fixed_rate import StepEpisode, as_rgb, declared_rate, guarded, reading, to_raw
 from robodata.ingest.importers.keymap import choose
@@ -127,7 +127,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
     if not 0 <= index < len(ends):
         raise RawEpisodeError(f"{uri}: no episode {index} (meta/episode_ends lists {len(ends)})")
     lo, hi = (int(ends[index - 1]) if index else 0), int(ends[index])
-    km = choose(formats.ZARR.kind, f"{path.name}#{index}", key_map)
+    km = choose(format_kinds.ZARR, f"{path.name}#{index}", key_map)
     arrs = _arrays(g)
     keys = _keys(arrs)
     lay = plan(km, keys, uri)
@@ -153,7 +153,7 @@ def _open(uri: str, key_map: str, bounds: WorkBounds) -> RawEpisode:
     fps = declared_rate(g.attrs["fps"], f"{uri}: attrs fps") if "fps" in g.attrs else km.fps
     ep = StepEpisode(
         f"{path.stem}-{index:06d}",
-        formats.ZARR.kind,
+        format_kinds.ZARR,
         uri,
         fps,
         arrays,

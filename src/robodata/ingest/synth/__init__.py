@@ -26,4 +26,7 @@ def synthesize(cfg: SynthConfig, root: str | os.PathLike[str]) -> list[Path]:
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    return formats.synth_writer(cfg.format)([make_episode(cfg, i) for i in range(cfg.episodes)], root, cfg)
+    from robodata.ingest.synth import writers
+
+    write = getattr(writers, formats.synth_writer_name(cfg.format))
+    return write([make_episode(cfg, i) for i in range(cfg.episodes)], root, cfg)
