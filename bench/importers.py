@@ -132,13 +132,14 @@ def run(n: int, duration: float, h: int, w: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-importers-") as d:
         root = Path(d)
         land, msgs, owner = _landing(root, n, duration, h, w)
-        s = IngestSettings(root=str(root / "state"), msgs=str(msgs)).for_bulk(1)
+        paths = IngestPaths(str(root / "state"))
+        s = IngestSettings(msgs=str(msgs)).for_bulk(1)
         items = new_items(str(land), LandingCursor())
         covered = {it.uri.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1] for it in items}
         skipped = sorted(set(os.listdir(land)) - covered)
-        write_manifest(IngestPaths(s.root), "b", items)
-        run_batch("b", s, derived=False)
-        qc = DeltaTable(IngestPaths(s.root).table("qc_results")).to_pyarrow_table().to_pylist()
+        write_manifest(paths, "b", items)
+        run_batch(paths, "b", s, derived=False)
+        qc = DeltaTable(paths.table("qc_results")).to_pyarrow_table().to_pylist()
         formats: dict[str, dict] = {}
         for fmt in sorted(set(owner.values())):
             formats[fmt] = {"items": 0, "converted": 0, "quarantined": 0, "unrecognized": 0}

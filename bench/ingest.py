@@ -230,8 +230,8 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
     al = aligned_tracks(open_legacy(str(ep), decode_threads=0)).to_json()
     cores = os.cpu_count() or 1
     configs = {
-        "bulk": IngestSettings(root=str(tmp / "pool")).for_bulk(cores),
-        "threaded": IngestSettings(root=str(tmp / "pool"), workers=cores),
+        "bulk": IngestSettings().for_bulk(cores),
+        "threaded": IngestSettings(workers=cores),
     }
     rates: dict[str, list[float]] = {k: [] for k in configs}
     for r in range(rounds):

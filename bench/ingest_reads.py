@@ -44,7 +44,7 @@ def mark(stage):
     except OSError:
         pass
 
-s = IngestSettings(root=root, workers=1)
+s = IngestSettings(workers=1)
 paths = IngestPaths(root)
 mark("sensor")
 t = tick(LaunchState(), landing, paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0, jitter=0.0))

@@ -63,11 +63,11 @@ def _ingest(fx: Fixture, work: Path) -> tuple[Path, str, Any]:
     opts = {
         k: str(REAL / v) if k in ("msgs", "topics_file", "key_map", "qc_file") else v for k, v in fx.settings.items()
     }
-    settings = IngestSettings.from_dict({"root": str(work / "root"), **opts})
+    settings = IngestSettings.from_dict(opts)
     items = new_items(str(land), LandingCursor())
-    paths = IngestPaths(settings.root)
+    paths = IngestPaths(str(work / "root"))
     write_manifest(paths, "real", items)
-    run_batch("real", settings, derived=False)
+    run_batch(paths, "real", settings, derived=False)
     return land, str(dst), paths
 
 

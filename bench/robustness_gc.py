@@ -44,7 +44,7 @@ SMALL: dict[str, Any] = dict(
 RUN = (
     "import sys\nfrom robodata.ingest.pipeline import run_batch\nfrom robodata.ingest.settings import IngestSettings\n"
 )
-RUN += "run_batch(sys.argv[2], IngestSettings(root=sys.argv[1]), derived=False)\n"
+RUN += "run_batch(sys.argv[1], sys.argv[2], IngestSettings(), derived=False)\n"
 
 
 def _land(work: Path, name: str, seed: int, root: str) -> None:
@@ -63,7 +63,7 @@ def _killed_after_upload(root: str, batch: str) -> None:
 
     em.merge_episodes = killed
     try:
-        run_batch(batch, IngestSettings(root=root), derived=False)
+        run_batch(root, batch, IngestSettings(), derived=False)
     except KeyboardInterrupt:
         pass
     finally:
@@ -133,7 +133,7 @@ def run_backend(root: str, work: Path, env: dict[str, str], kills: int, rng: ran
     paths = IngestPaths(root)
     scratch = Path(env["ROBODATA_SCRATCH"])
     _land(work, "b0", 0, root)
-    run_batch("b0", IngestSettings(root=root), derived=False)
+    run_batch(root, "b0", IngestSettings(), derived=False)
     outcomes = []
     for k in range(kills):
         _land(work, f"k{k}", 10 + k, root)

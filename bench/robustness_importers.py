@@ -37,7 +37,7 @@ def _summaries(paths: IngestPaths, batch: str) -> dict[str, dict]:
 def _one_batch(paths: IngestPaths, settings: IngestSettings, batch: str, items: list, good: list[str]):
     write_manifest(paths, batch, items)
     try:
-        out = run_batch(batch, settings, derived=False)
+        out = run_batch(paths, batch, settings, derived=False)
     except Exception as exc:  # the batch failed: exactly what must never happen
         return False, {"error": f"{type(exc).__name__}: {exc}"[:300]}, {}
     summary = _summaries(paths, batch)
@@ -56,11 +56,11 @@ def run(size: str) -> dict:
         group = 1 if size == "full" else 2
         if size == "smoke":
             cases = [c for c in cases if c.family == "legacy"][:4] + [c for c in cases if c.family != "legacy"][:2]
-        settings = IngestSettings(root=str(root / "state"), workers=1, topics=TOPICS)
-        paths = IngestPaths(settings.root)
+        paths = IngestPaths(str(root / "state"))
+        settings = IngestSettings(workers=1, topics=TOPICS)
         plans = [(f"b{i:03d}", cases[i : i + group], settings) for i in range(0, len(cases), group)]
         if size != "smoke":  # every hostile item at once, on the worker-process path
-            pool = IngestSettings(root=str(root / "state"), workers=2, topics=TOPICS)
+            pool = IngestSettings(workers=2, topics=TOPICS)
             plans.append(("ball", cases, pool))
         failed, not_quarantined, unclear, converted, expected = 0, [], [], 0, 0
         failures = []

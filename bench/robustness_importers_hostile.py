@@ -93,8 +93,8 @@ def run(size: str) -> dict:
         cases += rlds_cases(land, outside, keep) + bag_cases(land, outside, msgs, keep)
         good = _good(land, msgs)
         by_entry = {(c.fmt, c.name): c for c in cases}
-        settings = IngestSettings(root=str(root / "state"), workers=1, msgs=str(msgs))
-        paths = IngestPaths(settings.root)
+        paths = IngestPaths(str(root / "state"))
+        settings = IngestSettings(workers=1, msgs=str(msgs))
         scratch = root / "scratch"
         scratch.mkdir()
         counts = dict.fromkeys(COUNTS.values(), 0)
@@ -123,7 +123,7 @@ def run(size: str) -> dict:
             batch = f"hostile-{fmt}"
             write_manifest(paths, batch, items)
             try:
-                run_batch(batch, settings, derived=False)
+                run_batch(paths, batch, settings, derived=False)
             except Exception as exc:  # the batch failed: what must never happen
                 batches_failed += 1
                 examples.append({"batch": batch, "error": f"{type(exc).__name__}: {exc}"[:300]})

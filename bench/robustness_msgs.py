@@ -96,7 +96,7 @@ def run(size: str) -> dict:
             shutil.copytree(good, d)
             edit(d)
             try:
-                IngestSettings(root=str(root / "state"), msgs=str(d))
+                IngestSettings(msgs=str(d))
             except ConfigError as exc:
                 out["refused_up_front"] += 1
                 if MARK in str(exc) or "root:x:0:0" in str(exc):
@@ -116,10 +116,10 @@ def run(size: str) -> dict:
         land = root / "landing"
         land.mkdir()
         _bags(land, root / "bag_msgs")
-        settings = IngestSettings(root=str(root / "state"), msgs=str(copy))
-        paths = IngestPaths(settings.root)
+        paths = IngestPaths(str(root / "state"))
+        settings = IngestSettings(msgs=str(copy))
         write_manifest(paths, "copy", new_items(str(land), LandingCursor()))
-        run_batch("copy", settings, derived=False)
+        run_batch(paths, "copy", settings, derived=False)
         rows = [r for r in paths.read("qc_results", "copy").to_pylist() if r["stage"] == "summary"]
         out["refused_per_bag"] = sum(not r["passed"] for r in rows)
         out["copy_case_bags_passed"] = sum(bool(r["passed"]) for r in rows)

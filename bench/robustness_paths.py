@@ -124,10 +124,11 @@ def _case_ingest(land, base: Path, workers: int, only: set[str] | None) -> Calla
         items = new_items(str(land.landing), LandingCursor())
         if only is not None:
             items = [i for i in items if item_name(i.uri) in only | set(land.good)]
-        s = IngestSettings(root=str(base / "state"), workers=workers, topics=TOPICS)
+        state_paths = IngestPaths(str(base / "state"))
+        s = IngestSettings(workers=workers, topics=TOPICS)
         batch = f"paths-w{workers}"
-        write_manifest(IngestPaths(s.root), batch, items)
-        out = run_batch(batch, s, derived=False)
+        write_manifest(state_paths, batch, items)
+        out = run_batch(state_paths, batch, s, derived=False)
         return f"{out['qc_results']['quarantined']} quarantined, {out['qc_results']['passed']} passed"
 
     return case

@@ -66,8 +66,8 @@ def run(size: str) -> dict:
         out: dict = {"cases": len(names), "raw_errors": 0, "passed": 0, "unnamed": 0, "batches_failed": 0}
         examples: list[str] = []
         state = root / "state"
-        settings = IngestSettings(root=str(state), workers=1)
-        paths = IngestPaths(settings.root)
+        paths = IngestPaths(str(state))
+        settings = IngestSettings(workers=1)
         group = GROUP[size]
         for b in range(0, len(names), group):
             land = root / f"landing{b:03d}"
@@ -78,7 +78,7 @@ def run(size: str) -> dict:
             batch = f"r{b:03d}"
             write_manifest(paths, batch, items)
             try:
-                run_batch(batch, settings, derived=False)
+                run_batch(paths, batch, settings, derived=False)
             except Exception as exc:  # a batch failed by one item: never
                 out["batches_failed"] += 1
                 out["raw_errors"] += not isinstance(exc, RobodataError)

@@ -224,13 +224,13 @@ def run(size: str) -> dict:
             lie = LIES[fam][(i // len(FAMILIES)) % len(LIES[fam])]
             path, t = write_case(land, root / "msgs", i, fam, lie, rng)
             truth[str(path)] = t
-        s = IngestSettings(root=str(root / "state"), workers=2, msgs=str(root / "msgs"))
-        paths = IngestPaths(s.root)
+        paths = IngestPaths(str(root / "state"))
+        s = IngestSettings(workers=2, msgs=str(root / "msgs"))
         items = new_items(str(land), LandingCursor())
         per = 60
         for b in range(0, len(items), per):
             write_manifest(paths, f"s{b // per}", items[b : b + per])
-            c.guard("raw_errors", run_batch, f"s{b // per}", s, derived=False)
+            c.guard("raw_errors", run_batch, paths, f"s{b // per}", s, derived=False)
         ids = {}
         for b in range(0, len(items), per):
             for r in paths.read("aligned_tracks", f"s{b // per}", ["uri", "episode_id", "ok"]).to_pylist():
@@ -286,7 +286,7 @@ def run(size: str) -> dict:
             c.n["reingested_unchanged"] += len(d.fresh)
         sub = items[: min(len(items), 3 if size == "smoke" else 30)]
         write_manifest(paths, "again", sub)
-        c.guard("raw_errors", run_batch, "again", s, derived=False)
+        c.guard("raw_errors", run_batch, paths, "again", s, derived=False)
         referenced = set(pl.read_delta(paths.catalog)["uri"].to_list())
         on_disk = {str(p) for p in Path(paths.containers).rglob("*.rdep")}
         c.n["orphan_containers"] += len(on_disk - referenced)

@@ -138,7 +138,7 @@ class IngestResource(dg.ConfigurableResource):
     def settings(self) -> "IngestSettings":
         from robodata.ingest.settings import IngestSettings
 
-        s = to_settings(IngestSettings, self, root=self.root_uri())
+        s = to_settings(IngestSettings, self)  # the root is the paths' (paths()), not a setting
         if self.bulk:
             s = s.for_bulk(self.workers if self.workers > 1 else max(1, os.cpu_count() or 1))
         return s

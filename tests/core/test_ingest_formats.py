@@ -27,11 +27,12 @@ def zone(tmp_path_factory):
     land, msgs, counts = write_formats(root)
     write_unknown(land)
     hostile = hdf5_hostile(land, land / "episode_0.hdf5") | zarr_hostile(land) | rlds_hostile(land)
-    s = IngestSettings(root=str(root / "state"), msgs=str(msgs))
+    paths = IngestPaths(str(root / "state"))
+    s = IngestSettings(msgs=str(msgs))
     items = new_items(str(land), LandingCursor())
-    write_manifest(IngestPaths(s.root), "b1", items)
-    out = run_batch("b1", s, derived=False)
-    qc = DeltaTable(IngestPaths(s.root).table("qc_results")).to_pyarrow_table().to_pylist()
+    write_manifest(paths, "b1", items)
+    out = run_batch(paths, "b1", s, derived=False)
+    qc = DeltaTable(paths.table("qc_results")).to_pyarrow_table().to_pylist()
     return land, msgs, counts, hostile, items, out, qc
 
 

@@ -34,10 +34,11 @@ def hostile(tmp_path_factory):
     land = build(root)
     before = sentinel_listing(land.sentinel)
     items = new_items(str(land.landing), LandingCursor())
-    s = IngestSettings(root=str(root / "state"), workers=1, topics=TOPICS)
-    write_manifest(IngestPaths(s.root), "b1", items)
-    out = run_batch("b1", s, derived=False)
-    qc = DeltaTable(IngestPaths(s.root).table("qc_results")).to_pyarrow_table().to_pylist()
+    paths = IngestPaths(str(root / "state"))
+    s = IngestSettings(workers=1, topics=TOPICS)
+    write_manifest(paths, "b1", items)
+    out = run_batch(paths, "b1", s, derived=False)
+    qc = DeltaTable(paths.table("qc_results")).to_pyarrow_table().to_pylist()
     return root, land, s, out, qc, before
 
 
@@ -83,9 +84,10 @@ def _good_legacy(hostile) -> str:
 def test_duplicate_id_keeps_the_first_by_uri_and_never_overwrites(hostile):
     root, land, s, out, qc, _ = hostile
     eid = _good_legacy(hostile)
-    r = EpisodeReader.open(IngestPaths(s.root).container("b1", eid))
+    paths = IngestPaths(str(root / "state"))
+    r = EpisodeReader.open(paths.container("b1", eid))
     assert r.meta.extra["raw_uri"].endswith("/" + eid)  # the good one (first by uri), not zz-dup-...
-    cat = DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table()
+    cat = DeltaTable(paths.catalog).to_pyarrow_table()
     ids = cat.column("episode_id").to_pylist()
     assert len(ids) == len(set(ids)) == len(land.good) + len(land.cases)
     row = cat.filter(pc.equal(cat.column("episode_id"), eid)).to_pylist()[0]

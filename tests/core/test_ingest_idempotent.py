@@ -12,6 +12,7 @@ from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.pipeline import run_batch
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.synth import SynthConfig, synthesize
+from robodata.ingest.tables import IngestPaths
 
 SMALL = dict(duration_s=1.0, height=32, width=32, fps=10.0, state_hz=50.0, cameras=("cam",))
 
@@ -20,13 +21,11 @@ SMALL = dict(duration_s=1.0, height=32, width=32, fps=10.0, state_hz=50.0, camer
 def landed(tmp_path):
     land = tmp_path / "land"
     synthesize(SynthConfig(episodes=2, format="mcap", **SMALL), land)
-    s = IngestSettings(root=str(tmp_path / "state"))
+    paths = IngestPaths(str(tmp_path / "state"))
+    s = IngestSettings()
     items = new_items(str(land), LandingCursor())
-    from robodata.ingest.tables import IngestPaths
-
-    paths = IngestPaths(s.root)
     write_manifest(paths, "b1", items)
-    run_batch("b1", s)
+    run_batch(paths, "b1", s)
     return land, s, paths, items
 
 
@@ -65,14 +64,14 @@ def test_a_reingest_deletes_the_superseded_container_after_the_commit_only(lande
 
     monkeypatch.setattr(em, "merge_episodes", failing)
     with pytest.raises(RuntimeError):
-        run_batch("b2", s)
+        run_batch(paths, "b2", s)
     assert all(Path(u).exists() for u in old)  # no commit: nothing deleted
     monkeypatch.setattr(em, "merge_episodes", real)
-    run_batch("b2", s)
+    run_batch(paths, "b2", s)
     new = _catalog(paths)["uri"].to_list()
     assert all("/b2/" in u and Path(u).exists() for u in new)
     assert not any(Path(u).exists() for u in old)  # superseded, deleted after the commit
-    run_batch("b2", s)  # the same batch again: same containers, nothing deleted
+    run_batch(paths, "b2", s)  # the same batch again: same containers, nothing deleted
     assert all(Path(u).exists() for u in new)
 
 
@@ -116,12 +115,11 @@ def test_the_sensor_hands_its_digests_to_alignment_which_reads_no_item_again(tmp
     from robodata.ingest.landing.stagger import StaggerPolicy
     from robodata.ingest.steps import aligned_tracks
     from robodata.ingest.steps.raw_episodes import observe
-    from robodata.ingest.tables import IngestPaths
 
     land = tmp_path / "land"
     synthesize(SynthConfig(episodes=2, format="mcap", **SMALL), land)
-    s = IngestSettings(root=str(tmp_path / "state"))
-    paths = IngestPaths(s.root)
+    paths = IngestPaths(str(tmp_path / "state"))
+    s = IngestSettings()
     t = tick(LaunchState(), str(land), paths, BatchPolicy(settle_s=0.0), StaggerPolicy(run_s=0.0))
     (batch,) = t.new_batches
     items = read_manifest(paths, batch)

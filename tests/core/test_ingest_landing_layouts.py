@@ -26,7 +26,7 @@ POINTER = "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 12345
 
 
 def _rows(land: Path, tmp: Path) -> dict[str, dict]:
-    s = IngestSettings(root=str(tmp / "state"))
+    s = IngestSettings()
     return {it.name: align_one(it.uri, it.kind, s) | {"kind": it.kind} for it in scan(str(land))}
 
 

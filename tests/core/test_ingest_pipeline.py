@@ -21,24 +21,24 @@ def ingested(tmp_path_factory):
     d = tmp_path_factory.mktemp("ing")
     cases = malformed_landing(d / "landing")
     items = new_items(str(d / "landing"), LandingCursor())
+    paths = IngestPaths(str(d / "state"))
     s = IngestSettings(
-        root=str(d / "state"),
         workers=2,
         topics=(TopicRule("/gripper/force", "array", stream="gripper_force", field="data"),),
     )
-    write_manifest(IngestPaths(s.root), "b1", items)
-    out = run_batch("b1", s)
+    write_manifest(paths, "b1", items)
+    out = run_batch(paths, "b1", s)
     return d, s, cases, out
 
 
-def _qc(s, stage="summary"):
-    t = DeltaTable(IngestPaths(s.root).table("qc_results")).to_pyarrow_table()
+def _qc(root, stage="summary"):
+    t = DeltaTable(IngestPaths(root).table("qc_results")).to_pyarrow_table()
     return [r for r in t.to_pylist() if r["stage"] == stage]
 
 
 def test_malformed_inputs_quarantine_only_themselves(ingested):
     d, s, cases, out = ingested
-    summary = {r["uri"].rsplit("/", 1)[-1]: r for r in _qc(s)}
+    summary = {r["uri"].rsplit("/", 1)[-1]: r for r in _qc(str(d / "state"))}
     assert len(summary) == 7
     for good in ("good_a", "good_b", "mcap_good"):
         assert summary[cases[good]]["passed"], summary[cases[good]]
@@ -54,7 +54,8 @@ def test_malformed_inputs_quarantine_only_themselves(ingested):
 
 def test_catalog_rows_follow_schema_and_rerun_is_idempotent(ingested):
     d, s, cases, out = ingested
-    cat = DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table()
+    paths = IngestPaths(str(d / "state"))
+    cat = DeltaTable(paths.catalog).to_pyarrow_table()
     assert cat.schema.names == CATALOG_SCHEMA.names
     assert cat.num_rows == 7
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
@@ -63,27 +64,27 @@ def test_catalog_rows_follow_schema_and_rerun_is_idempotent(ingested):
     )
     assert {r["ingest_batch"] for r in ok} == {"b1"} and all(json.loads(r["stream_rates_json"]) for r in ok)
     assert (out["episode_metadata"]["inserted"], out["episode_metadata"]["updated"]) == (7, 0)
-    again = run_batch("b1", s, derived=False)  # re-run: rows replaced per batch, merged by key, never duplicated
+    again = run_batch(paths, "b1", s, derived=False)  # re-run: rows replaced per batch, merged by key, never duplicated
     assert (again["episode_metadata"]["inserted"], again["episode_metadata"]["updated"]) == (0, 7)
-    assert DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table().num_rows == 7
-    assert len(_qc(s)) == 7
-    seg = DeltaTable(IngestPaths(s.root).table("segments")).to_pyarrow_table().to_pylist()
+    assert DeltaTable(paths.catalog).to_pyarrow_table().num_rows == 7
+    assert len(_qc(paths)) == 7
+    seg = DeltaTable(paths.table("segments")).to_pyarrow_table().to_pylist()
     assert {"approach", "manipulate", "retreat"} <= {r["label"] for r in seg}
 
 
 def test_qc_selection_per_vendor_changes_what_blocks(ingested, tmp_path):
     d, s, cases, out = ingested
+    paths = IngestPaths(str(tmp_path / "state"))
     s2 = IngestSettings(
-        root=str(tmp_path / "state"),
         qc=s.qc.__class__(
             by_vendor={"inhouse": ("readable", "rate_within_tolerance")}, blocking=("readable", "converted")
         ),
     )
     items = [i for i in new_items(str(d / "landing"), LandingCursor()) if i.name == cases["backwards"]]
-    write_manifest(IngestPaths(s2.root), "b2", items)
-    run_batch("b2", s2, derived=False)
-    (row,) = _qc(s2)
-    checks = {r["check"] for r in _qc(s2, "pre")}
+    write_manifest(paths, "b2", items)
+    run_batch(paths, "b2", s2, derived=False)
+    (row,) = _qc(paths)
+    checks = {r["check"] for r in _qc(paths, "pre")}
     assert "timestamps_monotonic" not in checks and "rate_within_tolerance" in checks
     assert not row["passed"] and "converted" in row["reason"]  # the writer refuses time going back
 
@@ -151,11 +152,12 @@ def test_parallel_alignment_matches_serial(tmp_path):
     items = new_items(str(tmp_path / "land"), LandingCursor())
     got = {}
     for workers in (1, 2):
-        s = IngestSettings(root=str(tmp_path / f"st{workers}"), workers=workers)
-        write_manifest(IngestPaths(s.root), "b", items)
-        observe(IngestPaths(s.root), "b")
-        assert align_batch(IngestPaths(s.root), "b", s)["aligned"] == 8
-        t = read_batch(IngestPaths(s.root).table("aligned_tracks"), "b", ["uri", "alignment_json", "decoded_bytes"])
+        paths = IngestPaths(str(tmp_path / f"st{workers}"))
+        s = IngestSettings(workers=workers)
+        write_manifest(paths, "b", items)
+        observe(paths, "b")
+        assert align_batch(paths, "b", s)["aligned"] == 8
+        t = read_batch(paths.table("aligned_tracks"), "b", ["uri", "alignment_json", "decoded_bytes"])
         got[workers] = sorted(zip(*[t.column(c).to_pylist() for c in t.column_names], strict=True))
     assert got[1] == got[2]
 

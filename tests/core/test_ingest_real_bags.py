@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 def _settings(bag: Bag, tmp_path, msgs: str | None = None) -> IngestSettings:
     assert ROOT is not None
     m = msgs if msgs is not None else (str(ROOT / bag.msgs) if bag.msgs else "")
-    return IngestSettings(root=str(tmp_path / "state"), topics_file=str(ROOT / bag.topics), msgs=m)
+    return IngestSettings(topics_file=str(ROOT / bag.topics), msgs=m)
 
 
 def _open(bag: Bag, s: IngestSettings, entry=None):

@@ -113,6 +113,6 @@ def test_item_too_big_for_scratch_fails_that_episode_with_the_reason(s3, tmp_pat
     _fs(s3).put(str(ep), f"s3://{s3.bucket}/landing/{ep.name}", recursive=True)
     usage = shutil.disk_usage(str(tmp_path))
     monkeypatch.setattr(objects.shutil, "disk_usage", lambda p: usage._replace(free=1 << 20))  # a full scratch disk
-    row = align_one(f"s3://{s3.bucket}/landing/{ep.name}", "legacy-jpeg", IngestSettings(root=str(tmp_path / "st")))
+    row = align_one(f"s3://{s3.bucket}/landing/{ep.name}", "legacy-jpeg", IngestSettings())
     assert not row["ok"] and "ROBODATA_SCRATCH" in row["error"] and ep.name in row["error"]
     assert os.listdir(tmp_path / "scratch") == []

@@ -135,10 +135,11 @@ def test_every_failed_check_is_a_fact_on_the_catalog_row(tmp_path):
         p = _mcap(tmp_path / name, name=name, **kw)
         land.mkdir(exist_ok=True)
         p.rename(land / f"{name}.mcap")
-    s = IngestSettings(root=str(tmp_path / "state"))
-    write_manifest(IngestPaths(s.root), "b1", new_items(str(land), LandingCursor()))
-    run_batch("b1", s)
-    cat = pl.read_delta(IngestPaths(s.root).catalog)
+    paths = IngestPaths(str(tmp_path / "state"))
+    s = IngestSettings()
+    write_manifest(paths, "b1", new_items(str(land), LandingCursor()))
+    run_batch(paths, "b1", s)
+    cat = pl.read_delta(paths.catalog)
     rows = {r["episode_id"]: r for r in cat.to_dicts()}
     assert set(rows) == {"clean", "jump", "gaps"}
     clean, jump, gaps = rows["clean"], rows["jump"], rows["gaps"]

@@ -25,10 +25,11 @@ def _ingest(land: Path, root: Path):
     from robodata.ingest.settings import IngestSettings
     from robodata.ingest.tables import IngestPaths
 
-    s = IngestSettings(root=str(root))
-    write_manifest(IngestPaths(s.root), "b", new_items(str(land), LandingCursor()))
-    out = run_batch("b", s, derived=False)
-    return out, DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table().to_pylist()
+    paths = IngestPaths(str(root))
+    s = IngestSettings()
+    write_manifest(paths, "b", new_items(str(land), LandingCursor()))
+    out = run_batch(paths, "b", s, derived=False)
+    return out, DeltaTable(paths.catalog).to_pyarrow_table().to_pylist()
 
 
 def _source(store: Path) -> tuple[list[tuple[np.ndarray, np.ndarray]], float | None]:

@@ -43,10 +43,11 @@ def root(request, tmp_path, monkeypatch):
 
 def _ingest(root: str, land: Path, batch: str, seed: int, commit: bool, monkeypatch) -> None:
     synthesize(SynthConfig(episodes=2, format="mcap", seed=seed, **SMALL), land)
-    settings = IngestSettings(root=root)
+    paths = IngestPaths(root)
+    settings = IngestSettings()
     write_manifest(IngestPaths(root), batch, new_items(str(land), LandingCursor()))
     if commit:
-        run_batch(batch, settings, derived=False)
+        run_batch(paths, batch, settings, derived=False)
         return
     import robodata.ingest.steps.episode_metadata as em
 
@@ -55,7 +56,7 @@ def _ingest(root: str, land: Path, batch: str, seed: int, commit: bool, monkeypa
 
     with monkeypatch.context() as m, pytest.raises(KeyboardInterrupt):
         m.setattr(em, "merge_episodes", killed)
-        run_batch(batch, settings, derived=False)
+        run_batch(paths, batch, settings, derived=False)
 
 
 def _objects(paths: IngestPaths) -> set[str]:

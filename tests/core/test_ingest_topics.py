@@ -71,11 +71,11 @@ def test_topics_file_rules_come_first_and_bad_files_name_the_rule(tmp_path):
     )
     rules = load_topics(str(f))
     assert [r.kind for r in rules] == ["vector", "video"]
-    tm = IngestSettings(root=str(tmp_path / "s"), topics_file=str(f)).topic_map
+    tm = IngestSettings(topics_file=str(f)).topic_map
     assert tm.resolve("/imu/data")[1] == "imu" and tm.resolve("/front/rgb")[1] == "front"  # type: ignore[index]
     f.write_text("rules:\n  - {topic: '/x', kind: nonsense}\n")
     with pytest.raises(ConfigError, match="rule 0"):
-        IngestSettings(root=str(tmp_path / "s"), topics_file=str(f))
+        IngestSettings(topics_file=str(f))
     f.write_text("- {topic: '/x', kind: video, colour: red}\n")
     with pytest.raises(ConfigError, match="colour"):
         load_topics(str(f))

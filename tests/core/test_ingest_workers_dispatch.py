@@ -21,7 +21,7 @@ def _jobs(tmp_path, n=6):
 
 def test_one_worker_takes_jobs_in_order_and_rows_come_back_for_all(tmp_path):
     jobs = _jobs(tmp_path, 4)
-    rows = run_pool(jobs, 1, settings_dict(IngestSettings(root=str(tmp_path / "st"))), stage="align")
+    rows = run_pool(jobs, 1, settings_dict(IngestSettings()), stage="align")
     assert [r["uri"] for r in rows] == [j["uri"] for j in jobs]
     assert all(r["ok"] for r in rows)
 
@@ -30,7 +30,7 @@ def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path, 
     monkeypatch.setenv("ROBODATA_SCRATCH", str(tmp_path / "scratch"))
     jobs = _jobs(tmp_path, 6)
     del jobs[1]["size_bytes"]  # the worker itself raises KeyError on this job and exits
-    rows = run_pool(jobs, 2, settings_dict(IngestSettings(root=str(tmp_path / "st"))), stage="align")
+    rows = run_pool(jobs, 2, settings_dict(IngestSettings()), stage="align")
     assert sorted(r["uri"] for r in rows) == sorted(j["uri"] for j in jobs)
     bad = [r for r in rows if not r["ok"]]
     assert [r["uri"] for r in bad] == [jobs[1]["uri"]]

@@ -88,9 +88,9 @@ def test_a_plan_that_does_not_load_stops_ingest_naming_the_file(land, tmp_path):
     for text in ("{not json", json.dumps({"layout": {"groups": []}}), json.dumps([1, 2])):
         bad.write_text(text)
         with pytest.raises(ConfigError, match="bad.json"):
-            IngestSettings(root=str(tmp_path / "r"), plan=str(bad))
+            IngestSettings(plan=str(bad))
     with pytest.raises(ConfigError, match="missing.json"):
-        IngestSettings(root=str(tmp_path / "r"), plan=str(tmp_path / "missing.json"))
+        IngestSettings(plan=str(tmp_path / "missing.json"))
     res = CliRunner().invoke(app, ["ingest", str(land), "--root", str(tmp_path / "r"), "--plan", str(bad)])
     assert res.exit_code == 2 and "bad.json" in res.output
     assert not (tmp_path / "r").exists()  # refused before any work

@@ -26,7 +26,7 @@ def _hostile(folders, name: str) -> str:
     d = write_vendor_msgs(root / name)
     cases[name](d)
     with pytest.raises(ConfigError) as info:
-        IngestSettings(root=str(root / "state"), msgs=str(d))
+        IngestSettings(msgs=str(d))
     return str(info.value)
 
 

@@ -73,7 +73,7 @@ def test_a_wrong_qc_file_is_refused_naming_the_file_and_key(doc, match, tmp_path
     path = tmp_path / "qc.yaml"
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=match) as err:
-        IngestSettings(root=str(tmp_path), qc_file=str(path))
+        IngestSettings(qc_file=str(path))
     assert str(path) in str(err.value)
     with pytest.raises(ConfigError, match="unreadable"):
         load_qc_file(str(tmp_path / "missing.yaml"))
@@ -90,7 +90,7 @@ def test_ingest_qc_makes_undeclared_units_blocking(tmp_path):
     shutil.copytree(REAL / "zarr_pusht_dp" / "pusht_cchi_v7_replay.zarr", land / "pusht.zarr")
     qc = tmp_path / "qc.yaml"
     qc.write_text(yaml.safe_dump({"checks": {"units_declared": {"blocking": True}}}))
-    s = IngestSettings(root=str(tmp_path / "s"), qc_file=str(qc))
+    s = IngestSettings(qc_file=str(qc))
     assert IngestSettings.from_dict(settings_dict(s)).qc == s.qc
     args = ["ingest", str(land), "--root", str(tmp_path / "s"), "--qc", str(qc), "-q", "--allow-none"]
     res = CliRunner().invoke(app, args)  # all quarantined: exit 0 only with --allow-none

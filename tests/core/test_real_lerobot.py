@@ -89,10 +89,11 @@ def test_as_published_the_missing_video_names_the_video_folder_and_the_row_keeps
         RobodataError, match=r"holds it as video/image/chunk-000/file-004\.mp4: its video folder is video/"
     ):
         open_raw(f"{root}#4", "lerobot-v3.0")
-    s = IngestSettings(root=str(tmp_path / "state"))
-    write_manifest(IngestPaths(s.root), "b", new_items(str(land), LandingCursor()))
-    run_batch("b", s, derived=False)
-    rows = DeltaTable(IngestPaths(s.root).catalog).to_pyarrow_table().to_pylist()
+    paths = IngestPaths(str(tmp_path / "state"))
+    s = IngestSettings()
+    write_manifest(paths, "b", new_items(str(land), LandingCursor()))
+    run_batch(paths, "b", s, derived=False)
+    rows = DeltaTable(paths.catalog).to_pyarrow_table().to_pylist()
     assert len(rows) == 2 and all(r["qc_status"] == "quarantined" for r in rows)
     assert {r["robot_type"] for r in rows} == {"lingzu_highcam_pi05"}
     assert all("video/" in r["qc_reason"] for r in rows)

@@ -36,9 +36,10 @@ def ingested(request, tmp_path_factory):
         d / "landing" / "ds", episodes=2, frames_per_episode=20, fps=10, height=64, width=64,
         codec=request.param, cameras=("top",), gop=2, bframes=0,
     )  # fmt: skip
-    s = IngestSettings(root=str(d / "state"))
-    write_manifest(IngestPaths(s.root), "b1", new_items(str(d / "landing"), LandingCursor()))
-    out = run_batch("b1", s, derived=False)
+    paths = IngestPaths(str(d / "state"))
+    s = IngestSettings()
+    write_manifest(paths, "b1", new_items(str(d / "landing"), LandingCursor()))
+    out = run_batch(paths, "b1", s, derived=False)
     assert out["episodes"]["video_copied_streams"] == 2, out["episodes"]
     return request.param, d, src, s
 
@@ -63,11 +64,11 @@ def test_view_plays_copied_samples_without_reencoding(ingested, tmp_path):
     assert np.array_equal(decode(codec, samples), source)
 
 
-def _manifest(s: IngestSettings, tmp_path: Path):
+def _manifest(d: Path, tmp_path: Path):
     """Every ingested episode in one manifest (no validation split, failed checks allowed)."""
     info, _ = curate(
         spec_from_dict({"version": 1, "name": "c", "split": {"val_fraction": 0.0}, "allow_failed_checks": ["*"]}),
-        Catalog(IngestPaths(s.root).catalog),
+        Catalog(IngestPaths(str(d / "state")).catalog),
         tmp_path / "m",
     )
     return info
@@ -75,7 +76,7 @@ def _manifest(s: IngestSettings, tmp_path: Path):
 
 def test_lerobot_export_of_copied_streams_holds_every_frame(ingested, tmp_path):
     codec, d, src, s = ingested
-    info = _manifest(s, tmp_path)
+    info = _manifest(d, tmp_path)
     res = export(info.path, tmp_path / "lr", "lerobot")
     assert res["episodes"] == 2
     got = _frames(next((tmp_path / "lr" / "videos").rglob("*.mp4")))
@@ -89,7 +90,7 @@ def test_loader_reads_copied_streams_frame_for_frame(ingested, tmp_path):
     from robodata.dataset import PatternDataset, ReadPattern, StreamWindow
 
     codec, d, src, s = ingested
-    info = _manifest(s, tmp_path)
+    info = _manifest(d, tmp_path)
     pattern = ReadPattern("p", (StreamWindow("cam", ("top",), "video", length=3, offset=-1),), anchor_stride_s=0.3)
     ds = PatternDataset.from_manifest(info.path, pattern)
     keys = [ds.index.locate(i) for i in range(len(ds))]

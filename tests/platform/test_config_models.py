@@ -47,8 +47,8 @@ LAYER = [REPO / "src" / "robodata_dagster", *(REPO / d for d in ("assets", "reso
 # (config model, core dataclass, fields only the model has, core fields the model leaves out,
 #  fields whose default the model sets itself)
 MIRRORS = [
-    # root: the deployment's
-    (IngestResource, IngestSettings, {"bulk"}, set(), {"root"}),
+    # root: the deployment's, travels as the steps' paths (IngestResource.paths), not in the settings
+    (IngestResource, IngestSettings, {"bulk", "root"}, set(), set()),
     (AlignConfig, CoreAlignConfig, set(), set(), set()),
     (VideoConfig, VideoSettings, set(), set(), set()),
     (VideoCopyConfig, CoreVideoCopyConfig, set(), set(), set()),
@@ -110,7 +110,7 @@ def test_defaults_build_the_core_defaults(monkeypatch):
     # the environment is read when used: ROBODATA_STORAGE_ROOT set after construction counts
     res = IngestResource()
     monkeypatch.setenv("ROBODATA_STORAGE_ROOT", "/data/robodata")
-    assert res.settings().root == "/data/robodata" and IngestResource(root="/x").settings().root == "/x"
+    assert res.paths().root == "/data/robodata" and IngestResource(root="/x").paths().root == "/x"
     monkeypatch.setenv("ROBODATA_REPAIR_APPLY", "1")
     assert ClusterRepairResource().repair_config().dry_run is False
 

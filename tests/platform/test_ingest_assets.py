@@ -191,7 +191,7 @@ def test_profiles_choose_threads():
         return IngestResource(**profile_config(profile, root="r", **fields)["resources"]["ingest"]["config"]).settings()
 
     bulk = settings("bulk")
-    assert bulk == IngestSettings(root="r").for_bulk(os.cpu_count() or 1)
+    assert bulk == IngestSettings().for_bulk(os.cpu_count() or 1)
     assert (bulk.video.threads, bulk.decode_threads) == (1, 0)
     assert settings("bulk", workers=3).workers == 3  # an explicit worker count wins
     assert (settings("live").video.threads, settings("live").video.preset) == (0, "ultrafast")

@@ -109,7 +109,6 @@ def ingest_cmd(
         from robodata.ingest.video_copy import VideoCopyConfig
 
         settings = IngestSettings(
-            root=root,
             workers=workers,
             topics_file=topics,
             msgs=msgs,
@@ -119,16 +118,17 @@ def ingest_cmd(
             video_copy=VideoCopyConfig(mode=video),
         )
         name = check_batch(batch or time.strftime("cli-%Y%m%dT%H%M%S"))
+        state = StateRoot(root)
     except RobodataError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:  # one bad item is quarantined inside run_batch; what reaches here is about the whole run
         items = new_items(landing, LandingCursor())
-        write_manifest(StateRoot(settings.root), name, items)
+        write_manifest(state, name, items)
         from robodata.ingest.pipeline import STAGES
         from robodata.progress import progress
 
         with progress("ingest", STAGES, "stages", quiet=quiet) as step:
-            out = run_batch(name, settings, progress=step)
+            out = run_batch(state, name, settings, progress=step)
     except RobodataError as exc:
         typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
         raise typer.Exit(2) from None

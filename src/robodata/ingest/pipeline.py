@@ -5,6 +5,8 @@ The Dagster assets in assets/ingest.py call the same stage functions, one per st
 
 from __future__ import annotations
 
+import os
+
 from robodata.ingest.settings import IngestSettings
 from robodata.ingest.steps.aligned_tracks import align_batch
 from robodata.ingest.steps.derived import features_batch, segments_batch
@@ -13,11 +15,19 @@ from robodata.ingest.steps.episodes import convert_batch
 from robodata.ingest.steps.qc_results import post_qc, pre_qc, qc_rollup
 from robodata.ingest.steps.raw_episodes import observe
 from robodata.ingest.tables import IngestPaths
+from robodata.storage import StateRoot, StorageLocation
 
 
-def run_batch(batch: str, settings: IngestSettings, derived: bool = True, progress=lambda n: None) -> dict:
-    """Every stage of a batch in order; `progress(1)` after each (STAGES, or STAGES - 2 without derived)."""
-    paths = IngestPaths(settings.root)
+def run_batch(
+    root: str | os.PathLike[str] | StorageLocation | StateRoot,
+    batch: str,
+    settings: IngestSettings,
+    derived: bool = True,
+    progress=lambda n: None,
+) -> dict:
+    """Every stage of a batch under state root `root` in order; `progress(1)` after each (STAGES,
+    or STAGES - 2 without derived)."""
+    paths = IngestPaths(root)
     out = {"raw_episodes": observe(paths, batch)}
     progress(1)
     out["aligned_tracks"] = align_batch(paths, batch, settings)

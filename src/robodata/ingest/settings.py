@@ -1,4 +1,6 @@
-"""The one configuration of the ingestion asset set; run profiles only pick values."""
+"""The one configuration of the ingestion asset set; run profiles only pick values. Where the state
+lives is not a setting: the steps take it as their paths (robodata.ingest.tables.IngestPaths, a
+robodata.storage.StateRoot), so the root travels once."""
 
 from __future__ import annotations
 
@@ -28,7 +30,6 @@ def load_plan(path: str) -> LayoutPlan:
 
 @dataclass(frozen=True)
 class IngestSettings:
-    root: str = ".demo"  # state: ingest/ tables, containers/, catalog/ (dir or s3://)
     workers: int = 1  # conversion processes per batch (work bins)
     decode_threads: int = 2  # read-ahead decode threads per conversion
     video: VideoSettings = field(default_factory=VideoSettings)
@@ -47,7 +48,6 @@ class IngestSettings:
     video_copy: VideoCopyConfig = field(default_factory=VideoCopyConfig)
 
     def __post_init__(self) -> None:
-        require(bool(self.root), "root must be set")
         require(1 <= self.workers <= 256, f"workers must be in [1, 256], got {self.workers}")
         require(0 <= self.decode_threads <= 32, "decode_threads must be in [0, 32]")
         self.topic_map  # noqa: B018 - a bad topics file fails here, before any work

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+from robodata.config import require
 from robodata.names import check_name
 from robodata.storage.location import StorageLocation
 
@@ -31,9 +32,15 @@ def check_batch(batch: str) -> str:
 
 class StateRoot:
     def __init__(self, root: str | os.PathLike[str] | StorageLocation | StateRoot):
+        self.location: StorageLocation
         if isinstance(root, StateRoot):
-            root = root.location
-        self.location = root if isinstance(root, StorageLocation) else StorageLocation.from_env(os.fspath(root))
+            self.location = root.location
+        elif isinstance(root, StorageLocation):
+            self.location = root
+        else:
+            text = os.fspath(root)
+            require(bool(text), "a state root must not be empty (a folder or s3://bucket/prefix)")
+            self.location = StorageLocation.from_env(text)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.location.root!r})"
