@@ -23,7 +23,9 @@ A Format says
               episode reads (LeRobot: meta/, then the episode's files); None: the whole item
   synth       `robodata synth --format` names writing it -> writer (robodata.ingest.synth.writers)
 
-Importers take their kind from their entry (`formats.HDF5.kind`, `formats.LEROBOT.versioned("v3.0")`).
+Importers take their kind from the leaf the entries are built on (robodata.ingest.format_kinds:
+`format_kinds.HDF5`, `format_kinds.versioned(format_kinds.LEROBOT, "v3.0")`), never from this registry,
+which dispatches to them.
 
 Checked in this order: files by suffix, folders by marker (the first marker found wins), then
 probes. Any other entry is UNRECOGNIZED (robodata.ingest.landing.kinds gives its reason).
