@@ -84,7 +84,7 @@ def test_transcode_mode_records_its_reason(tmp_path):
 
 
 def test_a_copy_that_fails_verification_is_transcoded_with_the_finding(tmp_path, monkeypatch):
-    monkeypatch.setattr(convert_mod, "verify_copy", lambda path, copies, gops: {"top": "GOP 0 does not decode"})
+    monkeypatch.setattr(convert_mod, "check_stored", lambda path, copies: {"top": "GOP 0 does not decode"})
     r, decision = _convert(_dataset(tmp_path, "h264", 2), tmp_path, "copy")
     assert decision["mode"] == "transcode"
     assert decision["reason"] == "copy failed verification: GOP 0 does not decode"

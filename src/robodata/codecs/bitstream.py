@@ -82,24 +82,6 @@ def _leb128(data: bytes, i: int) -> tuple[int, int]:
     raise BitstreamError("an OBU size is longer than 8 bytes")
 
 
-def av1_obus(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(type, payload) of each OBU; every OBU must carry its size (the low-overhead format)."""
-    i = 0
-    while i < len(data):
-        head = data[i]
-        if head & 0x80:
-            raise BitstreamError(f"OBU at byte {i}: forbidden bit set (not AV1)")
-        typ, ext, has_size = (head >> 3) & 0xF, head & 0x4, head & 0x2
-        i += 2 if ext else 1
-        if not has_size:
-            raise BitstreamError(f"OBU at byte {i}: no size field (not the low-overhead format)")
-        n, i = _leb128(data, i)
-        if i + n > len(data):
-            raise BitstreamError(f"an OBU of {n} bytes at byte {i} runs past the packet's {len(data)} bytes")
-        yield typ, data[i : i + n]
-        i += n
-
-
 def nal_length_size(codec: str, extradata: bytes) -> int:
     """The NAL length size of length-prefixed packets (avcC / hvcC extradata); 0 for Annex B."""
     if codec == "h264" and len(extradata) >= 7 and extradata[0] == 1:
@@ -166,22 +148,37 @@ class Scanner:
         return PacketScan(key, ref, need <= seen, pictures, open_gop)
 
     def _av1(self, data: bytes) -> PacketScan:
+        # OBU headers, each with its size (the low-overhead format); runs on every packet of a stream
         key = params = False
-        frames = 0
-        for typ, payload in av1_obus(data):
+        frames, i, end = 0, 0, len(data)
+        while i < end:
+            head = data[i]
+            if head & 0x80:
+                raise BitstreamError(f"OBU at byte {i}: forbidden bit set (not AV1)")
+            typ = (head >> 3) & 0xF
+            i += 2 if head & 0x4 else 1
+            if not head & 0x2:
+                raise BitstreamError(f"OBU at byte {i}: no size field (not the low-overhead format)")
+            if i < end and data[i] < 0x80:  # a one-byte size, the usual case
+                n, i = data[i], i + 1
+            else:
+                n, i = _leb128(data, i)
+            if i + n > end:
+                raise BitstreamError(f"an OBU of {n} bytes at byte {i} runs past the packet's {end} bytes")
             if typ == AV1_SEQ:
                 params = True
-                if len(payload) >= 1:
-                    self.reduced_still = bool(payload[0] & 0x08)  # seq_profile(3) still_picture(1) reduced(1)
+                if n >= 1:
+                    self.reduced_still = bool(data[i] & 0x08)  # seq_profile(3) still_picture(1) reduced(1)
             elif typ in (AV1_FRAME, AV1_FRAME_HEADER):
-                if frames == 0 and payload:
+                if frames == 0 and n:
                     if self.reduced_still:
                         key = True
                     else:
-                        b = payload[0]
+                        b = data[i]
                         show_existing, frame_type, show = b >> 7, (b >> 5) & 3, (b >> 4) & 1
                         key = not show_existing and frame_type == 0 and bool(show)
                 frames += 1
+            i += n
         return PacketScan(key, True, params, frames)
 
 

@@ -46,9 +46,10 @@ def codec_name(decoder: str) -> str:
     return _CODEC_OF_DECODER.get(decoder, decoder)
 
 
-def demux_video(path: str | Path, keep: Callable[[int | None], bool] | None = None) -> SourceVideo:
-    """The first video stream of `path`; with `keep`, only packets whose pts it accepts (the
-    demuxer still reads the whole file, which is what a byte copy reads too).
+def demux_video(path: str | Path, keep_s: Callable[[float], bool] | None = None) -> SourceVideo:
+    """The first video stream of `path`; with `keep_s`, only packets with a pts whose time in
+    seconds (pts x time base) it accepts (the demuxer still reads the whole file, which is what a
+    byte copy reads too).
 
     Raises:
         CodecError: the file does not open or has no video stream.
@@ -67,9 +68,12 @@ def demux_video(path: str | Path, keep: Callable[[int | None], bool] | None = No
                 Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1),
                 origin=str(path),
             )
+            tb = float(out.time_base)
+            kept = out.packets
             for i, p in enumerate(q for q in c.demux(s) if q.size):
-                if keep is None or keep(p.pts):
-                    out.packets.append(SourcePacket(p.pts, p.dts, bool(p.is_keyframe), bytes(p), i))
+                pts = p.pts
+                if keep_s is None or (pts is not None and keep_s(pts * tb)):
+                    kept.append(SourcePacket(pts, p.dts, p.is_keyframe, bytes(p), i))
             return out
     except CodecError:
         raise

@@ -8,6 +8,7 @@ thing: GOPs of `Packet`s, each opening on a keyframe, and the time of each pts.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from robodata.codecs.image import Image
 from robodata.codecs.video import Packet, VideoEncoder, encoder_pix_fmt
@@ -83,3 +84,21 @@ class CopiedCamera(Camera):
     @property
     def extradata(self) -> bytes:
         return self._extradata
+
+    def accept(self, packets: Sequence[Packet], t_ns: list[int]) -> str:
+        """Takes packets (decode order) and their frames' times; why they cannot follow the
+        camera's packets so far ("" when taken; nothing is taken otherwise)."""
+        dts, new = self.last_dts, set()
+        for p in packets:
+            if not isinstance(p.pts, int) or p.pts < 0 or p.pts in self.seen or p.pts in new:
+                return f"packet pts {p.pts!r} is not a new frame index"
+            if dts is not None and p.dts <= dts:
+                return f"packet dts {p.dts} does not increase (after {dts})"
+            new.add(p.pts)
+            dts = p.dts
+        self.seen |= new
+        self.last_dts = dts
+        self.t_by_pts.update(zip((p.pts for p in packets), t_ns, strict=True))
+        self.frames += len(packets)
+        self.take(list(packets))
+        return ""

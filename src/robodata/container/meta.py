@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from robodata.config import require
@@ -151,9 +152,13 @@ class EpisodeMeta:
             require(k == s.name, f"stream key {k!r} != spec name {s.name!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["streams"] = {k: asdict(v) for k, v in self.streams.items()}
-        return d
+        # asdict(self) would deep-copy the streams only to have them converted again
+        return {
+            f.name: {k: asdict(v) for k, v in self.streams.items()}
+            if f.name == "streams"
+            else copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EpisodeMeta:

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import os
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -130,15 +131,22 @@ class EpisodeWriter:
         self._flush_video(self.layout.group_of(stream), final=False)
 
     def write_packet(self, stream: str, packet: Packet, t_ns: int, extradata: bytes = b"") -> None:
-        """One compressed packet stored as it is (a stream copy: no decode, no encode).
+        """One compressed packet stored as it is: write_packets with one packet."""
+        self.write_packets(stream, [packet], [inputs.time(self.meta.episode_id, stream, t_ns)], extradata)
+
+    def write_packets(
+        self, stream: str, packets: Sequence[Packet], t_ns: npt.ArrayLike, extradata: bytes = b""
+    ) -> None:
+        """Compressed packets stored as they are (a stream copy: no decode, no encode); several
+        calls append.
 
         Args:
-            stream: a video stream of the episode whose group's codec is the packet's.
-            packet: in decode order; `pts` is the frame's display index (0, 1, ... per camera),
+            stream: a video stream of the episode whose group's codec is the packets'.
+            packets: in decode order; `pts` is the frame's display index (0, 1, ... per camera),
                 `dts` increases; a camera's first packet is a keyframe.
-            t_ns: the frame's time in ns since meta.start_time_ns; increasing with pts.
+            t_ns: each packet's frame time in ns since meta.start_time_ns; increasing with pts.
             extradata: the decoder's parameter sets (avcC / hvcC / av1C or Annex B), taken from a
-                camera's first packet.
+                camera's first call.
 
         Raises:
             ContainerError: unknown or non-video stream, a camera written by write_frame, a first
@@ -146,26 +154,24 @@ class EpisodeWriter:
                 time that does not increase with pts (when its chunk is cut), or a closed writer.
         """
         self._spec(stream, "video")
-        t_ns = inputs.time(self.meta.episode_id, stream, t_ns)
+        ts = inputs.times(self.meta.episode_id, stream, t_ns)
+        if len(ts) != len(packets):
+            raise self._err(f"{stream!r}: {len(ts)} times for {len(packets)} packets")
+        if not len(packets):
+            return
         cam = self._cams.get(stream)
         if cam is None:
-            if not packet.key:
-                raise self._err(f"{stream!r}: a stream copy must open on a keyframe (packet pts {packet.pts})")
+            if not packets[0].key:
+                raise self._err(f"{stream!r}: a stream copy must open on a keyframe (packet pts {packets[0].pts})")
             cam = self._cams[stream] = CopiedCamera(bytes(extradata))
         if not isinstance(cam, CopiedCamera):
             raise self._err(f"{stream!r} is encoded from frames: write_packet cannot add to it")
-        if not isinstance(packet.pts, int) or packet.pts < 0 or packet.pts in cam.seen:
-            raise self._err(f"{stream!r}: packet pts {packet.pts!r} is not a new frame index")
-        if cam.last_dts is not None and packet.dts <= cam.last_dts:
-            raise self._err(f"{stream!r}: packet dts {packet.dts} does not increase (after {cam.last_dts})")
-        cam.seen.add(packet.pts)
-        cam.last_dts = packet.dts
-        cam.t_by_pts[packet.pts] = t_ns
-        cam.frames += 1
-        self._touch(t_ns)
-        cam.take([packet])
-        if packet.key:  # a GOP was completed: its group's chunk may be due
-            self._flush_video(self.layout.group_of(stream), final=False)
+        why = cam.accept(packets, ts.tolist())
+        if why:
+            raise self._err(f"{stream!r}: {why}")
+        self._touch(int(ts.min()))
+        self._touch(int(ts.max()))
+        self._flush_video(self.layout.group_of(stream), final=False)  # completed GOPs: a chunk may be due
 
     def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Samples of an array stream; may be called several times, in time order.
@@ -308,7 +314,7 @@ class EpisodeWriter:
         crc = 0
         for stream, blob, t0, t1, count in parts:
             infos.append(PartInfo(stream, rel, len(blob), checksum(blob), t0, t1, count))
-            crc = zlib.crc32(blob, crc)
+            crc = infos[0].checksum if len(parts) == 1 else zlib.crc32(blob, crc)  # one part: the chunk's own
             self._emit(blob)
             rel += len(blob)
         self._chunks.append(

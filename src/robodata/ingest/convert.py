@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, T
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.copy_verify import verify_copy
+from robodata.ingest.copy_verify import check_stored, decode_sample, frame_size
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.ingest.video_choice import transcode_failed, video_plan
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig
@@ -121,17 +122,13 @@ def convert(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     chosen = video_plan(raw, meta, layout, cfg, plan)
-    failed: dict[str, str] = {}
+    written = None
     if chosen.copies:
-        try:
-            counts, facts = _write(raw, al, tmp, meta, chosen)
-            failed = verify_copy(str(tmp), chosen.copies, cfg.verify_gops)
-        except RobodataError as exc:  # the writer refused a copied stream's packets
-            failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
-        if failed:
-            chosen = transcode_failed(chosen, layout, failed)
-    if failed or not chosen.copies:
-        counts, facts = _write(raw, al, tmp, meta, chosen)
+        chosen, written = _write_copy(raw, al, tmp, meta, chosen, layout, cfg)
+    if written is None:
+        written = _write(raw, al, tmp, meta, chosen)
+        _fsync(tmp)
+    counts, facts = written
     os.replace(tmp, out)
     steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
     return Converted(
@@ -149,8 +146,46 @@ def convert(
     )
 
 
+def _write_copy(
+    raw: RawEpisode,
+    al: AlignedTracks,
+    tmp: Path,
+    meta: EpisodeMeta,
+    chosen: CopyPlan,
+    layout: Layout,
+    cfg: VideoCopyConfig,
+) -> tuple[CopyPlan, tuple | None]:
+    """The episode with its copied cameras written to `tmp` and verified (robodata.ingest.copy_verify):
+    (the plan, what `_write` returned), or, when a copy failed, (the plan transcoding its group, None).
+    The sample decode runs while the container is written, its fsync while it is checked."""
+    sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
+    with ThreadPoolExecutor(2, thread_name_prefix="stream-copy") as pool:
+        decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops)
+        written: tuple | None = None
+        try:
+            written = _write(raw, al, tmp, meta, chosen)
+            synced = pool.submit(_fsync, tmp)
+            failed = check_stored(str(tmp), chosen.copies)
+            synced.result()
+        except RobodataError as exc:  # the writer refused a copied stream's packets
+            failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
+        failed = {**decoded.result(), **failed}
+    if failed:
+        return transcode_failed(chosen, layout, failed), None
+    return chosen, written
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write(raw: RawEpisode, al: AlignedTracks, tmp: Path, meta: EpisodeMeta, chosen: CopyPlan) -> tuple:
-    """One write of the container to `tmp`: copied cameras' packets, the others' frames encoded."""
+    """One write of the container to `tmp` (not yet fsync'ed): copied cameras' packets, the others'
+    frames encoded."""
     assert raw.frames is not None
     meta.extra.pop("video", None)
     if chosen.decisions:
@@ -158,10 +193,10 @@ def _write(raw: RawEpisode, al: AlignedTracks, tmp: Path, meta: EpisodeMeta, cho
     cam_t = {c: al.times(c, cam.t_ns) for c, cam in raw.cameras.items()}
     counts = {c: 0 for c in raw.cameras}
     try:
-        with EpisodeWriter(tmp, meta, chosen.layout) as w:
+        with open(tmp, "wb") as f, EpisodeWriter(f, meta, chosen.layout) as w:
             for cam, cc in chosen.copies.items():
-                for p in cc.packets:
-                    w.write_packet(cam, p, int(cam_t[cam][p.pts]), cc.extradata)
+                pts = np.fromiter((p.pts for p in cc.packets), np.int64, len(cc.packets))
+                w.write_packets(cam, cc.packets, cam_t[cam][pts], cc.extradata)
                 counts[cam] = len(cc.packets)
             frames = raw.frames(skip=set(chosen.copies)) if chosen.copies else raw.frames()
             for cam, i, rgb in frames:

@@ -1,17 +1,29 @@
 """Verification of a written stream copy, without decoding it whole.
 
-For each copied camera, from the container as written (footer and packet tables, no decode):
-the packet count, every pts, the keyframe positions and the bytes of every packet against the
-source's; then a decode of `gops` GOPs (first, last, evenly between) proves the stored stream
-decodes to frames of the declared size. A camera that fails is named with the reason; the
-conversion then transcodes its group and records the finding.
+Two halves, both required before a copy is kept:
+- `check_stored`: for each copied camera, from the container as written (footer and packet
+  tables, no decode): the packet count, every pts and dts, the keyframe positions, the bytes of
+  every packet and the extradata against what the copy meant to store.
+- `decode_sample`: a decode of `gops` GOPs (first, last, evenly between) of those same packets
+  with that extradata proves the stream decodes to frames of the declared size, shown in pts
+  order. Once `check_stored` has found the stored packets and extradata equal to these, the
+  stored stream decodes to the same frames (a decoder is a function of its input), so the
+  decode may run while the container is being written (robodata.ingest.convert runs it in a
+  thread; libavcodec releases the GIL) instead of after it.
+A camera that fails either is named with the reason; the conversion then transcodes its group
+and records the finding.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import cast
 
-from robodata.codecs.video import VideoDecoder
+import av
+import numpy as np
+import pyarrow as pa
+from av.video.codeccontext import VideoCodecContext
+
+from robodata.codecs import video_codec
 from robodata.container import EpisodeReader
 from robodata.ingest.video_copy import CameraCopy
 
@@ -26,12 +38,70 @@ def sample_gops(n: int, k: int) -> list[int]:
 
 
 def verify_copy(path: str, copies: dict[str, CameraCopy], gops: int) -> dict[str, str]:
-    """{camera: why its stored stream is not its source's} (empty: every copy verified)."""
+    """{camera: why its stored stream is not its source's} (empty: every copy verified): both
+    halves in turn, the frame sizes those `path` declares."""
+    reader = EpisodeReader.open(path)
+    sizes = {c: frame_size(reader.meta.streams[c].shape) for c in copies}
+    reader.close()
+    failed = decode_sample(copies, sizes, gops)
+    for cam, why in check_stored(path, copies).items():
+        failed.setdefault(cam, why)
+    return failed
+
+
+def frame_size(shape: tuple[int, ...]) -> tuple[int, int]:
+    return int(shape[0]), int(shape[1])
+
+
+def decode_sample(copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int]], gops: int) -> dict[str, str]:
+    """{camera: why a sampled GOP of its packets does not decode}; `sizes`: each camera's (H, W)."""
+    failed: dict[str, str] = {}
+    for cam, c in copies.items():
+        starts = [i for i, p in enumerate(c.packets) if p.key] + [len(c.packets)]
+        for g in sample_gops(len(starts) - 1, gops):
+            why = _decode_gop(c, starts[g], starts[g + 1], sizes[cam])
+            if why:
+                failed[cam] = f"GOP {g} (packets {starts[g]}..{starts[g + 1] - 1}) {why}"
+                break
+    return failed
+
+
+def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
+    """Why packets a..b-1 (one GOP) do not decode to frames of `size` in pts order ("": they do).
+    The frames are decoded whole (the decoder's own work) but never converted to RGB."""
+    wanted = [p.pts for p in c.packets[a:b]]
+    shown: list[int] = []
+    try:
+        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(c.codec).decoder, "r"))
+        if c.extradata:
+            ctx.extradata = c.extradata
+        ctx.thread_count = 1
+        frames = []
+        for p in c.packets[a:b]:
+            pkt = av.Packet(p.data)
+            pkt.pts, pkt.dts = p.pts, p.dts
+            frames += ctx.decode(pkt)
+        frames += ctx.decode(None)
+    except Exception as exc:  # libavcodec refused the stream: it does not decode
+        return f"does not decode: {type(exc).__name__}: {exc}"
+    for f in frames:
+        if (f.height, f.width) != size:
+            return f"decodes to {f.height}x{f.width} frames, the stream declares {size[0]}x{size[1]}"
+        shown.append(f.pts)
+    if sorted(shown) != sorted(wanted):
+        return f"decoded {len(set(shown) & set(wanted))} of {len(wanted)} frames"
+    if shown != sorted(shown):  # the decoder shows pictures in their own order, each with its pts
+        return "the decoder shows its pictures in another order than their pts"
+    return ""
+
+
+def check_stored(path: str, copies: dict[str, CameraCopy]) -> dict[str, str]:
+    """{camera: why the packets stored in `path` are not the copy's} (read back, not decoded)."""
     failed: dict[str, str] = {}
     reader = EpisodeReader.open(path)
     try:
         for cam, c in copies.items():
-            why = _verify_one(reader, cam, c, gops)
+            why = _check_one(reader, cam, c)
             if why:
                 failed[cam] = why
     finally:
@@ -39,34 +109,27 @@ def verify_copy(path: str, copies: dict[str, CameraCopy], gops: int) -> dict[str
     return failed
 
 
-def _verify_one(reader: EpisodeReader, cam: str, c: CameraCopy, gops: int) -> str:
+def _check_one(reader: EpisodeReader, cam: str, c: CameraCopy) -> str:
     tables = [reader.part_table(ch, p, blob) for ch, p, blob in reader.fetch_parts({cam: _ALL})]
-    pts = [int(x) for t in tables for x in t.column("pts").to_pylist()]
-    dts = [int(x) for t in tables for x in t.column("dts").to_pylist()]
-    key = [bool(x) for t in tables for x in t.column("key").to_pylist()]
-    data = [bytes(x) for t in tables for x in t.column("data").to_pylist()]
-    if len(pts) != len(c.packets):
-        return f"stored {len(pts)} packets, the source has {len(c.packets)}"
-    if pts != [p.pts for p in c.packets]:
+    if not tables:
+        return f"stored 0 packets, the source has {len(c.packets)}"
+    t = pa.concat_tables(tables)
+    if t.num_rows != len(c.packets):
+        return f"stored {t.num_rows} packets, the source has {len(c.packets)}"
+    n = len(c.packets)
+    pts = t.column("pts").to_numpy()
+    if not np.array_equal(pts, np.fromiter((p.pts for p in c.packets), np.int64, n)):
         return "stored pts differ from the source's"
-    if tuple(p for p, k in zip(pts, key, strict=True) if k) != c.keys:
+    if not np.array_equal(t.column("dts").to_numpy(), np.fromiter((p.dts for p in c.packets), np.int64, n)):
+        return "stored dts differ from the copy's decode order"
+    key = t.column("key").to_numpy(zero_copy_only=False)
+    if tuple(int(x) for x in pts[key]) != c.keys:
         return "stored keyframe positions differ from the source's"
-    bad = next((i for i, (a, p) in enumerate(zip(data, c.packets, strict=True)) if a != p.data), None)
-    if bad is not None:
+    data = t.column("data").combine_chunks()
+    if not data.equals(pa.array([p.data for p in c.packets], pa.binary())):
+        stored = data.to_pylist()
+        bad = next(i for i, (a, p) in enumerate(zip(stored, c.packets, strict=True)) if a != p.data)
         return f"stored packet {bad} differs from the source's bytes"
-    starts = [i for i, k in enumerate(key) if k] + [len(key)]
-    shape = reader.meta.streams[cam].shape
-    extradata = reader.codec_extradata(cam)
-    for g in sample_gops(len(starts) - 1, gops):
-        a, b = starts[g], starts[g + 1]
-        wanted = set(pts[a:b])
-        dec = VideoDecoder(c.codec, extradata, size=(shape[0], shape[1]))
-        try:
-            got = dec.decode(((pts[i], dts[i], data[i]) for i in range(a, b)), wanted)
-        except Exception as exc:  # libavcodec / the size check: the stored stream does not decode
-            return f"GOP {g} (packets {a}..{b - 1}) does not decode: {type(exc).__name__}: {exc}"
-        if set(got) != wanted:
-            return f"GOP {g} (packets {a}..{b - 1}) decoded {len(got)} of {len(wanted)} frames"
-        if list(got) != sorted(got):  # the decoder shows pictures in their own order, each with its pts
-            return f"GOP {g} (packets {a}..{b - 1}): the decoder shows its pictures in another order than their pts"
+    if reader.codec_extradata(cam) != c.extradata:
+        return "stored extradata differs from the source's"
     return ""

@@ -1,6 +1,6 @@
 """Stream copy or transcode: which cameras of an episode keep their source's bitstream.
 
-A camera is copied (its packets stored as they are, robodata.container.EpisodeWriter.write_packet)
+A camera is copied (its packets stored as they are, robodata.container.EpisodeWriter.write_packets)
 when, read from packet headers alone (robodata.codecs.bitstream, no decode):
 - its codec is one the loader decodes (the registry in robodata.codecs);
 - its packets are sound: each parses as its codec, the demuxer's keyframe flags agree with the

@@ -10,14 +10,14 @@ matching it against the parquet keeps that frame instead of losing it in every e
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import av
 import numpy as np
-from av.video.stream import VideoStream
 
 from robodata.codecs.demux import SourceVideo, demux_video
+from robodata.errors import CodecError
 from robodata.ingest.raw import RawEpisodeError
 
 EPS_S = 1e-4  # LeRobot's own timestamp tolerance
@@ -29,17 +29,14 @@ class EpisodeVideo:
     t_from: float  # the episode's start inside the file, s
     pts: tuple[int, ...]  # the kept frames' presentation timestamps, in time-base units, ascending
     time_base: float
+    # the packets around the episode's window, demuxed (not decoded) by the same read that found
+    # its frames: a stream copy takes them from here instead of reading the file again
+    source: SourceVideo | None = field(default=None, repr=False, compare=False)
 
     @property
     def times_s(self) -> np.ndarray:
         """The kept frames' times from the episode's start."""
         return np.array(self.pts, np.float64) * self.time_base - self.t_from
-
-
-def _time_base(s: VideoStream) -> float:
-    if s.time_base is None:
-        raise ValueError("video stream has no time base")
-    return float(s.time_base)
 
 
 def missing_video_reason(root: Path, path: Path, feature: str) -> str:
@@ -71,13 +68,13 @@ def episode_video(
     frame's time is taken from the episode's first frame)."""
     if not path.is_file():
         raise RawEpisodeError(missing_video_reason(root, path, feature))
+    window = (t_from - 2 * EPS_S, t_to + 2 * EPS_S)  # every pts the episode may keep (below)
     try:
-        with av.open(str(path)) as c:
-            s = c.streams.video[0]
-            tb = _time_base(s)
-            pts = sorted(p.pts for p in c.demux(s) if p.pts is not None)
-    except Exception as exc:
-        raise RawEpisodeError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+        src = demux_video(path, keep_s=lambda t: window[0] <= t <= window[1])
+    except CodecError as exc:
+        raise RawEpisodeError(str(exc)) from None
+    tb = float(src.time_base)
+    pts = sorted(p.pts for p in src.packets if p.pts is not None)
     keep = [p for p in pts if t_from - EPS_S <= p * tb < t_to - EPS_S]
     if len(state_t):
         period = float(np.median(np.diff(state_t))) if len(state_t) > 1 else 0.0
@@ -86,15 +83,15 @@ def episode_video(
         start = keep[0] * tb if keep else t_from
         if last and abs(last[0] * tb - start - float(state_t[-1])) <= tol:
             keep.append(last[0])  # to_timestamp given as the last frame's time: it is this episode's
-    return EpisodeVideo(path, t_from, tuple(keep), tb)
+    return EpisodeVideo(path, t_from, tuple(keep), tb, src)
 
 
 def episode_packets(video: EpisodeVideo) -> SourceVideo:
-    """The kept frames' packets as the file stores them (demuxed, not decoded), for a stream
-    copy. KeyError for a camera that is an image feature (no video file). CodecError when the
-    file does not open."""
+    """The kept frames' packets as the file stores them (demuxed, not decoded, by the read that
+    found the episode's frames), for a stream copy."""
     wanted = set(video.pts)
-    return demux_video(video.path, keep=lambda pts: pts in wanted)
+    src = video.source if video.source is not None else demux_video(video.path)
+    return replace(src, packets=[p for p in src.packets if p.pts in wanted])
 
 
 def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
