@@ -2,8 +2,9 @@
 
 Inputs: a synthetic LeRobot v2.1 dataset with AV1 GOP-2 video, plus the real LeRobot fixtures where
 present (bench.realdata_fixtures: lerobot_v21_g1_av1, AV1 GOP 2, 640x480; lerobot_v30_open50,
-MPEG-4 part 2, which the loader does not decode: transcoded, with its reason). MCAP CompressedVideo
-is not imported by robodata yet: `mcap` says so.
+MPEG-4 part 2, which the loader does not decode: transcoded, with its reason), and synthetic MCAP
+episodes whose cameras are foxglove.CompressedVideo H.264 (protobuf, GOP 2; the byte copy copies
+the .mcap file).
 
 Per episode, after its import and alignment (as bench.ingest times the conversion stage):
 copy_*: `convert` with --video auto (demux, header checks, write, verification); floor_*: the
@@ -55,11 +56,29 @@ def _datasets(tmp: Path, size: str) -> list[tuple[str, str, list[str]]]:
         kind = "lerobot-" + json.loads((Path(r) / "meta" / "info.json").read_text())["codebase_version"]
         eps = [e.index for e in dataset_episodes(str(r))]
         res.append((label, kind, [f"{r}#{i}" for i in eps]))
+    res.append(("synthetic_mcap_h264", "mcap", _mcap(tmp / "synth_mcap_h264", n, secs, hw)))
     return res
 
 
+def _mcap(root: Path, n: int, secs: int, hw: tuple[int, int]) -> list[str]:
+    """MCAP episodes with foxglove.CompressedVideo H.264 (libx264, GOP 2, SPS/PPS on keyframes)
+    cameras, protobuf-encoded as Foxglove writes them, plus joint states and events (JSON)."""
+    from robodata.ingest.synth.episode import SynthConfig, make_episode
+    from robodata.ingest.synth.mcap import write_mcap_episode
+    from robodata.ingest.synth.mcap_video import CompressedVideoSpec
+
+    root.mkdir(parents=True, exist_ok=True)
+    cfg = SynthConfig(
+        episodes=n, duration_s=secs, cameras=("top", "wrist"), height=hw[0], width=hw[1], fps=30.0, format="mcap"
+    )
+    spec = CompressedVideoSpec(gop=2, encoding="protobuf")
+    return [str(write_mcap_episode(make_episode(cfg, i), root, video=spec)) for i in range(n)]
+
+
 def _source_files(raw) -> list[str]:
-    """The episode's video files and its parquet file (v2.1: one a episode)."""
+    """The episode's video files and its parquet file (v2.1: one a episode); an MCAP's own file."""
+    if raw.uri.endswith(".mcap"):
+        return [raw.uri]
     vids = sorted({raw.video_sources(c).origin for c in raw.cameras})
     root, _, idx = raw.uri.partition("#")
     parquet = sorted(Path(root, "data").rglob(f"episode_{int(idx):06d}.parquet")) or sorted(
@@ -191,7 +210,6 @@ def copy_section(tmp: Path, size: str) -> dict[str, Any]:
         "transcoded_streams": got["transcoded"],
         "decisions": got["reasons"],
         "frames_identical_to_source": got["identical"],
-        "mcap": "not measured: robodata imports no foxglove.CompressedVideo (MCAP H.264) yet",
     }
     if rows:
         out.update(

@@ -5,8 +5,10 @@ Two halves, both required before a copy is kept:
   tables, no decode): the packet count, every pts and dts, the keyframe positions, the bytes of
   every packet and the extradata against what the copy meant to store.
 - `decode_sample`: a decode of `gops` GOPs (first, last, evenly between) of those same packets
-  with that extradata proves the stream decodes to frames of the declared size, shown in pts
-  order. Once `check_stored` has found the stored packets and extradata equal to these, the
+  with that extradata proves the stream decodes, without an error the decoder would conceal
+  (FFmpeg's err_detect=explode), to frames of the declared size, shown in pts order. A packet
+  cut short inside its NAL units (Annex B has no sizes to betray it: MCAP CompressedVideo) is
+  caught only in a decoded GOP. Once `check_stored` has found the stored packets and extradata equal to these, the
   stored stream decodes to the same frames (a decoder is a function of its input), so the
   decode may run while the container is being written (robodata.ingest.convert runs it in a
   thread; libavcodec releases the GIL) instead of after it.
@@ -76,6 +78,7 @@ def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
         if c.extradata:
             ctx.extradata = c.extradata
         ctx.thread_count = 1
+        ctx.options = {"err_detect": "explode"}  # an error the decoder would conceal fails the copy
         frames = []
         for p in c.packets[a:b]:
             pkt = av.Packet(p.data)

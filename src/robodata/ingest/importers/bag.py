@@ -18,6 +18,7 @@ from robodata.codecs.image import image_shape
 from robodata.errors import RobodataError
 from robodata.ingest.clock import fit_offset
 from robodata.ingest.flatten import flatten
+from robodata.ingest.importers.compressed_video import VideoTopic, is_compressed_video
 from robodata.ingest.importers.messages import (
     decode_image,
     definitions_used,
@@ -151,6 +152,7 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
         confine_tree(path, field="symlink", source=path)  # a bag folder's files stay inside it
     names = _Streams(path)
     video: dict[str, dict] = {}  # stream -> {topic, t_dev, t_host, shape}
+    coded: dict[str, VideoTopic] = {}  # CompressedVideo streams: their packets, kept as recorded
     arrays: dict[str, dict] = defaultdict(lambda: {"t_dev": [], "t_host": [], "v": []})
     events: list[tuple[int, int, str]] = []
     unknown: dict[str, list] = {}
@@ -174,14 +176,19 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
                 v = video.get(stream)
                 if v is None:
                     names.claim(stream, topic)
-                    img = decode_image(schema, msg, f"{path}: {topic}")
+                    if is_compressed_video(schema):  # its shape: from its first frame, after this pass
+                        coded[stream], shape = VideoTopic(topic, f"{path}: {topic}"), None
+                    else:
+                        shape = image_shape(decode_image(schema, msg, f"{path}: {topic}"))
                     v = video[stream] = {
                         "topic": topic,
                         "t_dev": [],
                         "t_host": [],
-                        "shape": image_shape(img),
+                        "shape": shape,
                         "rate": rule.rate_hz,
                     }
+                if stream in coded:
+                    coded[stream].add(msg)
                 v["t_dev"].append(t_dev)
                 v["t_host"].append(log_t)
             elif rule.kind == "joint_state":
@@ -226,6 +233,8 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
         raise RawEpisodeError(f"{path}: topic {topic!r}: malformed message ({type(exc).__name__}: {exc})") from None
     if not video and not arrays:
         raise RawEpisodeError(f"{path}: no camera or proprio topic matched the topic map (topics: {sorted(unknown)})")
+    for s, vt in coded.items():
+        video[s]["shape"] = vt.shape()
     md = _meta(path)
     all_host = [t for v in video.values() for t in v["t_host"][:1]] + [a["t_host"][0] for a in arrays.values()]
     epoch = int(min(all_host)) // 1_000_000_000 * 1_000_000_000
@@ -261,8 +270,14 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     topic_of = {v["topic"]: s for s, v in video.items()}
     shapes = {s: v["shape"] for s, v in video.items()}
 
-    def frames():
-        if not video:  # a camera-less recording (IMU, odometry, mocap): no second pass
+    def frames(skip: frozenset[str] | set[str] = frozenset()):
+        # CompressedVideo streams decode from the packets of the first pass; the others take a
+        # second pass over the file. Streams in `skip` (stream-copied) are never decoded.
+        for s, vt in coded.items():
+            if s not in skip:
+                yield from ((s, i, f) for i, f in enumerate(vt.frames()))
+        wanted = {t: s for t, s in topic_of.items() if s not in skip and s not in coded}
+        if not wanted:  # a camera-less recording (IMU, odometry, mocap): no second pass
             return
         counters = {s: 0 for s in video}
 
@@ -276,8 +291,8 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
             return stream, i, img
 
         def jobs():
-            for topic, schema, _, msg in iter_messages(path, set(topic_of), msgs):
-                s = topic_of[topic]
+            for topic, schema, _, msg in iter_messages(path, set(wanted), msgs):
+                s = wanted[topic]
                 i = counters[s]
                 counters[s] += 1
                 yield lambda s=s, i=i, schema=schema, msg=msg: job(s, i, schema, msg)
@@ -313,4 +328,11 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
         robot_type=str(md.get("robot_type", "")),
         source_dataset=str(md.get("dataset", "")),
         language=str(md.get("language", "")),
+        video_sources=(lambda cam: _coded_source(coded, cam, path)) if coded else None,
     )
+
+
+def _coded_source(coded: dict[str, VideoTopic], cam: str, path: Path):
+    if cam not in coded:
+        raise RawEpisodeError(f"{path}: camera {cam!r} records images (no video bitstream to keep)")
+    return coded[cam].source()

@@ -1,4 +1,4 @@
-"""Read messages from an MCAP file (JSON or ROS 2 CDR encoded) or a ROS 2 bag directory.
+"""Read messages from an MCAP file (JSON, ROS 2 CDR or protobuf encoded) or a ROS 2 bag directory.
 
 Yields (topic, schema_name, log_time_ns, message) where message is a dict (JSON) or a
 rosbags message object; `field()` reads a dotted path from either.
@@ -34,14 +34,15 @@ def field(msg: Any, path: str, default: Any = None) -> Any:
 
 
 def stamp_ns(msg: Any) -> int | None:
-    """header.stamp (ROS: sec/nanosec) or timestamp (foxglove JSON: sec/nsec), ns; None if absent."""
+    """header.stamp (ROS: sec/nanosec) or timestamp (foxglove JSON: sec/nsec; protobuf: seconds/nanos),
+    ns; None if absent."""
     st = field(msg, "header.stamp") or field(msg, "timestamp")
     if st is None:
         return None
-    sec = field(st, "sec", 0)
-    nsec = field(st, "nanosec", None)
-    if nsec is None:
-        nsec = field(st, "nsec", 0)
+    sec = field(st, "sec", None)
+    if sec is None:
+        sec = field(st, "seconds", 0)  # protobuf google.protobuf.Timestamp
+    nsec = next((v for k in ("nanosec", "nsec", "nanos") if (v := field(st, k)) is not None), 0)
     return int(sec) * 1_000_000_000 + int(nsec)
 
 
@@ -83,10 +84,43 @@ class _Cdr:
         self.defs[name] = text
 
 
+class _Protobuf:
+    """Protobuf messages of one MCAP file: a class per schema, from the FileDescriptorSet it embeds."""
+
+    def __init__(self) -> None:
+        self.classes: dict[int, Any] = {}
+
+    def decode(self, schema, data: bytes) -> Any:
+        cls = self.classes.get(schema.id)
+        if cls is None:
+            from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+            pool = descriptor_pool.DescriptorPool()
+            files = list(descriptor_pb2.FileDescriptorSet.FromString(schema.data).file)
+            while files:  # dependencies first, in whatever order the set lists them
+                ready = [f for f in files if all(_has_file(pool, d) for d in f.dependency)]
+                if not ready:
+                    raise ValueError(f"schema {schema.name!r}: its descriptor set lacks {files[0].dependency}")
+                for f in ready:
+                    pool.Add(f)
+                files = [f for f in files if f not in ready]
+            cls = self.classes[schema.id] = message_factory.GetMessageClass(pool.FindMessageTypeByName(schema.name))
+        return cls.FromString(data)
+
+
+def _has_file(pool, name: str) -> bool:
+    try:
+        pool.FindFileByName(name)
+        return True
+    except KeyError:
+        return False
+
+
 def iter_mcap(path: Path, topics: set[str] | None = None, msgs: str = "") -> Iterator[Message]:
     from mcap.reader import make_reader
 
     cdr: _Cdr | None = None
+    proto: _Protobuf | None = None
     try:
         with open(path, "rb") as f:
             reader = make_reader(f)
@@ -98,6 +132,9 @@ def iter_mcap(path: Path, topics: set[str] | None = None, msgs: str = "") -> Ite
                 elif enc == "cdr":
                     cdr = cdr or _Cdr(msgs)
                     msg = cdr.decode(name, schema.data if schema else b"", message.data, path, channel.topic)
+                elif enc == "protobuf" and schema is not None:
+                    proto = proto or _Protobuf()
+                    msg = proto.decode(schema, message.data)
                 else:
                     raise RawEpisodeError(f"{path}: topic {channel.topic}: unsupported message encoding {enc!r}")
                 yield channel.topic, name, int(message.log_time), msg

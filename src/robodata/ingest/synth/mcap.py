@@ -10,6 +10,7 @@ from pathlib import Path
 from mcap.writer import Writer
 
 from robodata.ingest.synth.episode import SynthEpisode, jpeg_bytes
+from robodata.ingest.synth.mcap_video import CompressedVideoSpec, VideoMessages, annexb_h264
 
 COMPRESSED_IMAGE_SCHEMA = {
     "title": "foxglove.CompressedImage",
@@ -43,24 +44,43 @@ def _stamp(t_ns: int) -> dict[str, int]:
     return {"sec": int(t_ns // 1_000_000_000), "nsec": int(t_ns % 1_000_000_000)}
 
 
-def write_mcap_episode(ep: SynthEpisode, root: Path, quality: int = 90) -> Path:
-    """Timestamps are device-clock times on the episode's epoch (start_time + t)."""
+def write_mcap_episode(
+    ep: SynthEpisode, root: Path, quality: int = 90, video: CompressedVideoSpec | None = None
+) -> Path:
+    """Timestamps are device-clock times on the episode's epoch (start_time + t). Cameras are
+    foxglove.CompressedImage JPEGs, or with `video` foxglove.CompressedVideo H.264 (topic /<camera>/image)."""
     path = root / f"{ep.episode_id}.mcap"
     base = int(datetime.fromisoformat(ep.meta["start_time"]).timestamp() * 1e9)
     tmp = path.with_suffix(".mcap.partial")
     with open(tmp, "wb") as f:
         w = Writer(f)
         w.start(profile="", library="robodata-synth")
-        img = w.register_schema("foxglove.CompressedImage", "jsonschema", json.dumps(COMPRESSED_IMAGE_SCHEMA).encode())
+        img = (
+            0
+            if video
+            else w.register_schema(
+                "foxglove.CompressedImage", "jsonschema", json.dumps(COMPRESSED_IMAGE_SCHEMA).encode()
+            )
+        )
         js = w.register_schema("robodata.JointState", "jsonschema", json.dumps(JOINT_STATE_SCHEMA).encode())
         ev = w.register_schema("robodata.Event", "jsonschema", json.dumps(EVENT_SCHEMA).encode())
         w.add_metadata(
             "robodata.episode", {k: json.dumps(v) if not isinstance(v, str) else v for k, v in ep.meta.items()}
         )
-        chans = {c: w.register_channel(f"/{c}/image/compressed", "json", img) for c in ep.frame_t}
+        if video is None:
+            chans = {c: w.register_channel(f"/{c}/image/compressed", "json", img) for c in ep.frame_t}
+        else:
+            vm = VideoMessages(w, video)
+            chans = {c: w.register_channel(f"/{c}/image", vm.message_encoding, vm.schema_id) for c in ep.frame_t}
         joint = w.register_channel("/joint_states", "json", js)
         events = w.register_channel("/events", "json", ev)
         for cam, ch in chans.items():
+            if video is not None:
+                ts = [int(t) + base for t in ep.frame_t[cam]]
+                units = annexb_h264((rgb for _, rgb in ep.frames(cam)), ep.meta["cameras"][cam]["fps"], video)
+                for i, (t, unit) in enumerate(zip(ts, units, strict=True)):
+                    w.add_message(ch, log_time=t, publish_time=t, data=vm.encode(t, cam, unit), sequence=i)
+                continue
             for i, (t, rgb) in enumerate(ep.frames(cam)):
                 t += base
                 msg = {
