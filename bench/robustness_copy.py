@@ -1,6 +1,7 @@
 """bench.robustness copy section (issue 40): sources whose video packets lie, offered for a stream copy.
 
-A LeRobot v2.1 episode (H.264 GOP 2 with B-frames, and AV1 GOP 2) is converted with --video copy
+A LeRobot v2.1 episode (H.264 GOP 2 with B-frames, and AV1 GOP 2) and an MCAP episode whose camera is
+foxglove.CompressedVideo H.264 (Annex B, GOP 2; also with its parameter sets stripped) are converted with --video copy
 while its camera's demuxed packets are altered the way a hostile file presents them: keyframe flags
 flipped either way, pts swapped / repeated / dropped, a packet cut short, a packet's bytes replaced
 with garbage of the same length, extradata removed, the episode opening after its keyframe, packets
@@ -61,13 +62,36 @@ def _lies(src, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def _source(work: Path, codec: str, bframes: int) -> tuple[str, str]:
+    """(uri, kind) of a 24-frame 64x64 episode: LeRobot v2.1 mp4, or MCAP foxglove.CompressedVideo."""
+    from robodata.ingest.synth.episode import SynthConfig, make_episode
+    from robodata.ingest.synth.lerobot import write_lerobot
+    from robodata.ingest.synth.mcap import write_mcap_episode
+    from robodata.ingest.synth.mcap_video import CompressedVideoSpec
+
+    if codec == "mcap_h264":
+        cfg = SynthConfig(episodes=1, duration_s=2.4, cameras=("top",), height=64, width=64, fps=10.0, format="mcap")
+        (work / codec).mkdir(exist_ok=True)
+        return str(write_mcap_episode(make_episode(cfg, 0), work / codec, video=CompressedVideoSpec(gop=2))), "mcap"
+    root = write_lerobot(
+        work / f"{codec}", episodes=1, frames_per_episode=24, fps=10, height=64, width=64, codec=codec,
+        cameras=("top",), gop=4 if bframes > 0 else 2, bframes=bframes,
+    )  # fmt: skip
+    return f"{root}#0", "lerobot-v2.1"
+
+
+def _no_params(unit: bytes) -> bytes:
+    """An Annex B access unit without its SPS / PPS NAL units."""
+    nals = [n for n in unit.split(b"\x00\x00\x01") if n.rstrip(b"\x00")]
+    return b"".join(b"\x00\x00\x01" + n for n in nals if n[0] & 0x1F not in (7, 8))
+
+
 def run(size: str) -> dict[str, Any]:
     from robodata.container import EpisodeReader
     from robodata.errors import RobodataError
     from robodata.ingest.align import aligned_tracks
     from robodata.ingest.convert import convert
     from robodata.ingest.importers import open_raw
-    from robodata.ingest.synth.lerobot import write_lerobot
     from robodata.ingest.video_copy import VideoCopyConfig
 
     rng = random.Random(40)
@@ -77,18 +101,18 @@ def run(size: str) -> dict[str, Any]:
     cases = stored_broken = raw_errors = transcoded = refused = controls = copied_intact = 0
     unclear: list[str] = []
     outcome: dict[str, str] = {}  # first round: what became of each case
-    for codec, bframes in (("h264", 1), ("av1", -1)):
-        root = write_lerobot(
-            work / f"{codec}", episodes=1, frames_per_episode=24, fps=10, height=64, width=64, codec=codec,
-            cameras=("top",), gop=4 if bframes > 0 else 2, bframes=bframes,
-        )  # fmt: skip
-        raw = open_raw(f"{root}#0", "lerobot-v2.1")
+    for codec, bframes in (("h264", 1), ("av1", -1), ("mcap_h264", 0)):
+        raw = open_raw(*_source(work, codec, bframes))
         al = aligned_tracks(raw)
         assert raw.video_sources is not None, "a LeRobot video camera keeps its bitstream"
         good = raw.video_sources("top")
         truth = source_frames(good)
         for r in range(rounds):
             variants = {"control": good, **_lies(good, rng)}
+            if codec == "mcap_h264":  # Annex B: parameter sets in band, none kept aside
+                variants["parameter_sets_missing"] = dataclasses.replace(
+                    good, extradata=b"", packets=[dataclasses.replace(p, data=_no_params(p.data)) for p in good.packets]
+                )
             for name, src in variants.items():
                 raw.video_sources = lambda cam, s=src: s  # what a hostile file's demuxer hands over
                 out = work / f"{codec}-{name}-{r}.rdep"
