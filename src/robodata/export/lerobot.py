@@ -9,7 +9,9 @@ Layout (LeRobot `codebase_version` v3.0: many episodes per file, relational meta
                                                 video file indices, from/to indices and timestamps
     data/chunk-000/file-000.parquet             one row per frame: observation.state, action,
                                                 timestamp, frame_index, episode_index, index, task_index
-    videos/observation.images.<cam>/chunk-000/file-000.mp4   all episodes back to back (H.264)
+    videos/observation.images.<cam>/chunk-000/file-000.mp4   all episodes back to back (H.264; a
+                                                stream-copied camera's own packets, remuxed:
+                                                robodata.export.lerobot_remux)
 
 An episode's rows are exactly the container's frames: every frame of its reference camera (the one
 with the most frames), or of its state stream when it has no camera; other cameras contribute their
@@ -47,6 +49,7 @@ from robodata.export.episodes import (
     staging,
 )
 from robodata.export.lerobot_files import Stats, VideoOut, write_tasks
+from robodata.export.lerobot_remux import PacketOut, remux_plan
 
 CODEBASE_VERSION = "v3.0"
 DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
@@ -192,7 +195,13 @@ def _write(
     }
     for f in (*files.values(), *video_files.values()):
         f.parent.mkdir(parents=True, exist_ok=True)
-    videos = {c: VideoOut(video_files[c], shapes[c], fps) for c in cams}
+    remux = remux_plan(rows, first, cams)  # stream-copied cameras: their packets remuxed, not re-encoded
+    videos: dict[str, VideoOut | PacketOut] = {
+        c: VideoOut(video_files[c], shapes[c], fps)
+        if remux[c]
+        else PacketOut(video_files[c], first.reader.layout.group_of(c).video.codec, shapes[c], fps)  # type: ignore[union-attr]
+        for c in cams
+    }
     stats = Stats()
     data_writer: pq.ParquetWriter | None = None
     episodes: list[dict[str, Any]] = []
@@ -209,7 +218,8 @@ def _write(
             for t, imgs in frames(ep):
                 n = len(t)
                 for c in cams:
-                    videos[c].write(imgs[c])
+                    if isinstance(out_c := videos[c], VideoOut):
+                        out_c.write(imgs[c])
                     sub = imgs[c][:, ::8, ::8].reshape(-1, 3) / 255.0
                     stats.add(keys[c], sub)
                 batch: dict[str, np.ndarray] = {
@@ -238,6 +248,9 @@ def _write(
                 length += n
             if length == 0:
                 raise ExportError(f"episode {row['episode_id']!r} has no frames")
+            for c in cams:
+                if isinstance(out_c := videos[c], PacketOut):
+                    out_c.add(ep.reader, c, length)
             rec: dict[str, Any] = {
                 "episode_index": ep_index,
                 "tasks": [task],
@@ -299,6 +312,7 @@ def _write(
         "tasks": len(tasks),
         "cameras": cams,
         "fps": fps,
+        "video": {c: "remux" if not remux[c] else f"encode: {remux[c]}" for c in cams},
     }
 
 
