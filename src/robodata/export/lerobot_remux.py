@@ -106,7 +106,8 @@ class PacketOut:
         self.container = av.open(str(path), "w")
         rate = Fraction(fps).limit_denominator(1001)
         self.stream = self.container.add_mux_stream(codec, rate=rate, width=int(shape[1]), height=int(shape[0]))
-        self.stream.time_base = 1 / rate
+        self.time_base = Fraction(1) / rate
+        self.stream.time_base = self.time_base
         self.frames = 0
 
     def add(self, reader: EpisodeReader, cam: str, rows: int) -> None:
@@ -118,7 +119,7 @@ class PacketOut:
         for pts, dts, key, data in zip(*(t.column(k).to_pylist() for k in ("pts", "dts", "key", "data")), strict=True):
             p = av.Packet(data)
             p.pts, p.dts, p.is_keyframe = self.frames + pts, self.frames + dts, key
-            p.time_base = self.stream.time_base
+            p.time_base = self.time_base
             p.stream = self.stream
             self.container.mux(p)
         self.frames += rows

@@ -90,6 +90,8 @@ def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
     for f in frames:
         if (f.height, f.width) != size:
             return f"decodes to {f.height}x{f.width} frames, the stream declares {size[0]}x{size[1]}"
+        if f.pts is None:
+            return "the decoder shows a picture without its pts"
         shown.append(f.pts)
     if sorted(shown) != sorted(wanted):
         return f"decoded {len(set(shown) & set(wanted))} of {len(wanted)} frames"

@@ -14,9 +14,10 @@ import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import av
+from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
 from robodata.codecs.bitstream import BitstreamError, Scanner, annexb_parameter_sets
@@ -70,7 +71,7 @@ class VideoTopic:
 
     def frames(self) -> Iterator[av.VideoFrame]:
         """Every message's frame, decoded in order. RawEpisodeError when the stream does not decode."""
-        ctx = av.CodecContext.create(_decoder(self.codec), "r")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(_decoder(self.codec), "r"))
         try:
             for i, data in enumerate(self.packets):
                 pkt = av.Packet(data)
