@@ -56,6 +56,17 @@ def _annexb(data: bytes) -> Iterator[bytes]:
         yield nal.rstrip(b"\x00") if k + 1 < len(starts) else nal  # 00 of the next 4-byte start code
 
 
+def _annexb_heads(data: bytes) -> Iterator[int]:
+    """The header byte of each NAL unit of an Annex B packet, found lazily (start code by start code)."""
+    i = data.find(b"\x00\x00\x01")
+    while i >= 0:
+        s = i + 3
+        if s >= len(data) or data.startswith((b"\x00\x00\x01", b"\x00\x00\x00\x01"), s):
+            raise BitstreamError("an empty NAL unit")
+        yield data[s]
+        i = data.find(b"\x00\x00\x01", s)
+
+
 def _length_prefixed(data: bytes, size: int) -> Iterator[bytes]:
     i = 0
     while i < len(data):
@@ -125,25 +136,28 @@ class Scanner:
         return out
 
     def _nals(self, data: bytes) -> PacketScan:
-        nals = _length_prefixed(data, self.nal_size) if self.nal_size else _annexb(data)
+        # Annex B: NAL headers up to the first slice (an access unit's parameter sets come before
+        # its slices, and every slice of a picture has its type), never a search through slice data
+        annexb = not self.nal_size
+        heads = _annexb_heads(data) if annexb else (nal[0] for nal in _length_prefixed(data, self.nal_size))
         h264 = self.codec == "h264"
         key = open_gop = False
         ref, pictures, seen = True, 0, set()
-        for nal in nals:
-            if not nal:
-                raise BitstreamError("an empty NAL unit")
-            typ = nal[0] & 0x1F if h264 else (nal[0] >> 1) & 0x3F
+        for head in heads:
+            typ = head & 0x1F if h264 else (head >> 1) & 0x3F
             seen.add(typ)
             vcl = 1 <= typ <= 5 if h264 else typ < 32
             if not vcl:
                 continue
             if pictures == 0:  # the first slice decides the picture's type
                 if h264:
-                    key, ref = typ == H264_IDR, (nal[0] >> 5) & 3 != 0
+                    key, ref = typ == H264_IDR, (head >> 5) & 3 != 0
                 else:
                     key, ref = typ in HEVC_IRAP, not (typ <= 14 and typ % 2 == 0)
             open_gop = open_gop or (not h264 and typ in HEVC_RASL)
             pictures += 1
+            if annexb:
+                break
         need = {H264_SPS, H264_PPS} if h264 else {HEVC_VPS, HEVC_SPS, HEVC_PPS}
         return PacketScan(key, ref, need <= seen, pictures, open_gop)
 

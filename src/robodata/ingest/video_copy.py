@@ -18,7 +18,7 @@ the catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,7 +100,7 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
         scanner = Scanner(src.codec, src.extradata)
     except BitstreamError as exc:
         raise CopyRefused(f"the extradata does not parse as {src.codec}: {exc}") from None
-    keys = []
+    keys, refs = [], []
     for k, p in enumerate(pk):
         try:
             scan = scanner.scan(p.data)
@@ -113,6 +113,7 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
         if scan.key and not (scan.params or scanner.extradata_params):
             raise CopyRefused(f"keyframe packet {k} carries no parameter sets and the extradata has none")
         keys.append(scan.key)
+        refs.append(scan.ref)
     if not keys[0]:
         raise CopyRefused("the episode does not open on a keyframe")
     order = np.argsort(np.asarray(pts, np.int64), kind="stable")
@@ -128,11 +129,7 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
     gop = max(b - a for a, b in zip(starts, starts[1:], strict=False))
     reorder = int(max(0, int((display - np.arange(len(pk))).max())))
     delay = int(max(0, int((np.arange(len(pk)) - display).max())))
-    packets = [
-        Packet(int(display[k]), k - delay, keys[k], p.data, True) for k, p in enumerate(pk)
-    ]  # AV1 / length-prefixed NALs: every picture counts as a reference (never skipped)
-    if src.codec in ("h264", "hevc"):
-        packets = [replace(q, ref=scanner.scan(q.data).ref) for q in packets]
+    packets = [Packet(int(display[k]), k - delay, keys[k], p.data, refs[k]) for k, p in enumerate(pk)]
     return CameraCopy(camera, src.codec, src.extradata, packets, gop, reorder, key_display)
 
 
