@@ -19,6 +19,7 @@ from robodata.ingest.copy_verify import check_stored, decode_sample, frame_size
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.ingest.video_choice import transcode_failed, video_plan
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig
+from robodata.storage.objects import fsync_path
 
 if TYPE_CHECKING:
     from robodata.container.plan import LayoutPlan
@@ -127,7 +128,7 @@ def convert(
         chosen, written = _write_copy(raw, al, tmp, meta, chosen, layout, cfg)
     if written is None:
         written = _write(raw, al, tmp, meta, chosen)
-        _fsync(tmp)
+        fsync_path(str(tmp))
     counts, facts = written
     os.replace(tmp, out)
     steps = max((len(a.t_ns) for a in raw.arrays.values()), default=0)
@@ -164,7 +165,7 @@ def _write_copy(
         written: tuple | None = None
         try:
             written = _write(raw, al, tmp, meta, chosen)
-            synced = pool.submit(_fsync, tmp)
+            synced = pool.submit(fsync_path, str(tmp))
             failed = check_stored(str(tmp), chosen.copies)
             synced.result()
         except RobodataError as exc:  # the writer refused a copied stream's packets
@@ -173,14 +174,6 @@ def _write_copy(
     if failed:
         return transcode_failed(chosen, layout, failed), None
     return chosen, written
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write(raw: RawEpisode, al: AlignedTracks, tmp: Path, meta: EpisodeMeta, chosen: CopyPlan) -> tuple:

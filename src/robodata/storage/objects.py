@@ -126,11 +126,11 @@ def publish_folder(staging: str, final: str, options: dict[str, Any] | None = No
     if staging == final:
         return
     src, dst = local_path(staging), local_path(final)
-    _fsync_path(src)
+    fsync_path(src)
     if os.path.exists(dst):
         shutil.rmtree(dst)
     os.replace(src, dst)
-    _fsync_path(os.path.dirname(dst))
+    fsync_path(os.path.dirname(dst))
 
 
 def remove_folder(uri: str, options: dict[str, Any] | None = None, first: Iterable[str] = ()) -> None:
@@ -145,7 +145,8 @@ def remove_folder(uri: str, options: dict[str, Any] | None = None, first: Iterab
         fs.rm(base, recursive=True)
 
 
-def _fsync_path(path: str) -> None:
+def fsync_path(path: str) -> None:
+    """The file (or folder) at `path` made durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

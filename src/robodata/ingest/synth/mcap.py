@@ -10,18 +10,10 @@ from pathlib import Path
 from mcap.writer import Writer
 
 from robodata.ingest.synth.episode import SynthEpisode, jpeg_bytes
-from robodata.ingest.synth.mcap_video import CompressedVideoSpec, VideoMessages, annexb_h264
+from robodata.ingest.synth.mcap_video import COMPRESSED_VIDEO_SCHEMA, CompressedVideoSpec, VideoMessages, annexb_h264
 
-COMPRESSED_IMAGE_SCHEMA = {
-    "title": "foxglove.CompressedImage",
-    "type": "object",
-    "properties": {
-        "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
-        "frame_id": {"type": "string"},
-        "data": {"type": "string", "contentEncoding": "base64"},
-        "format": {"type": "string"},
-    },
-}
+# foxglove.CompressedImage has CompressedVideo's fields: timestamp, frame_id, data (base64), format
+COMPRESSED_IMAGE_SCHEMA = {**COMPRESSED_VIDEO_SCHEMA, "title": "foxglove.CompressedImage"}
 JOINT_STATE_SCHEMA = {
     "title": "robodata.JointState",
     "type": "object",
