@@ -147,6 +147,18 @@ def convert(
     )
 
 
+_HELPERS: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _helpers() -> ThreadPoolExecutor:
+    """Two threads for a copy's sample decode and fsync, kept from episode to episode (starting a
+    thread waits for the scheduler: milliseconds on a busy machine); a forked process makes its own."""
+    global _HELPERS
+    if _HELPERS is None or _HELPERS[0] != os.getpid():
+        _HELPERS = (os.getpid(), ThreadPoolExecutor(2, thread_name_prefix="stream-copy"))
+    return _HELPERS[1]
+
+
 def _write_copy(
     raw: RawEpisode,
     al: AlignedTracks,
@@ -160,17 +172,17 @@ def _write_copy(
     (the plan, what `_write` returned), or, when a copy failed, (the plan transcoding its group, None).
     The sample decode runs while the container is written, its fsync while it is checked."""
     sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
-    with ThreadPoolExecutor(2, thread_name_prefix="stream-copy") as pool:
-        decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops)
-        written: tuple | None = None
-        try:
-            written = _write(raw, al, tmp, meta, chosen)
-            synced = pool.submit(fsync_path, str(tmp))
-            failed = check_stored(str(tmp), chosen.copies)
-            synced.result()
-        except RobodataError as exc:  # the writer refused a copied stream's packets
-            failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
-        failed = {**decoded.result(), **failed}
+    pool = _helpers()
+    decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops)
+    written: tuple | None = None
+    try:
+        written = _write(raw, al, tmp, meta, chosen)
+        synced = pool.submit(fsync_path, str(tmp))
+        failed = check_stored(str(tmp), chosen.copies)
+        synced.result()
+    except RobodataError as exc:  # the writer refused a copied stream's packets
+        failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
+    failed = {**decoded.result(), **failed}
     if failed:
         return transcode_failed(chosen, layout, failed), None
     return chosen, written
