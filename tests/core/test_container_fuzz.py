@@ -83,3 +83,14 @@ def test_ipc_reader_on_damaged_parts_raises_codec_error_or_decodes_validly(which
         return
     assert isinstance(table, pa.Table)
     table.validate(full=True)
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=300), st.binary(max_size=3000), st.integers(0, 3))
+def test_a_chunks_checksum_combined_from_its_parts_is_zlibs_over_their_bytes(a, b, pad):
+    import zlib
+
+    from robodata.container.format import crc32_combine
+
+    b = b + bytes(pad) * 1000  # lengths past the table's first powers
+    assert crc32_combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(a + b)

@@ -28,6 +28,39 @@ def checksum(data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
+_CRC_POLY = 0xEDB88320  # zlib's CRC-32 polynomial, reflected
+
+
+def _multmodp(a: int, b: int) -> int:
+    """a x b modulo the CRC-32 polynomial, bits reflected (zlib's multmodp)."""
+    m, p = 1 << 31, 0
+    while a:
+        if a & m:
+            p ^= b
+            a ^= m
+        m >>= 1
+        b = (b >> 1) ^ _CRC_POLY if b & 1 else b >> 1
+    return p
+
+
+_X2N = [1 << 30]  # x^(2^k) modulo the polynomial (zlib's x2n_table)
+for _ in range(31):
+    _X2N.append(_multmodp(_X2N[-1], _X2N[-1]))
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """The CRC-32 of A + B from crc1 = CRC-32(A), crc2 = CRC-32(B) and len(B) (zlib's
+    crc32_combine, which Python's zlib does not expose): a chunk's checksum without a second
+    pass over its parts' bytes."""
+    p, k, n = 1 << 31, 3, len2  # x^(8 x len2): the CRC of A shifted past B's bytes
+    while n:
+        if n & 1:
+            p = _multmodp(_X2N[k & 31], p)
+        n >>= 1
+        k += 1
+    return (_multmodp(p, crc1) ^ crc2) & 0xFFFFFFFF
+
+
 def pack_header() -> bytes:
     return HEADER.pack(MAGIC, FORMAT_VERSION, 0)
 

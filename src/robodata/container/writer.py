@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -26,7 +25,15 @@ from robodata.codecs.ipc import ipc_info
 from robodata.codecs.video import Packet
 from robodata.container import inputs
 from robodata.container.cameras import Camera, CopiedCamera, EncodedCamera
-from robodata.container.format import ChunkInfo, PartInfo, checksum, encode_footer, pack_header, pack_trailer
+from robodata.container.format import (
+    ChunkInfo,
+    PartInfo,
+    checksum,
+    crc32_combine,
+    encode_footer,
+    pack_header,
+    pack_trailer,
+)
 from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup
 from robodata.errors import ContainerError
 
@@ -314,7 +321,7 @@ class EpisodeWriter:
         crc = 0
         for stream, blob, t0, t1, count in parts:
             infos.append(PartInfo(stream, rel, len(blob), checksum(blob), t0, t1, count))
-            crc = infos[0].checksum if len(parts) == 1 else zlib.crc32(blob, crc)  # one part: the chunk's own
+            crc = crc32_combine(crc, infos[-1].checksum, len(blob))  # the chunk's, from its parts' (one pass)
             self._emit(blob)
             rel += len(blob)
         self._chunks.append(
