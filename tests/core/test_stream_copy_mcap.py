@@ -124,3 +124,14 @@ def test_compressed_video_whose_packets_lie_is_never_stored_as_a_broken_copy(tmp
         assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), name
     assert "copy" not in outcome.values(), outcome
     assert outcome["truncated_nal"] == "transcode"  # decoded (every GOP here): the decoder's error, not concealed
+
+
+def test_annexb_packet_cut_short_outside_the_sampled_gops_is_not_copied(tmp_path):
+    """Annex B packets carry no sizes: every GOP is decoded, whatever verify_gops samples."""
+    units = _units()  # 6 GOPs of 2; verify_gops=1 samples GOP 0 alone
+    path = _write(tmp_path / "cut.mcap", [u[: len(u) // 3] if i == 7 else u for i, u in enumerate(units)])
+    raw = open_raw(str(path), "mcap")
+    res = convert(raw, aligned_tracks(raw), tmp_path / "cut.rdep", copy=VideoCopyConfig(mode="copy", verify_gops=1))
+    d = res.video["top"]
+    assert d["mode"] == "transcode", d
+    assert "copy failed verification: GOP 3 (packets 6..7) does not decode at packet 7" in d["reason"], d

@@ -8,7 +8,8 @@ Two halves, both required before a copy is kept:
   with that extradata proves the stream decodes, without an error the decoder would conceal
   (FFmpeg's err_detect=explode), to frames of the declared size, shown in pts order. A packet
   cut short inside its NAL units (Annex B has no sizes to betray it: MCAP CompressedVideo) is
-  caught only in a decoded GOP. Once `check_stored` has found the stored packets and extradata equal to these, the
+  caught only in a decoded GOP, so a camera whose packets carry no length framing (Annex B H.264 /
+  HEVC) has every GOP decoded, not a sample. Once `check_stored` has found the stored packets and extradata equal to these, the
   stored stream decodes to the same frames (a decoder is a function of its input), so the
   decode may run while the container is being written (robodata.ingest.convert runs it in a
   thread; libavcodec releases the GIL) instead of after it.
@@ -26,6 +27,7 @@ import pyarrow as pa
 from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
+from robodata.codecs.bitstream import nal_length_size
 from robodata.container import EpisodeReader
 from robodata.ingest.video_copy import CameraCopy
 
@@ -56,11 +58,14 @@ def frame_size(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def decode_sample(copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int]], gops: int) -> dict[str, str]:
-    """{camera: why a sampled GOP of its packets does not decode}; `sizes`: each camera's (H, W)."""
+    """{camera: why a sampled GOP of its packets does not decode}; `sizes`: each camera's (H, W).
+    Every GOP of an unframed (Annex B) camera is decoded: its packets have no sizes, so a packet cut
+    short shows only in its decode."""
     failed: dict[str, str] = {}
     for cam, c in copies.items():
         starts = [i for i, p in enumerate(c.packets) if p.key] + [len(c.packets)]
-        for g in sample_gops(len(starts) - 1, gops):
+        n = len(starts) - 1
+        for g in range(n) if unframed(c) else sample_gops(n, gops):
             why = _decode_gop(c, starts[g], starts[g + 1], sizes[cam])
             if why:
                 failed[cam] = f"GOP {g} (packets {starts[g]}..{starts[g + 1] - 1}) {why}"
@@ -68,11 +73,18 @@ def decode_sample(copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int
     return failed
 
 
+def unframed(c: CameraCopy) -> bool:
+    """Whether the camera's packets carry no NAL sizes (Annex B H.264 / HEVC): a truncated packet
+    still parses, and only a decode of its GOP catches it."""
+    return c.codec in ("h264", "hevc") and nal_length_size(c.codec, c.extradata) == 0
+
+
 def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
     """Why packets a..b-1 (one GOP) do not decode to frames of `size` in pts order ("": they do).
     The frames are decoded whole (the decoder's own work) but never converted to RGB."""
     wanted = [p.pts for p in c.packets[a:b]]
     shown: list[int] = []
+    at = "the decoder's opening"
     try:
         ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(c.codec).decoder, "r"))
         if c.extradata:
@@ -80,13 +92,15 @@ def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
         ctx.thread_count = 1
         ctx.options = {"err_detect": "explode"}  # an error the decoder would conceal fails the copy
         frames = []
-        for p in c.packets[a:b]:
+        for k, p in enumerate(c.packets[a:b], a):
+            at = f"packet {k} (pts {p.pts})"
             pkt = av.Packet(p.data)
             pkt.pts, pkt.dts = p.pts, p.dts
             frames += ctx.decode(pkt)
+        at = "the decoder's flush"
         frames += ctx.decode(None)
     except Exception as exc:  # libavcodec refused the stream: it does not decode
-        return f"does not decode: {type(exc).__name__}: {exc}"
+        return f"does not decode at {at}: {type(exc).__name__}: {exc}"
     for f in frames:
         if (f.height, f.width) != size:
             return f"decodes to {f.height}x{f.width} frames, the stream declares {size[0]}x{size[1]}"
