@@ -19,7 +19,7 @@ from robodata.errors import ConfigError, ContainerError
 from robodata.ingest import convert as convert_mod
 from robodata.ingest.align import aligned_tracks
 from robodata.ingest.convert import convert
-from robodata.ingest.copy_verify import sample_gops, verify_copy
+from robodata.ingest.copy_verify import check_written, sample_gops, verify_copy
 from robodata.ingest.importers import open_raw
 from robodata.ingest.synth.lerobot import write_lerobot
 from robodata.ingest.video_copy import CopyRefused, VideoCopyConfig, inspect
@@ -83,9 +83,11 @@ def test_transcode_mode_records_its_reason(tmp_path):
     assert r.layout.group_of("top").video == VideoSettings()
 
 
-def test_a_copy_that_fails_verification_is_transcoded_with_the_finding(tmp_path, monkeypatch):
-    monkeypatch.setattr(convert_mod, "check_stored", lambda path, copies: {"top": "GOP 0 does not decode"})
-    r, decision = _convert(_dataset(tmp_path, "h264", 2), tmp_path, "copy")
+@pytest.mark.parametrize("readback", [False, True])
+def test_a_copy_that_fails_verification_is_transcoded_with_the_finding(tmp_path, monkeypatch, readback):
+    check = "check_stored" if readback else "check_written"  # VideoCopyConfig.verify_readback picks one
+    monkeypatch.setattr(convert_mod, check, lambda where, copies: {"top": "GOP 0 does not decode"})
+    r, decision = _convert(_dataset(tmp_path, "h264", 2), tmp_path, "copy", verify_readback=readback)
     assert decision["mode"] == "transcode"
     assert decision["reason"] == "copy failed verification: GOP 0 does not decode"
     assert r.layout.group_of("top").video.preset != "copy"
@@ -145,6 +147,17 @@ def test_verification_compares_the_stored_stream_with_the_source(tmp_path):
     other.packets += cc.packets[8:]
     assert verify_copy(path, {"top": other}, 3) == {"top": "stored packet 7 differs from the source's bytes"}
     assert "packets" in verify_copy(path, {"top": dataclasses.replace(cc, packets=cc.packets[:-2])}, 3)["top"]
+    # the default check: the packets and extradata the writer stored, without reading them back
+    stored = {"top": (cc.packets, cc.extradata)}
+    assert check_written(stored, {"top": cc}) == {}
+    assert check_written(stored, {"top": other}) == {"top": "stored packet 7 differs from the source's size"}
+    short = {"top": (cc.packets[:-2], cc.extradata)}
+    assert check_written(short, {"top": cc}) == {"top": "stored 22 packets, the source has 24"}
+    moved = [dataclasses.replace(p, key=not p.key) if i == 2 else p for i, p in enumerate(cc.packets)]
+    assert "keyframe positions" in check_written({"top": (moved, cc.extradata)}, {"top": cc})["top"]
+    later = [dataclasses.replace(p, dts=p.dts + 1) for p in cc.packets]
+    assert "dts" in check_written({"top": (later, cc.extradata)}, {"top": cc})["top"]
+    assert "extradata" in check_written({"top": (cc.packets, b"x")}, {"top": cc})["top"]
     assert sample_gops(12, 3) == [0, 6, 11] and sample_gops(2, 5) == [0, 1] and sample_gops(5, 0) == []
 
 

@@ -80,6 +80,7 @@ class CopiedCamera(Camera):
         self._extradata = extradata
         self.seen: set[int] = set()
         self.last_dts: int | None = None
+        self.stored: list[Packet] = []  # the packets written to chunks so far, in write order
 
     @property
     def extradata(self) -> bytes:

@@ -52,6 +52,8 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     """The CRC-32 of A + B from crc1 = CRC-32(A), crc2 = CRC-32(B) and len(B) (zlib's
     crc32_combine, which Python's zlib does not expose): a chunk's checksum without a second
     pass over its parts' bytes."""
+    if not crc1:  # A's CRC shifted past B is 0 x^(8 len2) = 0: a chunk's first part costs nothing
+        return crc2 & 0xFFFFFFFF
     p, k, n = 1 << 31, 3, len2  # x^(8 x len2): the CRC of A shifted past B's bytes
     while n:
         if n & 1:

@@ -180,6 +180,11 @@ class EpisodeWriter:
         self._touch(int(ts.max()))
         self._flush_video(self.layout.group_of(stream), final=False)  # completed GOPs: a chunk may be due
 
+    def copied(self, stream: str) -> tuple[list[Packet], bytes]:
+        """A stream-copied camera's packets as written into its chunks, in order, and its extradata."""
+        cam = self._cams.get(stream)
+        return (list(cam.stored), cam.extradata) if isinstance(cam, CopiedCamera) else ([], b"")
+
     def write_array(self, stream: str, t_ns: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Samples of an array stream; may be called several times, in time order.
 
@@ -361,6 +366,7 @@ class EpisodeWriter:
                 ts = [cam.t_by_pts.pop(p.pts) for p in pkts]
                 if isinstance(cam, CopiedCamera):
                     self._check_copied_times(s, cam, pkts, ts)
+                    cam.stored += pkts
                 blob = encode_packets(
                     [p.pts for p in pkts],
                     [p.dts for p in pkts],

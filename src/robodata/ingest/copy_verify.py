@@ -1,18 +1,23 @@
 """Verification of a written stream copy, without decoding it whole.
 
 Two halves, both required before a copy is kept:
-- `check_stored`: for each copied camera, from the container as written (footer and packet
-  tables, no decode): the packet count, every pts and dts, the keyframe positions, the bytes of
-  every packet and the extradata against what the copy meant to store.
+- what was stored, for each copied camera against what the copy meant to store: the packet count,
+  every pts and dts, the keyframe positions, every packet's size, the extradata. By default
+  (`check_written`) from the writer's record of the packets it put into its chunks, whose bytes
+  the footer's part and chunk checksums are computed from as they are handed to the write (a
+  reader checks them): no read-back, so a corruption by the storage between the write and the
+  fsync is not caught here. `VideoCopyConfig.verify_readback` (`check_stored`) reads the
+  container back instead (footer and packet tables, no decode) and compares every packet's bytes
+  too.
 - `decode_sample`: a decode of `gops` GOPs (first, last, evenly between) of those same packets
   with that extradata proves the stream decodes, without an error the decoder would conceal
   (FFmpeg's err_detect=explode), to frames of the declared size, shown in pts order. A packet
   cut short inside its NAL units (Annex B has no sizes to betray it: MCAP CompressedVideo) is
   caught only in a decoded GOP, so a camera whose packets carry no length framing (Annex B H.264 /
-  HEVC) has every GOP decoded, not a sample. Once `check_stored` has found the stored packets and extradata equal to these, the
-  stored stream decodes to the same frames (a decoder is a function of its input), so the
-  decode may run while the container is being written (robodata.ingest.convert runs it in a
-  thread; libavcodec releases the GIL) instead of after it.
+  HEVC) has every GOP decoded, not a sample. Once the first half has found the stored packets
+  and extradata equal to these, the stored stream decodes to the same frames (a decoder is a
+  function of its input), so the decode may run while the container is being written
+  (robodata.ingest.convert runs it in a thread; libavcodec releases the GIL) instead of after it.
 A camera that fails either is named with the reason; the conversion then transcodes its group
 and records the finding.
 """
@@ -28,6 +33,7 @@ from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
 from robodata.codecs.bitstream import nal_length_size
+from robodata.codecs.video import Packet
 from robodata.container import EpisodeReader
 from robodata.ingest.video_copy import CameraCopy
 
@@ -112,6 +118,28 @@ def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
     if shown != sorted(shown):  # the decoder shows pictures in their own order, each with its pts
         return "the decoder shows its pictures in another order than their pts"
     return ""
+
+
+def check_written(stored: dict[str, tuple[list[Packet], bytes]], copies: dict[str, CameraCopy]) -> dict[str, str]:
+    """{camera: why the packets the writer put into its chunks or its extradata (`stored`,
+    EpisodeWriter.copied) are not the copy's}: count, pts, dts, keyframe positions, sizes."""
+    failed: dict[str, str] = {}
+    for cam, c in copies.items():
+        got, extradata = stored.get(cam, ([], b""))
+        n = len(c.packets)
+        if len(got) != n:
+            failed[cam] = f"stored {len(got)} packets, the source has {n}"
+        elif [p.pts for p in got] != [p.pts for p in c.packets]:
+            failed[cam] = "stored pts differ from the source's"
+        elif [p.dts for p in got] != [p.dts for p in c.packets]:
+            failed[cam] = "stored dts differ from the copy's decode order"
+        elif tuple(p.pts for p in got if p.key) != c.keys:
+            failed[cam] = "stored keyframe positions differ from the source's"
+        elif sizes := [i for i, (a, b) in enumerate(zip(got, c.packets, strict=True)) if len(a.data) != len(b.data)]:
+            failed[cam] = f"stored packet {sizes[0]} differs from the source's size"
+        elif extradata != c.extradata:
+            failed[cam] = "stored extradata differs from the source's"
+    return failed
 
 
 def check_stored(path: str, copies: dict[str, CameraCopy]) -> dict[str, str]:

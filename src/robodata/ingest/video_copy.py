@@ -45,6 +45,11 @@ class VideoCopyConfig:
     # GOPs per copied camera decoded after the write (the first; then the last, evenly between): the
     # headers of every packet are checked anyway, a decode proves the stream and its extradata decode
     verify_gops: int = 1
+    # what was stored is checked against the source (count, pts, dts, keyframes, sizes, extradata):
+    # False from the writer's record of what it wrote (the footer's checksums computed from the
+    # bytes handed to the write); True by reading the container back, every packet's bytes compared
+    # (also catches a corruption by the storage before the fsync; costs a read of the episode)
+    verify_readback: bool = False
     max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
 
     def __post_init__(self) -> None:
