@@ -8,7 +8,9 @@ with garbage of the same length, extradata removed, the episode opening after it
 from another file spliced in. Each case must end as a transcode with a reason (or the episode
 refused with a RobodataError); `stored_broken` counts containers that hold a copied stream whose
 frames differ from PyAV's decode of the original packets, `raw_errors` exceptions outside
-RobodataError. `copied_intact`: unaltered controls that were copied (they must be).
+RobodataError. `copied_intact`: unaltered controls that were copied (they must be). An Annex B packet
+cut short is caught by decoding every GOP (robodata.ingest.copy_verify), except where what is left
+still decodes without an error (a P slice of a few bytes): no decoder can tell it from a recording.
 
     python -c "from bench.robustness_copy import run; print(run('quick'))"
 """
