@@ -103,3 +103,16 @@ class CopiedCamera(Camera):
         self.frames += len(packets)
         self.take(list(packets))
         return ""
+
+    def store(self, pkts: list[Packet], ts: list[int]) -> str:
+        """Records a chunk's packets as stored; why not ("" when stored): their times must increase
+        with pts, after the previous chunk's (the reader picks a window's frames by time and shows
+        them by pts)."""
+        by_pts = [t for _, t in sorted(zip((p.pts for p in pkts), ts, strict=True))]
+        if any(b <= a for a, b in zip(by_pts, by_pts[1:], strict=False)) or (
+            self.last_t is not None and by_pts[0] <= self.last_t
+        ):
+            return "copied frames' times do not increase with their pts"
+        self.last_t = by_pts[-1]
+        self.stored += pkts
+        return ""

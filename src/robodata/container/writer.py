@@ -19,9 +19,8 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from robodata.codecs.arrays import PY_OBJECT_BYTES, encode_array, encode_events, encode_packets
+from robodata.codecs.arrays import encode_packets
 from robodata.codecs.image import Image, image_shape
-from robodata.codecs.ipc import ipc_info
 from robodata.codecs.video import Packet
 from robodata.container import inputs
 from robodata.container.cameras import Camera, CopiedCamera, EncodedCamera
@@ -34,6 +33,7 @@ from robodata.container.format import (
     pack_header,
     pack_trailer,
 )
+from robodata.container.lowdim import lowdim_chunks
 from robodata.container.meta import EpisodeMeta, Layout, StreamSpec, TopicGroup
 from robodata.errors import ContainerError
 
@@ -364,9 +364,9 @@ class EpisodeWriter:
                 if not pkts:
                     continue
                 ts = [cam.t_by_pts.pop(p.pts) for p in pkts]
-                if isinstance(cam, CopiedCamera):
-                    self._check_copied_times(s, cam, pkts, ts)
-                    cam.stored += pkts
+                why = cam.store(pkts, ts) if isinstance(cam, CopiedCamera) else ""
+                if why:
+                    raise self._err(f"{s!r}: {why}")
                 blob = encode_packets(
                     [p.pts for p in pkts],
                     [p.dts for p in pkts],
@@ -379,47 +379,7 @@ class EpisodeWriter:
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
             self._write_chunk(group.name, parts)
 
-    def _check_copied_times(self, stream: str, cam: CopiedCamera, pkts: list[Packet], ts: list[int]) -> None:
-        """A copied chunk's times increase with pts, after the previous chunk's (the reader picks a
-        window's frames by time and shows them by pts)."""
-        by_pts = [t for _, t in sorted(zip((p.pts for p in pkts), ts, strict=True))]
-        if any(b <= a for a, b in zip(by_pts, by_pts[1:], strict=False)) or (
-            cam.last_t is not None and by_pts[0] <= cam.last_t
-        ):
-            raise self._err(f"{stream!r}: copied frames' times do not increase with their pts")
-        cam.last_t = by_pts[-1]
-
     def _flush_lowdim(self, group: TopicGroup) -> None:
         data = {s: self._arrays.pop(s) for s in group.streams if s in self._arrays}
-        if not data:
-            return
-        merged: dict[str, tuple[np.ndarray, Any]] = {}
-        for s, pieces in data.items():
-            t = np.concatenate([p[0] for p in pieces])
-            if self.meta.streams[s].kind == "events":
-                merged[s] = (t, ([x for p in pieces for x in p[1][0]], [x for p in pieces for x in p[1][1]]))
-            else:
-                merged[s] = (t, np.concatenate([p[1] for p in pieces]))
-        t_lo = min(int(v[0][0]) for v in merged.values())
-        t_hi = max(int(v[0][-1]) for v in merged.values())
-        span = int(group.chunk_span_s * 1e9)
-        for start in range(t_lo, t_hi + 1, span):
-            parts = []
-            for s, (t, vals) in merged.items():
-                lo, hi = np.searchsorted(t, start), np.searchsorted(t, start + span)
-                if hi <= lo:
-                    continue
-                if self.meta.streams[s].kind == "events":
-                    blob = encode_events(t[lo:hi], vals[0][lo:hi], vals[1][lo:hi], stream=s)
-                    extra = int(hi - lo) * PY_OBJECT_BYTES
-                else:
-                    blob = encode_array(t[lo:hi], vals[lo:hi], stream=s)
-                    extra = 0
-                if ipc_info(blob).decoded_bytes + extra > inputs.READABLE.max_decode_bytes:
-                    raise self._err(
-                        f"{s!r}: a {group.chunk_span_s} s chunk of {hi - lo} samples decodes to more than "
-                        "ReaderConfig.max_decode_bytes; use a shorter chunk_span_s for its group"
-                    )
-                parts.append((s, blob, int(t[lo]), int(t[hi - 1]), int(hi - lo)))
-            if parts:
-                self._write_chunk(group.name, parts)
+        for parts in lowdim_chunks(self.meta, group, data):
+            self._write_chunk(group.name, parts)
