@@ -24,6 +24,7 @@ and records the finding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 import av
@@ -126,20 +127,28 @@ def check_written(stored: dict[str, tuple[list[Packet], bytes]], copies: dict[st
     failed: dict[str, str] = {}
     for cam, c in copies.items():
         got, extradata = stored.get(cam, ([], b""))
-        n = len(c.packets)
-        if len(got) != n:
-            failed[cam] = f"stored {len(got)} packets, the source has {n}"
-        elif [p.pts for p in got] != [p.pts for p in c.packets]:
-            failed[cam] = "stored pts differ from the source's"
-        elif [p.dts for p in got] != [p.dts for p in c.packets]:
-            failed[cam] = "stored dts differ from the copy's decode order"
-        elif tuple(p.pts for p in got if p.key) != c.keys:
-            failed[cam] = "stored keyframe positions differ from the source's"
-        elif sizes := [i for i, (a, b) in enumerate(zip(got, c.packets, strict=True)) if len(a.data) != len(b.data)]:
-            failed[cam] = f"stored packet {sizes[0]} differs from the source's size"
-        elif extradata != c.extradata:
-            failed[cam] = "stored extradata differs from the source's"
+        why = _mismatch(c, [p.pts for p in got], [p.dts for p in got], tuple(p.pts for p in got if p.key))
+        if not why:
+            sizes = [i for i, (a, b) in enumerate(zip(got, c.packets, strict=True)) if len(a.data) != len(b.data)]
+            why = f"stored packet {sizes[0]} differs from the source's size" if sizes else ""
+        if not why and extradata != c.extradata:
+            why = "stored extradata differs from the source's"
+        if why:
+            failed[cam] = why
     return failed
+
+
+def _mismatch(c: CameraCopy, pts: Sequence[int], dts: Sequence[int], keys: tuple[int, ...]) -> str:
+    """Why stored packets' count, pts, dts and keyframe positions are not the copy's ("" when equal)."""
+    if len(pts) != len(c.packets):
+        return f"stored {len(pts)} packets, the source has {len(c.packets)}"
+    if list(pts) != [p.pts for p in c.packets]:
+        return "stored pts differ from the source's"
+    if list(dts) != [p.dts for p in c.packets]:
+        return "stored dts differ from the copy's decode order"
+    if keys != c.keys:
+        return "stored keyframe positions differ from the source's"
+    return ""
 
 
 def check_stored(path: str, copies: dict[str, CameraCopy]) -> dict[str, str]:
@@ -161,17 +170,11 @@ def _check_one(reader: EpisodeReader, cam: str, c: CameraCopy) -> str:
     if not tables:
         return f"stored 0 packets, the source has {len(c.packets)}"
     t = pa.concat_tables(tables)
-    if t.num_rows != len(c.packets):
-        return f"stored {t.num_rows} packets, the source has {len(c.packets)}"
-    n = len(c.packets)
     pts = t.column("pts").to_numpy()
-    if not np.array_equal(pts, np.fromiter((p.pts for p in c.packets), np.int64, n)):
-        return "stored pts differ from the source's"
-    if not np.array_equal(t.column("dts").to_numpy(), np.fromiter((p.dts for p in c.packets), np.int64, n)):
-        return "stored dts differ from the copy's decode order"
     key = t.column("key").to_numpy(zero_copy_only=False)
-    if tuple(int(x) for x in pts[key]) != c.keys:
-        return "stored keyframe positions differ from the source's"
+    why = _mismatch(c, pts.tolist(), t.column("dts").to_pylist(), tuple(int(x) for x in pts[key]))
+    if why:
+        return why
     data = t.column("data").combine_chunks()
     if not data.equals(pa.array([p.data for p in c.packets], pa.binary())):
         stored = data.to_pylist()
