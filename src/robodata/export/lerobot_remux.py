@@ -20,20 +20,12 @@ from typing import Any
 
 import av
 import numpy as np
-import pyarrow as pa
 
 from robodata.codecs.bitstream import BitstreamError, Scanner
 from robodata.container import EpisodeReader
+from robodata.container.stored import stored_packets
 from robodata.export.episodes import EpisodeStreams, ExportError, open_episode, reference_camera
 from robodata.ingest.video_copy import COPY_PRESET
-
-_ALL = (-(1 << 63) + 1, (1 << 63) - 1)
-
-
-def stored_packets(reader: EpisodeReader, cam: str) -> pa.Table:
-    """The camera's packets as stored (pts, dts, key, t_ns, data), in decode order."""
-    tables = [reader.part_table(ch, p, blob) for ch, p, blob in reader.fetch_parts({cam: _ALL})]
-    return pa.concat_tables(tables) if tables else pa.table({"pts": pa.array([], pa.int64())})
 
 
 def _frame_times(reader: EpisodeReader, cam: str) -> np.ndarray:

@@ -36,9 +36,8 @@ from robodata.codecs import video_codec
 from robodata.codecs.bitstream import nal_length_size
 from robodata.codecs.video import Packet
 from robodata.container import EpisodeReader
+from robodata.container.stored import stored_packets
 from robodata.ingest.video_copy import CameraCopy
-
-_ALL = (-(1 << 63) + 1, (1 << 63) - 1)
 
 
 def sample_gops(n: int, k: int) -> list[int]:
@@ -166,10 +165,9 @@ def check_stored(path: str, copies: dict[str, CameraCopy]) -> dict[str, str]:
 
 
 def _check_one(reader: EpisodeReader, cam: str, c: CameraCopy) -> str:
-    tables = [reader.part_table(ch, p, blob) for ch, p, blob in reader.fetch_parts({cam: _ALL})]
-    if not tables:
+    t = stored_packets(reader, cam)
+    if not t.num_rows:
         return f"stored 0 packets, the source has {len(c.packets)}"
-    t = pa.concat_tables(tables)
     pts = t.column("pts").to_numpy()
     key = t.column("key").to_numpy(zero_copy_only=False)
     why = _mismatch(c, pts.tolist(), t.column("dts").to_pylist(), tuple(int(x) for x in pts[key]))
