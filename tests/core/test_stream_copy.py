@@ -187,6 +187,8 @@ def test_video_copy_config_is_validated_up_front():
         VideoCopyConfig(mode="fast")
     with pytest.raises(ConfigError, match="verify_gops"):
         VideoCopyConfig(verify_gops=-1)
+    with pytest.raises(ConfigError, match="annexb_decode"):
+        VideoCopyConfig(annexb_decode="some")
 
 
 def test_cli_ingest_records_each_cameras_decision_in_the_catalog(tmp_path):

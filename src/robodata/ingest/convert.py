@@ -173,7 +173,7 @@ def _write_copy(
     The sample decode runs while the container is written, its fsync while it is checked."""
     sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
     pool = _helpers()
-    decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops)
+    decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops, cfg.annexb_decode == "all")
     written: tuple | None = None
     try:
         written = _write(raw, al, tmp, meta, chosen)

@@ -11,13 +11,17 @@ Two halves, both required before a copy is kept:
   too.
 - `decode_sample`: a decode of `gops` GOPs (first, last, evenly between) of those same packets
   with that extradata proves the stream decodes, without an error the decoder would conceal
-  (FFmpeg's err_detect=explode), to frames of the declared size, shown in pts order. A packet
-  cut short inside its NAL units (Annex B has no sizes to betray it: MCAP CompressedVideo) is
-  caught only in a decoded GOP, so a camera whose packets carry no length framing (Annex B H.264 /
-  HEVC) has every GOP decoded, not a sample. Once the first half has found the stored packets
-  and extradata equal to these, the stored stream decodes to the same frames (a decoder is a
-  function of its input), so the decode may run while the container is being written
-  (robodata.ingest.convert runs it in a thread; libavcodec releases the GIL) instead of after it.
+  (FFmpeg's err_detect=explode), to frames of the declared size, shown in pts order. Every
+  packet's headers were read before the write (robodata.ingest.video_copy.inspect; H.264 / HEVC:
+  every NAL unit and slice header, robodata.codecs.nal_check), so an undecoded GOP is held to
+  those. What only a decode sees: a packet cut short inside its slice data where nothing gives its
+  size (Annex B H.264 / HEVC: MCAP CompressedVideo; a length prefix or an OBU size betrays it
+  elsewhere), or bytes changed inside slice data; `annexb_decode="all"` decodes every GOP of an
+  Annex B camera for that (its copy then costs a decode of its video). Once the first half has
+  found the stored packets and extradata equal to these, the stored stream decodes to the same
+  frames (a decoder is a function of its input), so the decode may run while the container is
+  being written (robodata.ingest.convert runs it in a thread; libavcodec releases the GIL)
+  instead of after it.
 A camera that fails either is named with the reason; the conversion then transcodes its group
 and records the finding.
 """
@@ -47,13 +51,13 @@ def sample_gops(n: int, k: int) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, n - 1, num=min(k, n))})
 
 
-def verify_copy(path: str, copies: dict[str, CameraCopy], gops: int) -> dict[str, str]:
+def verify_copy(path: str, copies: dict[str, CameraCopy], gops: int, annexb_all: bool = False) -> dict[str, str]:
     """{camera: why its stored stream is not its source's} (empty: every copy verified): both
     halves in turn, the frame sizes those `path` declares."""
     reader = EpisodeReader.open(path)
     sizes = {c: frame_size(reader.meta.streams[c].shape) for c in copies}
     reader.close()
-    failed = decode_sample(copies, sizes, gops)
+    failed = decode_sample(copies, sizes, gops, annexb_all)
     for cam, why in check_stored(path, copies).items():
         failed.setdefault(cam, why)
     return failed
@@ -63,15 +67,17 @@ def frame_size(shape: tuple[int, ...]) -> tuple[int, int]:
     return int(shape[0]), int(shape[1])
 
 
-def decode_sample(copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int]], gops: int) -> dict[str, str]:
+def decode_sample(
+    copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int]], gops: int, annexb_all: bool = False
+) -> dict[str, str]:
     """{camera: why a sampled GOP of its packets does not decode}; `sizes`: each camera's (H, W).
-    Every GOP of an unframed (Annex B) camera is decoded: its packets have no sizes, so a packet cut
-    short shows only in its decode."""
+    `annexb_all`: every GOP of an unframed (Annex B) camera, whose packets have no sizes (a packet
+    cut short inside its slice data shows only in its decode)."""
     failed: dict[str, str] = {}
     for cam, c in copies.items():
         starts = [i for i, p in enumerate(c.packets) if p.key] + [len(c.packets)]
         n = len(starts) - 1
-        for g in range(n) if unframed(c) else sample_gops(n, gops):
+        for g in range(n) if annexb_all and unframed(c) else sample_gops(n, gops):
             why = _decode_gop(c, starts[g], starts[g + 1], sizes[cam])
             if why:
                 failed[cam] = f"GOP {g} (packets {starts[g]}..{starts[g + 1] - 1}) {why}"
@@ -80,8 +86,8 @@ def decode_sample(copies: dict[str, CameraCopy], sizes: dict[str, tuple[int, int
 
 
 def unframed(c: CameraCopy) -> bool:
-    """Whether the camera's packets carry no NAL sizes (Annex B H.264 / HEVC): a truncated packet
-    still parses, and only a decode of its GOP catches it."""
+    """Whether the camera's packets carry no NAL sizes (Annex B H.264 / HEVC): a packet cut short
+    inside its slice data still parses, and only a decode of its GOP catches it."""
     return c.codec in ("h264", "hevc") and nal_length_size(c.codec, c.extradata) == 0
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from robodata.codecs import video_codec
 from robodata.codecs.bitstream import BitstreamError, Scanner
+from robodata.codecs.nal_check import NalStream
 from robodata.codecs.demux import SourceVideo
 from robodata.codecs.video import Packet
 from robodata.config import require
@@ -34,6 +35,7 @@ from robodata.errors import ConfigError
 from robodata.ingest.copy_cost import decode_s_per_frame, price
 
 VIDEO_MODES = ("auto", "copy", "transcode")
+ANNEXB_DECODE = ("sample", "all")
 COPY_PRESET = "copy"  # VideoSettings.preset of a copied group: its bitstream is the source's
 
 
@@ -45,6 +47,10 @@ class VideoCopyConfig:
     # GOPs per copied camera decoded after the write (the first; then the last, evenly between): the
     # headers of every packet are checked anyway, a decode proves the stream and its extradata decode
     verify_gops: int = 1
+    # Annex B H.264 / HEVC (MCAP CompressedVideo: no NAL sizes): "sample" decodes verify_gops GOPs like
+    # any stream, every packet's NAL unit and slice headers checked (robodata.codecs.nal_check); "all"
+    # decodes every GOP, the one check that also sees a slice cut short inside its slice data
+    annexb_decode: str = "sample"
     # what was stored is checked against the source (count, pts, dts, keyframes, sizes, extradata):
     # False from the writer's record of what it wrote (the footer's checksums computed from the
     # bytes handed to the write); True by reading the container back, every packet's bytes compared
@@ -54,6 +60,7 @@ class VideoCopyConfig:
 
     def __post_init__(self) -> None:
         require(self.mode in VIDEO_MODES, f"video mode must be one of {VIDEO_MODES}, got {self.mode!r}")
+        require(self.annexb_decode in ANNEXB_DECODE, f"annexb_decode must be one of {ANNEXB_DECODE}, got {self.annexb_decode!r}")
         require(0 <= self.verify_gops <= 1000, f"verify_gops must be in [0, 1000], got {self.verify_gops}")
         require(self.max_cost_ratio > 0, f"max_cost_ratio must be > 0, got {self.max_cost_ratio}")
 
@@ -103,12 +110,14 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
         raise CopyRefused("the extradata is missing: length-prefixed packets need the avcC / hvcC record")
     try:
         scanner = Scanner(src.codec, src.extradata)
+        nals = NalStream(src.codec, src.extradata, scanner.nal_size) if src.codec in ("h264", "hevc") else None
     except BitstreamError as exc:
         raise CopyRefused(f"the extradata does not parse as {src.codec}: {exc}") from None
     keys, refs = [], []
     for k, p in enumerate(pk):
         try:
-            scan = scanner.scan(p.data)
+            # H.264 / HEVC: every NAL unit's and slice's headers, what an undecoded GOP is held to
+            scan = nals.check(p.data) if nals is not None else scanner.scan(p.data)
         except BitstreamError as exc:
             raise CopyRefused(f"packet {k} (pts {p.pts}): {exc}") from None
         if scan.key != p.key:
