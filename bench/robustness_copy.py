@@ -8,9 +8,14 @@ with garbage of the same length, extradata removed, the episode opening after it
 from another file spliced in. Each case must end as a transcode with a reason (or the episode
 refused with a RobodataError); `stored_broken` counts containers that hold a copied stream whose
 frames differ from PyAV's decode of the original packets, `raw_errors` exceptions outside
-RobodataError. `copied_intact`: unaltered controls that were copied (they must be). An Annex B packet
-cut short is caught by decoding every GOP (robodata.ingest.copy_verify), except where what is left
-still decodes without an error (a P slice of a few bytes): no decoder can tell it from a recording.
+RobodataError. `copied_intact`: unaltered controls that were copied (they must be). Conversions run
+with VideoCopyConfig's defaults (one GOP decoded per camera); the Annex B input also gets packets whose
+NAL unit / slice headers lie (forbidden bit, two pictures in one packet), which the header checks of
+every packet must catch (robodata.codecs.nal_check). An Annex B packet cut short inside its slice data
+has sound headers: only a decode of its GOP sees it, so with the sampled decode it is stored as recorded
+unless its GOP is sampled (counted in stored_broken, named in `unclear`); `annexb_decode_all` reruns
+the Annex B cases with annexb_decode="all" (every GOP decoded), which catches it, except where what is
+left still decodes without an error (a P slice of a few bytes): no decoder tells that from a recording.
 
     python -c "from bench.robustness_copy import run; print(run('quick'))"
 """
@@ -82,10 +87,40 @@ def _source(work: Path, codec: str, bframes: int) -> tuple[str, str]:
     return f"{root}#0", "lerobot-v2.1"
 
 
+def _stored_broken(convert, raw, al, out: Path, cfg, truth: list[np.ndarray]) -> bool:
+    """Whether `cfg`'s conversion stores a copy whose frames differ from `truth` (the source's decode)."""
+    from robodata.container import EpisodeReader
+    from robodata.errors import RobodataError
+
+    try:
+        res = convert(raw, al, out, copy=cfg)
+    except RobodataError:
+        return False
+    if res.video["top"]["mode"] != "copy":
+        return False
+    got = EpisodeReader.open(out).read_window(-1.0, float("inf"), ["top"])["top"].data
+    return len(got) != len(truth) or not all(np.array_equal(a, b) for a, b in zip(got, truth, strict=True))
+
+
 def _no_params(unit: bytes) -> bytes:
     """An Annex B access unit without its SPS / PPS NAL units."""
     nals = [n for n in unit.split(b"\x00\x00\x01") if n.rstrip(b"\x00")]
     return b"".join(b"\x00\x00\x01" + n for n in nals if n[0] & 0x1F not in (7, 8))
+
+
+def _header_lies(src, rng: random.Random) -> dict[str, Any]:
+    """Annex B packets whose headers lie: a slice's forbidden_zero_bit set, a second picture in a packet."""
+    pk = src.packets
+    m = rng.choice([i for i, p in enumerate(pk) if not p.key and i + 2 < len(pk)])
+
+    def alter(data: bytes) -> Any:
+        return dataclasses.replace(src, packets=[dataclasses.replace(p, data=data) if j == m else p for j, p in enumerate(pk)])
+
+    s = pk[m].data.find(b"\x00\x00\x01") + 3
+    return {
+        "nal_forbidden_bit": alter(pk[m].data[:s] + bytes([pk[m].data[s] | 0x80]) + pk[m].data[s + 1 :]),
+        "two_pictures_in_a_packet": alter(pk[m].data + pk[m + 2].data),
+    }
 
 
 def run(size: str) -> dict[str, Any]:
@@ -96,14 +131,17 @@ def run(size: str) -> dict[str, Any]:
     from robodata.ingest.importers import open_raw
     from robodata.ingest.video_copy import VideoCopyConfig
 
-    rng = random.Random(40)
     rounds = {"smoke": 1, "quick": 3}.get(size, 6)
     BENCH_DIR.mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="robust-copy-", dir=BENCH_DIR))
     cases = stored_broken = raw_errors = transcoded = refused = controls = copied_intact = 0
     unclear: list[str] = []
     outcome: dict[str, str] = {}  # first round: what became of each case
-    for codec, bframes in (("h264", 1), ("av1", -1), ("mcap_h264", 0)):
+    runs = [("h264", 1, "sample"), ("av1", -1, "sample"), ("mcap_h264", 0, "sample"), ("mcap_h264", 0, "all")]
+    all_broken: list[str] = []
+    all_cases = 0
+    for codec, bframes, annexb in runs:
+        rng = random.Random(f"40/{codec}")  # the same lies for an input's two runs
         raw = open_raw(*_source(work, codec, bframes))
         al = aligned_tracks(raw)
         assert raw.video_sources is not None, "a LeRobot video camera keeps its bitstream"
@@ -115,12 +153,19 @@ def run(size: str) -> dict[str, Any]:
                 variants["parameter_sets_missing"] = dataclasses.replace(
                     good, extradata=b"", packets=[dataclasses.replace(p, data=_no_params(p.data)) for p in good.packets]
                 )
+                variants.update(_header_lies(good, rng))
             for name, src in variants.items():
                 raw.video_sources = lambda cam, s=src: s  # what a hostile file's demuxer hands over
                 out = work / f"{codec}-{name}-{r}.rdep"
+                cfg = VideoCopyConfig(mode="copy", annexb_decode=annexb)
+                if annexb == "all":  # the full-decode option, counted apart from the defaults' figures
+                    all_cases += name != "control"
+                    if name != "control" and _stored_broken(convert, raw, al, out, cfg, truth):
+                        all_broken.append(f"{codec}/{name}/{r}")
+                    continue
                 cases += name != "control"
                 try:
-                    res = convert(raw, al, out, copy=VideoCopyConfig(mode="copy", verify_gops=2))
+                    res = convert(raw, al, out, copy=cfg)
                 except RobodataError as exc:
                     refused += 1
                     outcome.setdefault(f"{codec}/{name}", f"refused: {exc}"[:160])
@@ -141,7 +186,7 @@ def run(size: str) -> dict[str, Any]:
                         copied_intact += intact
                     elif not intact:
                         stored_broken += 1
-                        unclear.append(f"{codec}/{name}: copied and differs from the source")
+                        unclear.append(f"{codec}/{name}/{r}: copied and differs from the source")
                 elif name != "control":
                     transcoded += 1
                     if not d["reason"]:
@@ -158,5 +203,7 @@ def run(size: str) -> dict[str, Any]:
         "controls": controls,
         "controls_copied_intact": copied_intact,
         "unclear": unclear[:10],
+        "annexb_decode_all": {"cases": all_cases, "stored_broken": len(all_broken),
+                              "broken": all_broken[:10]},  # fmt: skip
         "outcomes": outcome,
     }

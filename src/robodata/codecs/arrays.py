@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from robodata.codecs.ipc import DecodeBudget, read_ipc, to_ipc
+from robodata.codecs.ipc import DecodeBudget, read_ipc, to_ipc, to_ipc_view
 from robodata.errors import CodecError
 
 PY_OBJECT_BYTES = 64  # what one decoded label costs as a Python object, beyond its characters
@@ -137,6 +137,19 @@ def encode_packets(
     stream: str = "",
 ) -> bytes:
     """A video part: one camera's packets for whole GOPs, in decode order."""
+    return bytes(packets_view(pts, dts, key, t_ns, data, ref, stream))
+
+
+def packets_view(
+    pts: list[int],
+    dts: list[int],
+    key: list[bool],
+    t_ns: list[int],
+    data: list[bytes],
+    ref: list[bool],
+    stream: str = "",
+) -> memoryview:
+    """encode_packets' part as a view of Arrow's buffer (the writer's: no copy of megabytes of packets)."""
     table = pa.table(
         {
             "pts": pa.array(pts, pa.int64()),
@@ -147,7 +160,7 @@ def encode_packets(
             "data": pa.array(data, pa.binary()),
         }
     )
-    return to_ipc(table.replace_schema_metadata(_tags(stream)), compress=False)  # payloads are compressed video
+    return to_ipc_view(table.replace_schema_metadata(_tags(stream)), compress=False)  # payloads are compressed video
 
 
 def decode_packets(

@@ -52,10 +52,16 @@ class IpcInfo:
 
 
 def to_ipc(table: pa.Table, compress: bool = True) -> bytes:
+    return bytes(to_ipc_view(table, compress))
+
+
+def to_ipc_view(table: pa.Table, compress: bool = True) -> memoryview:
+    """The IPC stream as a view of Arrow's buffer (no copy into a bytes object: a video part is
+    megabytes of packets, written and checksummed as they are)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=_ZSTD_OPTS if compress else _PLAIN_OPTS) as w:
         w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return memoryview(sink.getvalue())
 
 
 def read_ipc(data: bytes, budget: DecodeBudget | None = None, what: str = "part", rows: int | None = None) -> pa.Table:

@@ -204,15 +204,16 @@ def _ues(b: bytes, skip: int, count: int, where: str) -> list[int]:
     if b"\x00\x00\x03" in b:
         b = b.replace(b"\x00\x00\x03", b"\x00\x00")
     left = 8 * len(b) - skip
-    v = int.from_bytes(b, "big")
+    rest = int.from_bytes(b, "big") & ((1 << left) - 1)
     out = []
     for _ in range(count):
-        rest = v & ((1 << left) - 1) if left > 0 else 0
-        width = 2 * (left - rest.bit_length()) + 1  # leading zeros, the 1, as many bits again
-        if rest == 0 or width > left:
+        n = rest.bit_length()
+        width = 2 * (left - n) + 1  # leading zeros, the 1, as many bits again
+        if not rest or width > left:
             raise BitstreamError(f"{where}: a header field is cut off or not an Exp-Golomb code")
         left -= width
         out.append((rest >> left) - 1)
+        rest &= (1 << left) - 1
     return out
 
 

@@ -19,7 +19,7 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from robodata.codecs.arrays import encode_packets
+from robodata.codecs.arrays import packets_view
 from robodata.codecs.image import Image, image_shape
 from robodata.codecs.video import Packet
 from robodata.container import inputs
@@ -317,11 +317,11 @@ class EpisodeWriter:
         self._touch(int(t_ns[0]))
         self._touch(int(t_ns[-1]))
 
-    def _emit(self, data: bytes) -> None:
+    def _emit(self, data: bytes | memoryview) -> None:
         self._f.write(data)
         self._pos += len(data)
 
-    def _write_chunk(self, group: str, parts: list[tuple[str, bytes, int, int, int]]) -> None:
+    def _write_chunk(self, group: str, parts: Sequence[tuple[str, bytes | memoryview, int, int, int]]) -> None:
         offset, rel, infos = self._pos, 0, []
         crc = 0
         for stream, blob, t0, t1, count in parts:
@@ -367,7 +367,7 @@ class EpisodeWriter:
                 why = cam.store(pkts, ts) if isinstance(cam, CopiedCamera) else ""
                 if why:
                     raise self._err(f"{s!r}: {why}")
-                blob = encode_packets(
+                blob = packets_view(
                     [p.pts for p in pkts],
                     [p.dts for p in pkts],
                     [p.key for p in pkts],
