@@ -115,3 +115,16 @@ def test_hevc_access_units():
     assert "not one an HEVC decoder reads" in pytest.raises(BitstreamError, s.check, _hevc(45, "1") + trail).value.args[0]
     with pytest.raises(BitstreamError, match="names PPS 5"):
         NalStream("hevc", b"", 0).check(HEVC_PS + _hevc(19, "10" + ue(5)))
+
+
+def test_a_parameter_set_sent_again_reads_as_the_first_time():
+    sps1 = nal(b"\x67", "01000010" + "0" * 8 + "00011110" + ue(1) + "1011")
+    pps_on_1 = nal(b"\x68", ue(0) + ue(1) + "0110")
+    s = NalStream("h264", b"", 0)
+    s.check(SPS + sps1 + PPS + IDR)
+    s.check(pps_on_1 + P)
+    assert s.pps_sps[0] == 1
+    s.check(PPS + P)  # PPS 0 on SPS 0 again: read from what was seen, its SPS with it
+    assert s.pps_sps[0] == 0
+    with pytest.raises(BitstreamError, match="names SPS 1"):
+        NalStream("h264", b"", 0).check(SPS + pps_on_1 + IDR)

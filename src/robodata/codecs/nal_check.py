@@ -76,6 +76,9 @@ class NalStream:
         self.nal_size = nal_size
         self.sets: dict[tuple[str, int], bytes] = {}  # parameter sets in effect, by (kind, id)
         self.pps_sps: dict[int, int] = {}  # PPS id -> its SPS id
+        self._memo: dict[bytes, list[int]] = {}  # H.264 slice header prefix -> its first three fields
+        # a parameter set NAL unit read before -> its key (and a PPS's SPS id)
+        self._sets_seen: dict[bytes, tuple[tuple[str, int], int]] = {}
         for s, e in _extradata_spans(codec, extradata, nal_size):
             if self._nal(extradata, s, e, "the extradata", set()) is not None:
                 raise BitstreamError("the extradata holds a slice")
@@ -139,7 +142,17 @@ class NalStream:
                     raise BitstreamError(f"{where}: a slice NAL unit (type {typ}) holds its header alone")
                 if typ == 5 and not ref:
                     raise BitstreamError(f"{where}: an IDR slice with nal_ref_idc 0")
-                first_mb, slice_type, pps = _ues(data[s + 1 : min(e, s + 1 + _HEAD)], 0, 3, where)
+                memo, fields = self._memo, None
+                for k in (2, 3, 4, 5):  # the fewest bytes that hold the slice's first three fields decide them
+                    fields = memo.get(data[s + 1 : s + k])
+                    if fields is not None:
+                        break
+                if fields is None:
+                    fields = _ues(data[s + 1 : min(e, s + 1 + _HEAD)], 0, 3, where)
+                    prefix = data[s + 1 : s + 1 + (fields[3] + 7) // 8]
+                    if fields[3] <= 32 and b"\x00\x00" not in data[s + 1 : s + 6]:  # no emulation prevention near
+                        memo[prefix] = fields
+                first_mb, slice_type, pps = fields[:3]
                 if slice_type > 9 or (typ == 5 and slice_type % 5 not in (2, 4)) or pps > 255:
                     raise BitstreamError(f"{where}: a slice of NAL type {typ} with slice_type {slice_type}, PPS {pps}")
                 return (typ == 5, ref != 0, typ), first_mb == 0, first_mb, pps
@@ -161,49 +174,61 @@ class NalStream:
             if typ in _HEVC_VCL:
                 irap = 16 <= typ <= 21
                 b = data[s + 2 : min(e, s + 2 + _HEAD)]
-                (pps,) = _ues(b, 1 + irap, 1, where)  # first_slice_segment_in_pic_flag [no_output_of_prior_pics_flag]
+                pps = _ues(b, 1 + irap, 1, where)[0]  # first_slice_segment_in_pic_flag [no_output_of_prior_pics_flag]
                 if pps > 63:
                     raise BitstreamError(f"{where}: a slice names PPS {pps} (over 63)")
                 kind = (irap, not (typ <= 14 and typ % 2 == 0), typ)  # sub-layer non-reference: even types
                 return kind, bool(b[0] & 0x80), -1, pps  # slice_segment_address: not read (needs the SPS's size)
             hl, sps_t, pps_t = 2, 33, 34
+        unit = data[s:e]
+        seen = self._sets_seen.get(unit)  # a parameter set sent again as it was (every keyframe's, as a rule)
+        if seen is not None and (seen[0][0] != "pps" or ("sps", seen[1]) in self.sets):
+            key = seen[0]
+            if key[0] == "pps":
+                self.pps_sps[key[1]] = seen[1]
+            self.sets[key] = unit
+            carried.add(key)
+            return None
         if typ == sps_t:
             key = ("sps", self._sps_id(data[s + hl : min(e, s + hl + _HEAD_SPS)], where))
         elif typ == pps_t:
-            pps, sps = _ues(data[s + hl : min(e, s + hl + _HEAD)], 0, 2, where)
+            pps, sps = _ues(data[s + hl : min(e, s + hl + _HEAD)], 0, 2, where)[:2]
             if pps > (255 if self.h264 else 63) or sps > (31 if self.h264 else 15):
                 raise BitstreamError(f"{where}: PPS {pps} / its SPS id {sps} out of range")
             if ("sps", sps) not in self.sets:
                 raise BitstreamError(f"{where}: PPS {pps} names SPS {sps}, which the stream has not sent")
             key, self.pps_sps[pps] = ("pps", pps), sps
+            self._sets_seen[unit] = (key, sps)
         elif not self.h264 and typ == 32:
             key = ("vps", data[s + 2] >> 4)
         else:
             return None
-        self.sets[key] = data[s:e]
+        self.sets[key] = unit
+        self._sets_seen.setdefault(unit, (key, -1))
         carried.add(key)
         return None
 
     def _sps_id(self, b: bytes, where: str) -> int:
         if self.h264:
-            (sps,) = _ues(b, 24, 1, where)  # after profile_idc, constraint flags, level_idc
+            sps = _ues(b, 24, 1, where)[0]  # after profile_idc, constraint flags, level_idc
         else:  # after vps id (4), max_sub_layers_minus1 (3), nesting (1), general PTL (88 + 8)
             sub = (b[0] >> 1) & 7 if b else 0
             flags = int.from_bytes(b[13:15], "big") if sub else 0  # sub-layer profile / level present
             skip = 104 + (16 if sub else 0)
             for i in range(sub):
                 skip += 88 * ((flags >> (15 - 2 * i)) & 1) + 8 * ((flags >> (14 - 2 * i)) & 1)
-            (sps,) = _ues(b, skip, 1, where)
+            sps = _ues(b, skip, 1, where)[0]
         if sps > (31 if self.h264 else 15):
             raise BitstreamError(f"{where}: SPS id {sps} out of range")
         return sps
 
 
 def _ues(b: bytes, skip: int, count: int, where: str) -> list[int]:
-    """`count` Exp-Golomb codes after `skip` bits of an RBSP prefix (emulation prevention removed)."""
+    """`count` Exp-Golomb codes after `skip` bits of an RBSP prefix (emulation prevention removed),
+    then the bits read."""
     if b"\x00\x00\x03" in b:
         b = b.replace(b"\x00\x00\x03", b"\x00\x00")
-    left = 8 * len(b) - skip
+    left = total = 8 * len(b) - skip
     rest = int.from_bytes(b, "big") & ((1 << left) - 1)
     out = []
     for _ in range(count):
@@ -214,6 +239,7 @@ def _ues(b: bytes, skip: int, count: int, where: str) -> list[int]:
         left -= width
         out.append((rest >> left) - 1)
         rest &= (1 << left) - 1
+    out.append(total - left + skip)
     return out
 
 
