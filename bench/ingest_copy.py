@@ -4,8 +4,8 @@ Inputs: a synthetic LeRobot v2.1 dataset with AV1 GOP-2 video, plus the real LeR
 present (bench.realdata_fixtures: lerobot_v21_g1_av1, AV1 GOP 2, 640x480; lerobot_v30_open50,
 MPEG-4 part 2, which the loader does not decode: transcoded, with its reason), and synthetic MCAP
 episodes whose cameras are foxglove.CompressedVideo H.264 (protobuf, GOP 2; the byte copy copies
-the .mcap file; Annex B packets carry no sizes, so their copy's verification decodes every GOP:
-a copy of them costs a decode of their video, see per_input).
+the .mcap file; their copy's verification decodes a sample of GOPs like the others', every packet's
+NAL unit and slice headers read, docs/ingestion.md says what that leaves to annexb_decode="all").
 
 Per episode, after its import and alignment (as bench.ingest times the conversion stage):
 copy_*: `convert` with --video auto (demux, header checks, write, verification); floor_*: the

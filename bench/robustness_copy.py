@@ -114,7 +114,8 @@ def _header_lies(src, rng: random.Random) -> dict[str, Any]:
     m = rng.choice([i for i, p in enumerate(pk) if not p.key and i + 2 < len(pk)])
 
     def alter(data: bytes) -> Any:
-        return dataclasses.replace(src, packets=[dataclasses.replace(p, data=data) if j == m else p for j, p in enumerate(pk)])
+        packets = [dataclasses.replace(p, data=data) if j == m else p for j, p in enumerate(pk)]
+        return dataclasses.replace(src, packets=packets)
 
     s = pk[m].data.find(b"\x00\x00\x01") + 3
     return {
@@ -203,7 +204,10 @@ def run(size: str) -> dict[str, Any]:
         "controls": controls,
         "controls_copied_intact": copied_intact,
         "unclear": unclear[:10],
-        "annexb_decode_all": {"cases": all_cases, "stored_broken": len(all_broken),
-                              "broken": all_broken[:10]},  # fmt: skip
+        "annexb_decode_all": {
+            "cases": all_cases,
+            "stored_broken": len(all_broken),
+            "broken": all_broken[:10],
+        },  # fmt: skip
         "outcomes": outcome,
     }

@@ -120,7 +120,9 @@ class NalStream:
         """The picture's PPS and SPS are known; a keyframe's are the extradata's unless it carries them."""
         sps = self.pps_sps.get(pps)
         if sps is None or ("pps", pps) not in self.sets:
-            raise BitstreamError(f"{where}: a slice names PPS {pps}, which the stream has not sent (extradata or in band)")
+            raise BitstreamError(
+                f"{where}: a slice names PPS {pps}, which the stream has not sent (extradata, in band)"
+            )
         if key:  # a keyframe: its GOP is decoded alone from the extradata plus what it carries
             for k in (("pps", pps), ("sps", sps)):
                 if k not in carried and self.sets.get(k) != self.base.get(k):

@@ -24,8 +24,8 @@ import numpy as np
 
 from robodata.codecs import video_codec
 from robodata.codecs.bitstream import BitstreamError, Scanner
-from robodata.codecs.nal_check import NalStream
 from robodata.codecs.demux import SourceVideo
+from robodata.codecs.nal_check import NalStream
 from robodata.codecs.video import Packet
 from robodata.config import require
 from robodata.container import EpisodeMeta, Layout, TopicGroup, VideoSettings
@@ -60,7 +60,10 @@ class VideoCopyConfig:
 
     def __post_init__(self) -> None:
         require(self.mode in VIDEO_MODES, f"video mode must be one of {VIDEO_MODES}, got {self.mode!r}")
-        require(self.annexb_decode in ANNEXB_DECODE, f"annexb_decode must be one of {ANNEXB_DECODE}, got {self.annexb_decode!r}")
+        require(
+            self.annexb_decode in ANNEXB_DECODE,
+            f"annexb_decode must be one of {ANNEXB_DECODE}, got {self.annexb_decode!r}",
+        )
         require(0 <= self.verify_gops <= 1000, f"verify_gops must be in [0, 1000], got {self.verify_gops}")
         require(self.max_cost_ratio > 0, f"max_cost_ratio must be > 0, got {self.max_cost_ratio}")
 
