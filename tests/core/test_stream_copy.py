@@ -127,6 +127,22 @@ def test_lying_packets_are_refused_before_the_write(tmp_path):
     assert "coded size" in _refused(dataclasses.replace(src, width=32))
 
 
+def test_a_gop_whose_frames_reach_into_another_is_refused(tmp_path):
+    """Closed GOPs: a GOP shows its keyframe first and exactly its own frames (pts swapped across a
+    keyframe, or a B-frame shown before its GOP's keyframe, are refused, naming the GOP)."""
+    src = _source(_dataset(tmp_path, "h264", 6, 2))
+    pk = src.packets
+    assert inspect("top", src, 24, (64, 64, 3)).reorder > 0  # B-frames: display order is not decode order
+    k = [i for i, p in enumerate(pk) if p.key][1]  # the second GOP's keyframe
+    across = [
+        *pk[: k - 1],
+        dataclasses.replace(pk[k - 1], pts=pk[k].pts),
+        dataclasses.replace(pk[k], pts=pk[k - 1].pts),
+    ]
+    why = _refused(dataclasses.replace(src, packets=across + pk[k + 1 :]))
+    assert k == 6 and "the GOP at packet 0 is not closed" in why, why
+
+
 def test_av1_pts_out_of_decode_order_and_bad_extradata_are_refused(tmp_path):
     src = _source(_dataset(tmp_path, "av1", 2))
     pk = src.packets

@@ -139,9 +139,11 @@ def inspect(camera: str, src: SourceVideo, frames: int, shape: tuple[int, ...]) 
     if src.codec == "av1" and np.any(display != np.arange(len(pk))):
         raise CopyRefused("pts out of order: an AV1 stream shows its packets in decode order")
     starts = [k for k, key in enumerate(keys) if key] + [len(pk)]
-    for a, b in zip(starts, starts[1:], strict=False):
-        if sorted(display[a:b].tolist()) != list(range(int(display[a]), int(display[a]) + b - a)):
-            raise CopyRefused(f"the GOP at packet {a} is not closed (its frames reach into another GOP)")
+    # closed GOPs: each GOP's display indices (distinct) run from its keyframe's over as many frames
+    lo, hi = np.minimum.reduceat(display, starts[:-1]), np.maximum.reduceat(display, starts[:-1])
+    bad = np.flatnonzero((lo != display[starts[:-1]]) | (hi - lo != np.diff(starts) - 1))
+    if len(bad):
+        raise CopyRefused(f"the GOP at packet {starts[bad[0]]} is not closed (its frames reach into another GOP)")
     key_display = tuple(int(display[k]) for k in starts[:-1])
     gop = max(b - a for a, b in zip(starts, starts[1:], strict=False))
     reorder = int(max(0, int((display - np.arange(len(pk))).max())))
