@@ -137,19 +137,15 @@ def encode_packets(
     stream: str = "",
 ) -> bytes:
     """A video part: one camera's packets for whole GOPs, in decode order."""
-    return bytes(packets_view(pts, dts, key, t_ns, data, ref, stream))
+    return bytes(packets_view((pts, dts, key, t_ns, data, ref), stream))
 
 
-def packets_view(
-    pts: list[int],
-    dts: list[int],
-    key: list[bool],
-    t_ns: list[int],
-    data: list[bytes],
-    ref: list[bool],
-    stream: str = "",
-) -> memoryview:
+PacketColumns = tuple[list[int], list[int], list[bool], list[int], list[bytes], list[bool]]  # as encode_packets'
+
+
+def packets_view(columns: PacketColumns, stream: str = "") -> memoryview:
     """encode_packets' part as a view of Arrow's buffer (the writer's: no copy of megabytes of packets)."""
+    pts, dts, key, t_ns, data, ref = columns
     table = pa.table(
         {
             "pts": pa.array(pts, pa.int64()),

@@ -368,12 +368,14 @@ class EpisodeWriter:
                 if why:
                     raise self._err(f"{s!r}: {why}")
                 blob = packets_view(
-                    [p.pts for p in pkts],
-                    [p.dts for p in pkts],
-                    [p.key for p in pkts],
-                    ts,
-                    [p.data for p in pkts],
-                    [p.ref for p in pkts],
+                    (
+                        [p.pts for p in pkts],
+                        [p.dts for p in pkts],
+                        [p.key for p in pkts],
+                        ts,
+                        [p.data for p in pkts],
+                        [p.ref for p in pkts],
+                    ),
                     stream=s,
                 )
                 parts.append((s, blob, min(ts), max(ts), len(pkts)))
