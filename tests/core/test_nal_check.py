@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import io
+
+import av
+import numpy as np
 import pytest
 
-from robodata.codecs.bitstream import BitstreamError
+from robodata.codecs.bitstream import BitstreamError, Scanner, nal_length_size
 from robodata.codecs.nal_check import NalStream
 
 
@@ -131,3 +135,39 @@ def test_a_parameter_set_sent_again_reads_as_the_first_time():
     assert s.pps_sps[0] == 0
     with pytest.raises(BitstreamError, match="names SPS 1"):
         NalStream("h264", b"", 0).check(SPS + pps_on_1 + IDR)
+
+
+@pytest.mark.parametrize(
+    ("encoder", "fmt", "opts"),
+    [
+        ("libx264", "h264", {"g": "4", "bf": "0", "x264-params": "slices=4:cabac=0"}),  # Annex B, CAVLC, 4 slices
+        ("libx264", "mp4", {"g": "8", "bf": "3", "x264-params": "b-pyramid=normal:weightp=2:slices=3"}),  # avcC
+        ("libx265", "hevc", {"g": "6", "x265-params": "bframes=2:keyint=6:slices=2:log-level=error"}),
+    ],
+)
+def test_encoders_streams_pass_and_read_as_the_header_scanner_reads_them(encoder, fmt, opts):
+    """x264 / x265 output (slices, B-pyramids, weighted prediction; Annex B and length-prefixed)
+    passes every check, each packet read as robodata.codecs.bitstream.Scanner and the muxer read it."""
+    rng = np.random.default_rng(40)
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=fmt) as c:
+        s = c.add_stream(encoder, rate=10)
+        s.width, s.height, s.pix_fmt, s.options = 128, 96, "yuv420p", opts
+        for i in range(16):
+            img = np.clip(rng.normal(128, 40, (96, 128, 3)) + 4 * i, 0, 255).astype(np.uint8)
+            for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    buf.seek(0)
+    with av.open(buf) as c:
+        st = c.streams.video[0]
+        extradata = bytes(st.codec_context.extradata or b"")
+        packets = [(bytes(p), p.is_keyframe) for p in c.demux(st) if p.size]
+    codec = {"libx264": "h264", "libx265": "hevc"}[encoder]
+    nals, scanner = NalStream(codec, extradata, nal_length_size(codec, extradata)), Scanner(codec, extradata)
+    for data, key in packets:
+        got, want = nals.check(data), scanner.scan(data)
+        assert (got.key, got.ref, got.params, got.open_gop) == (want.key, want.ref, want.params, want.open_gop)
+        assert got.key == key
+    assert sum(k for _, k in packets) >= 2
