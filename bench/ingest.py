@@ -27,8 +27,8 @@ events_per_episode: event-log rows of one `full` run over a batch of 1,000 tiny 
     (and the same for 100, to show it does not grow).
 copy: stream copy of a source's video (issue 40; bench/ingest_copy.py says what each figure is).
     --section copy runs it alone (--section is repeatable; default: every section).
-reads: bytes read from each landing item over its whole path (sensor digest, alignment, conversion)
-    over its size, counted with strace (bench/ingest_reads.py says how); --section reads alone.
+reads: bytes read from each landing item by the ingest run (alignment, pre-QC, conversion) over its
+    size, and with the sensor's content digest beside it; strace (bench/ingest_reads.py says how).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ KEYS = (
     "copy.loader_vs_transcoded.vla",
     "copy.loader_vs_transcoded.wam",
     "reads.bytes_read_vs_item_size",
+    "reads.with_sensor_digest_vs_item_size",
     "size",
     "peak_rss_mb",
 )

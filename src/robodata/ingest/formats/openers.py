@@ -29,7 +29,7 @@ def legacy(uri: str, ctx: OpenContext) -> RawEpisode:
 def bag(uri: str, ctx: OpenContext) -> RawEpisode:
     from robodata.ingest.importers.bag import open_bag
 
-    return open_bag(uri, ctx.topic_map, ctx.options.msgs)
+    return open_bag(uri, ctx.topic_map, ctx.options.msgs, ctx.options.keep_image_mb << 20)
 
 
 def lerobot(uri: str, ctx: OpenContext) -> RawEpisode:

@@ -1,8 +1,10 @@
 """MCAP files, ROS 2 bag directories and ROS 1 `.bag` files -> RawEpisode, streams chosen by a TopicMap.
 
-Two passes over the messages: the first (here) collects timestamps, proprio arrays and events;
-frames() is the second and decodes images on the way to the encoder. Per message the device
-time is the header stamp and the host time the log (receive) time; each topic's clock is fit
+One pass over the messages (here) collects timestamps, proprio arrays and events, and keeps the
+camera messages it read (up to `keep_bytes` of image payload, ImportOptions.keep_image_mb), so that
+frames() decodes them on the way to the encoder without reading the recording again; past that
+budget the kept messages are dropped and frames() takes a second pass over the file. Per message
+the device time is the header stamp and the host time the log (receive) time; each topic's clock is fit
 from those pairs (robodata.ingest.clock.fit_offset).
 """
 
@@ -134,17 +136,23 @@ class _Streams:
             raise RawEpisodeError(f"{self.path}: topics {other!r} and {topic!r} both map to stream {stream!r}")
 
 
-def open_bag(uri: str, topic_map: TopicMap, msgs: str = "") -> RawEpisode:
-    """`msgs`: a folder of .msg / .idl definitions for types the recording does not embed."""
+def open_bag(uri: str, topic_map: TopicMap, msgs: str = "", keep_bytes: int = 256 << 20) -> RawEpisode:
+    """`msgs`: a folder of .msg / .idl definitions for types the recording does not embed;
+    `keep_bytes`: image payload kept from the first pass for frames() (0: none, a second pass)."""
     try:
-        return _open_bag(uri, topic_map, msgs)
+        return _open_bag(uri, topic_map, msgs, keep_bytes)
     except RobodataError:
         raise
     except _MALFORMED as exc:  # e.g. a stamp past int64, a field of the wrong type
         raise RawEpisodeError(f"{uri}: malformed recording ({type(exc).__name__}: {exc})") from None
 
 
-def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
+def _payload(msg) -> int:
+    data = field(msg, "data")
+    return len(data) if data is not None else 0
+
+
+def _open_bag(uri: str, topic_map: TopicMap, msgs: str, keep_bytes: int) -> RawEpisode:
     path = Path(uri)
     if not path.exists():
         raise RawEpisodeError(f"{path}: missing")
@@ -156,6 +164,8 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     arrays: dict[str, dict] = defaultdict(lambda: {"t_dev": [], "t_host": [], "v": []})
     events: list[tuple[int, int, str]] = []
     unknown: dict[str, list] = {}
+    kept: list[tuple[str, str, object]] | None = []  # (stream, schema, msg) of image topics; None: over budget
+    kept_bytes = 0
     ev_topic = ""
     topic = ""
     try:
@@ -189,6 +199,12 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
                     }
                 if stream in coded:
                     coded[stream].add(msg)
+                elif kept is not None:
+                    kept_bytes += _payload(msg)
+                    if kept_bytes > keep_bytes:
+                        kept = None
+                    else:
+                        kept.append((stream, schema, msg))
                 v["t_dev"].append(t_dev)
                 v["t_host"].append(log_t)
             elif rule.kind == "joint_state":
@@ -271,8 +287,9 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
     shapes = {s: v["shape"] for s, v in video.items()}
 
     def frames(skip: frozenset[str] | set[str] = frozenset()):
-        # CompressedVideo streams decode from the packets of the first pass; the others take a
-        # second pass over the file. Streams in `skip` (stream-copied) are never decoded.
+        # CompressedVideo streams decode from the packets of the first pass; the others from the
+        # messages it kept, or (past its budget) a second pass over the file. Streams in `skip`
+        # (stream-copied) are never decoded.
         for s, vt in coded.items():
             if s not in skip:
                 yield from ((s, i, f) for i, f in enumerate(vt.frames()))
@@ -290,9 +307,16 @@ def _open_bag(uri: str, topic_map: TopicMap, msgs: str) -> RawEpisode:
                 )
             return stream, i, img
 
-        def jobs():
+        def messages():
+            if kept is not None:
+                wanted_streams = set(wanted.values())
+                yield from ((s, schema, msg) for s, schema, msg in kept if s in wanted_streams)
+                return
             for topic, schema, _, msg in iter_messages(path, set(wanted), msgs):
-                s = wanted[topic]
+                yield wanted[topic], schema, msg
+
+        def jobs():
+            for s, schema, msg in messages():
                 i = counters[s]
                 counters[s] += 1
                 yield lambda s=s, i=i, schema=schema, msg=msg: job(s, i, schema, msg)
