@@ -224,7 +224,6 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
     from robodata.ingest.align import aligned_tracks
     from robodata.ingest.importers.legacy import open_legacy
     from robodata.ingest.settings import IngestSettings
-    from robodata.ingest.steps.episodes import settings_dict
     from robodata.ingest.workers.dispatch import run_pool
 
     ep = sorted(p for p in (tmp / "landing").iterdir() if p.is_dir())[0]
@@ -248,7 +247,7 @@ def pool(tmp: Path, jobs: int, rounds: int) -> dict:
                 for k in range(jobs)
             ]
             t0 = time.perf_counter()
-            rows = run_pool(js, s.workers, settings_dict(s))
+            rows = run_pool(js, s.workers, s.to_dict())
             wall = time.perf_counter() - t0
             if not all(row["ok"] for row in rows):
                 raise RuntimeError(f"pool conversion failed: {[row['error'] for row in rows if not row['ok']][:2]}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from robodata.ingest.landing.scan import LandingCursor, new_items
 from robodata.ingest.settings import IngestSettings
-from robodata.ingest.steps.episodes import settings_dict
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.ingest.workers.binpack import list_schedule, lpt_order
 from robodata.ingest.workers.dispatch import run_pool
@@ -21,7 +20,7 @@ def _jobs(tmp_path, n=6):
 
 def test_one_worker_takes_jobs_in_order_and_rows_come_back_for_all(tmp_path):
     jobs = _jobs(tmp_path, 4)
-    rows = run_pool(jobs, 1, settings_dict(IngestSettings()), stage="align")
+    rows = run_pool(jobs, 1, IngestSettings().to_dict(), stage="align")
     assert [r["uri"] for r in rows] == [j["uri"] for j in jobs]
     assert all(r["ok"] for r in rows)
 
@@ -30,7 +29,7 @@ def test_a_worker_crash_fails_only_its_job_and_the_queue_still_drains(tmp_path, 
     monkeypatch.setenv("ROBODATA_SCRATCH", str(tmp_path / "scratch"))
     jobs = _jobs(tmp_path, 6)
     del jobs[1]["size_bytes"]  # the worker itself raises KeyError on this job and exits
-    rows = run_pool(jobs, 2, settings_dict(IngestSettings()), stage="align")
+    rows = run_pool(jobs, 2, IngestSettings().to_dict(), stage="align")
     assert sorted(r["uri"] for r in rows) == sorted(j["uri"] for j in jobs)
     bad = [r for r in rows if not r["ok"]]
     assert [r["uri"] for r in bad] == [jobs[1]["uri"]]
@@ -46,3 +45,25 @@ def test_list_schedule_replays_pull_dispatch():
     bins = list_schedule([sizes[i] for i in order], 2)
     loads = sorted(sum(sizes[order[k]] for k in b) for b in bins)
     assert loads == [9.0, 9.0]  # 5+3+1 and 4+3+2
+
+
+def test_settings_reach_a_worker_as_they_were():
+    """IngestSettings owns its serialization: what a worker process rebuilds equals what was sent."""
+    from robodata.container.meta import VideoSettings
+    from robodata.ingest.topics import TopicRule
+    from robodata.ingest.video_copy import VideoCopyConfig
+
+    s = IngestSettings(
+        workers=3,
+        decode_threads=0,
+        video=VideoSettings(crf=30, threads=1),
+        topics=(TopicRule("/cam/*", "video", "front"),),
+        unknown_topics="ignore",
+        video_copy=VideoCopyConfig(mode="transcode"),
+    )
+    d = s.to_dict()
+    import json
+
+    assert json.loads(json.dumps(d)) == d  # JSON-safe: it crosses a process boundary as JSON
+    assert IngestSettings.from_dict(d) == s
+    assert IngestSettings.from_dict(d) != IngestSettings()

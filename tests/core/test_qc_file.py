@@ -84,14 +84,13 @@ def test_ingest_qc_makes_undeclared_units_blocking(tmp_path):
     """The same PushT episodes pass by default (a finding) and are quarantined under a QC file that
     makes `units_declared` blocking; the worker settings carry the file's selection."""
     from robodata.cli import app
-    from robodata.ingest.steps.episodes import settings_dict
 
     land = tmp_path / "landing"
     shutil.copytree(REAL / "zarr_pusht_dp" / "pusht_cchi_v7_replay.zarr", land / "pusht.zarr")
     qc = tmp_path / "qc.yaml"
     qc.write_text(yaml.safe_dump({"checks": {"units_declared": {"blocking": True}}}))
     s = IngestSettings(qc_file=str(qc))
-    assert IngestSettings.from_dict(settings_dict(s)).qc == s.qc
+    assert IngestSettings.from_dict(s.to_dict()).qc == s.qc
     args = ["ingest", str(land), "--root", str(tmp_path / "s"), "--qc", str(qc), "-q", "--allow-none"]
     res = CliRunner().invoke(app, args)  # all quarantined: exit 0 only with --allow-none
     assert res.exit_code == 0, res.output

@@ -4,7 +4,8 @@ robodata.storage.StateRoot), so the root travels once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from robodata.config import from_dict, require
@@ -86,6 +87,10 @@ class IngestSettings:
     @property
     def import_options(self) -> ImportOptions:
         return ImportOptions(self.topic_map, self.msgs, self.key_map, self.bounds)
+
+    def to_dict(self) -> dict:
+        """JSON-safe (how the settings reach a worker process); `from_dict` gives them back."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, d: dict) -> IngestSettings:

@@ -127,7 +127,6 @@ def decoded_bytes(raw) -> int:
 def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dict:
     """Serial for small batches; otherwise the same worker processes as conversion (MCAP scans
     parse every message, so alignment is real work for big recordings)."""
-    from robodata.ingest.steps.episodes import settings_dict
     from robodata.ingest.workers.binpack import lpt_order
     from robodata.ingest.workers.dispatch import run_pool
 
@@ -136,7 +135,7 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
     handed = {r["uri"]: r.get("source_digest") for r in rows_in}  # the sensor's digests: not read again
     if settings.workers > 1 and len(raw) >= 4 * settings.workers:
         order = lpt_order([float(r["size_bytes"]) for r in raw], [r["uri"] for r in raw])
-        rows = run_pool([raw[i] for i in order], settings.workers, settings_dict(settings), stage="align")
+        rows = run_pool([raw[i] for i in order], settings.workers, settings.to_dict(), stage="align")
     else:
         rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
     memo: dict[str, str] = {}  # a file / store holding many episodes is read once for all of them

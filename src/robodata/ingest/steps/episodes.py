@@ -8,7 +8,6 @@ near-equal real time; a failing episode is recorded (ok = false, error) and the 
 
 from __future__ import annotations
 
-import json
 import time
 
 import pyarrow as pa
@@ -94,12 +93,6 @@ def plan_order(jobs: list[dict]) -> list[dict]:
     return [jobs[i] for i in lpt_order(work, [j["uri"] for j in jobs])]
 
 
-def settings_dict(settings: IngestSettings) -> dict:
-    from dataclasses import asdict
-
-    return json.loads(json.dumps(asdict(settings)))
-
-
 def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, episodes: set[str] | None = None) -> dict:
     al = paths.read(
         "aligned_tracks", batch, ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]
@@ -116,7 +109,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
             refused[-1].update(ok=False, error=str(exc), seconds=0.0)
     jobs = plan_order(jobs)
     n_workers = max(1, min(settings.workers, len(jobs)))
-    sd = settings_dict(settings)
+    sd = settings.to_dict()
     started = time.perf_counter()
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
     rows += refused
