@@ -69,6 +69,18 @@ UNFINISHED = re.compile(r"^(\d+)\s+" + READS + r"\((\d+)<([^>]*)>.*<unfinished \
 RESUMED = re.compile(r"^(\d+)\s+<\.\.\. " + READS + r" resumed>.*\)\s+=\s+(\d+)")
 MARK = re.compile(r"stage-(\w+)")
 STAGES = ("sensor", "align", "convert")
+FORMATS = (
+    "jpeg",
+    "mcap",
+    "ros1-bag",
+    "ros2-bag-custom",
+    "hdf5-aloha",
+    "hdf5-robomimic",
+    "zarr",
+    "rlds",
+    "lerobot-v2.1",
+    "lerobot-v3.0",
+)
 RUN = ("align", "convert")  # the ingest run's stages (the sensor's digest is reported beside them)
 
 
@@ -120,7 +132,7 @@ def reads_section(tmp: Path, size: str) -> dict[str, Any]:
     out: dict[str, Any] = {"method": "strace -f -y: read/pread64/readv/preadv bytes on files under each item"}
     per_format: dict[str, Any] = {}
     smoke = size == "smoke"  # one JPEG episode: strace slows the child's imports down
-    for fmt in ("jpeg",) if smoke else ("jpeg", "mcap"):
+    for fmt in ("jpeg",) if smoke else FORMATS:
         land, root, marks = tmp / fmt / "landing", tmp / fmt / "state", tmp / fmt / "marks"
         marks.mkdir(parents=True)
         cfg = SynthConfig(

@@ -46,10 +46,19 @@ def codec_name(decoder: str) -> str:
     return _CODEC_OF_DECODER.get(decoder, decoder)
 
 
-def demux_video(path: str | Path, keep_s: Callable[[float], bool] | None = None) -> SourceVideo:
+# how far before a window's start a stream with B-frames is entered: a frame shown at the start
+# may be decoded before the keyframe a seek by decode time finds (its reorder delay)
+REORDER_MARGIN_S = 0.5
+
+
+def demux_video(
+    path: str | Path, keep_s: Callable[[float], bool] | None = None, window: tuple[float, float] | None = None
+) -> SourceVideo:
     """The first video stream of `path`; with `keep_s`, only packets with a pts whose time in
-    seconds (pts x time base) it accepts (the demuxer still reads the whole file, which is what a
-    byte copy reads too).
+    seconds (pts x time base) it accepts. With `window` (seconds), the demuxer enters the file at
+    the keyframe at or before its start and stops at the first packet decoded after its end, so
+    the packets of other episodes in the same file (LeRobot v3.0) are not read; without it, the
+    whole file is read (what a byte copy reads too).
 
     Raises:
         CodecError: the file does not open or has no video stream.
@@ -70,11 +79,44 @@ def demux_video(path: str | Path, keep_s: Callable[[float], bool] | None = None)
             )
             tb = float(out.time_base)
             kept = out.packets
+            if window is not None:
+                start = window[0] - (REORDER_MARGIN_S if s.codec_context.has_b_frames else 0.0)
+                if start > 0:
+                    c.seek(int(start / tb), stream=s, backward=True, any_frame=False)
             for i, p in enumerate(q for q in c.demux(s) if q.size):
+                if window is not None and p.dts is not None and p.dts * tb > window[1]:
+                    break  # decode order: every packet shown inside the window is decoded before it
                 pts = p.pts
                 if keep_s is None or (pts is not None and keep_s(pts * tb)):
                     kept.append(SourcePacket(pts, p.dts, p.is_keyframe, bytes(p), i))
             return out
+    except CodecError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as exc:
+        raise CodecError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+
+
+def index_pts(path: str | Path) -> tuple[Fraction, list[int]] | None:
+    """The presentation times of every sample of the first video stream of an MP4 / MOV, from its
+    sample table alone (the demuxer's index, built from the `moov` box: no packet is read), or None
+    when that index cannot stand for them: a stream with B-frames (the index holds decode times),
+    another container, a fragmented file (samples indexed as fragments are read) or an index whose
+    sample count differs from the header's. The caller then demuxes.
+
+    Raises:
+        CodecError: the file does not open or has no video stream.
+    """
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video:
+                raise CodecError(f"{path}: no video stream")
+            s = c.streams.video[0]
+            if "mp4" not in c.format.name or s.codec_context.has_b_frames or s.time_base is None:
+                return None
+            entries = [e for e in s.index_entries if e.size > 0]
+            if not entries or len(entries) != s.frames:
+                return None
+            return Fraction(s.time_base), [int(e.timestamp) for e in entries]
     except CodecError:
         raise
     except (av.error.FFmpegError, OSError, ValueError) as exc:

@@ -9,8 +9,6 @@ column is the state clock. Their mismatch is the camera's alignment error.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import av
@@ -22,9 +20,11 @@ from robodata.codecs.demux import SourceVideo
 from robodata.errors import RobodataError
 from robodata.ingest import format_kinds
 from robodata.ingest.clock import ClockFit, fit_offset
+from robodata.ingest.importers.lerobot_meta import LeRobotEpisode, dataset_episodes
+from robodata.ingest.importers.lerobot_meta import dataset_info as _info
 from robodata.ingest.importers.lerobot_video import decode, episode_packets, episode_video
 from robodata.ingest.raw import ArrayTrack, CameraTrack, RawEpisode, RawEpisodeError
-from robodata.names import check_name, confine, within
+from robodata.names import check_name, confine
 
 INDEX_COLUMNS = {"timestamp", "frame_index", "episode_index", "index", "task_index"}
 ARRAY_NAMES = {
@@ -38,82 +38,6 @@ ARRAY_NAMES = {
 # feature keys whose role the dataset declares by name (the first present wins each role)
 ROLE_KEYS = {"state": ("observation.state", "state"), "action": ("action", "actions")}
 RADIAN_SUFFIXES = ("_rad", ".rad")  # names that say their values are radians (e.g. `joint_1_rad`)
-
-
-@dataclass
-class LeRobotEpisode:
-    index: int
-    length: int
-    version: str
-    tasks: list[str]
-    row: dict  # v3.0: the episodes-parquet row (file indices, ranges)
-
-
-def _info(root: Path) -> dict:
-    path = confine(root, "meta/info.json", field="file", source=root)
-    try:
-        info = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RawEpisodeError(f"{root}: meta/info.json missing (not a LeRobot dataset)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RawEpisodeError(f"{root}/meta/info.json: invalid JSON ({exc})") from None
-    if not isinstance(info, dict):
-        raise RawEpisodeError(f"{root}/meta/info.json: must be a JSON object, not {type(info).__name__}")
-    ver = str(info.get("codebase_version", ""))
-    if ver not in ("v2.0", "v2.1", "v3.0"):
-        raise RawEpisodeError(f"{root}: unsupported LeRobot codebase_version {ver!r} (v2.1 or v3.0)")
-    if not isinstance(info.get("features", {}), dict):
-        raise RawEpisodeError(f"{root}/meta/info.json: field 'features' must be an object")
-    return info
-
-
-def declared_robot_type(uri: str) -> str:
-    """info.json's robot_type of the dataset holding `uri` ("" when it cannot be read): what a
-    quarantined episode's catalog row still says about its embodiment. Local datasets only."""
-    try:
-        return str(_info(Path(uri.split("#", 1)[0])).get("robot_type") or "")
-    except (RobodataError, OSError):
-        return ""
-
-
-def _episode(r: object, ver: str, where: Path) -> LeRobotEpisode:
-    if not isinstance(r, dict):
-        raise RawEpisodeError(f"{where}: an episode row must be an object, not {type(r).__name__}")
-    try:
-        tasks = r.get("tasks") or []
-        return LeRobotEpisode(int(r["episode_index"]), int(r["length"]), ver, [str(t) for t in tasks], r)
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        raise RawEpisodeError(f"{where}: bad episode row ({type(exc).__name__}: {exc})") from None
-
-
-def dataset_episodes(uri: str) -> list[LeRobotEpisode]:
-    """The dataset's episodes from meta/; RawEpisodeError when meta/ lists none it can read
-    (a v3.0 dataset without meta/episodes/, a v2.1 one without meta/episodes.jsonl)."""
-    root = Path(uri.split("#", 1)[0])
-    info = _info(root)
-    ver = "v3.0" if info["codebase_version"] == "v3.0" else "v2.1"
-    if ver == "v2.1":
-        path = confine(root, "meta/episodes.jsonl", field="file", source=root)
-        try:
-            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        except FileNotFoundError:
-            raise RawEpisodeError(f"{path}: missing (a v2.1 dataset lists its episodes there)") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RawEpisodeError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
-        return [_episode(r, ver, path) for r in rows]
-    files = sorted((root / "meta" / "episodes").glob("*/*.parquet"))
-    if not files:
-        why = "meta/episodes/ holds no episode parquet files (a v3.0 dataset lists its episodes there)"
-        raise RawEpisodeError(f"{root}: {why}")
-    out = []
-    for f in files:
-        f = within(root, f, field="meta/episodes file", source=root)
-        try:
-            rows = pq.read_table(f).to_pylist()
-        except Exception as exc:  # pyarrow: ArrowInvalid / OSError for a broken file
-            raise RawEpisodeError(f"{f}: unreadable parquet ({type(exc).__name__}: {exc})") from None
-        out += [_episode(r, ver, f) for r in rows]
-    return sorted(out, key=lambda e: e.index)
 
 
 def _template(info: dict, key: str, root: Path) -> str:
@@ -185,8 +109,8 @@ def _data(root: Path, info: dict, ep: LeRobotEpisode):
     path = _data_path(root, info, ep)
     if not path.is_file():  # pyarrow would read a folder as a dataset of every file under it
         raise RawEpisodeError(f"{path}: data_path names no file for episode {ep.index}")
-    try:
-        t = pq.read_table(path)
+    try:  # the row groups whose statistics may hold the episode (a v3.0 file holds many episodes)
+        t = pq.read_table(path, filters=[("episode_index", "=", ep.index)])
     except Exception as exc:
         raise RawEpisodeError(f"{path}: unreadable parquet ({type(exc).__name__}: {exc})") from None
     t = t.filter(pc.equal(t.column("episode_index"), ep.index))

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 
-from robodata.codecs.demux import SourceVideo, demux_video
-from robodata.errors import CodecError
+from robodata.codecs import video_codec
+from robodata.codecs.demux import SourceVideo, demux_video, index_pts
+from robodata.errors import CodecError, ConfigError
 from robodata.ingest.raw import RawEpisodeError
 
 EPS_S = 1e-4  # LeRobot's own timestamp tolerance
@@ -30,8 +33,11 @@ class EpisodeVideo:
     pts: tuple[int, ...]  # the kept frames' presentation timestamps, in time-base units, ascending
     time_base: float
     # the packets around the episode's window, demuxed (not decoded) by the same read that found
-    # its frames: a stream copy takes them from here instead of reading the file again
+    # its frames (None when the sample table gave the times: a stream copy demuxes the window then)
     source: SourceVideo | None = field(default=None, repr=False, compare=False)
+    # the window's packets once a stream copy's choice demuxed them: a transcode decodes them from
+    # memory instead of reading the file again
+    demuxed: dict[str, SourceVideo] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def times_s(self) -> np.ndarray:
@@ -69,12 +75,19 @@ def episode_video(
     if not path.is_file():
         raise RawEpisodeError(missing_video_reason(root, path, feature))
     window = (t_from - 2 * EPS_S, t_to + 2 * EPS_S)  # every pts the episode may keep (below)
+    src: SourceVideo | None = None
     try:
-        src = demux_video(path, keep_s=lambda t: window[0] <= t <= window[1])
+        indexed = index_pts(path)  # the sample table's times: no packet read
+        if indexed is None:  # B-frames, not an MP4, fragmented: the episode's packets demuxed
+            src = demux_video(path, keep_s=lambda t: window[0] <= t <= window[1], window=window)
     except CodecError as exc:
         raise RawEpisodeError(str(exc)) from None
-    tb = float(src.time_base)
-    pts = sorted(p.pts for p in src.packets if p.pts is not None)
+    if src is not None:
+        tb, all_pts = float(src.time_base), [p.pts for p in src.packets if p.pts is not None]
+    else:
+        assert indexed is not None
+        tb, all_pts = float(indexed[0]), [p for p in indexed[1] if window[0] <= p * float(indexed[0]) <= window[1]]
+    pts = sorted(all_pts)
     keep = [p for p in pts if t_from - EPS_S <= p * tb < t_to - EPS_S]
     if len(state_t):
         period = float(np.median(np.diff(state_t))) if len(state_t) > 1 else 0.0
@@ -90,7 +103,12 @@ def episode_packets(video: EpisodeVideo) -> SourceVideo:
     """The kept frames' packets as the file stores them (demuxed, not decoded, by the read that
     found the episode's frames), for a stream copy."""
     wanted = set(video.pts)
-    src = video.source if video.source is not None else demux_video(video.path)
+    src = video.source or video.demuxed.get("window")
+    if src is None and not video.pts:
+        src = demux_video(video.path)
+    elif src is None:  # the times came from the sample table: the episode's packets, and only them
+        lo, hi = video.pts[0] * video.time_base, video.pts[-1] * video.time_base
+        src = video.demuxed["window"] = demux_video(video.path, window=(lo - EPS_S, hi + EPS_S))
     return replace(src, packets=[p for p in src.packets if p.pts in wanted])
 
 
@@ -101,6 +119,11 @@ def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
         return
     wanted = set(video.pts)
     last = video.pts[-1]
+    src = video.source or video.demuxed.get("window")
+    decoder = _decoder(src.codec) if src is not None and src.packets and src.packets[0].key else None
+    if src is not None and decoder is not None:
+        yield from _decode_packets(src, decoder, wanted, last)
+        return
     with av.open(str(video.path)) as c:
         s = c.streams.video[0]
         s.thread_type = "AUTO"
@@ -113,3 +136,35 @@ def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
                 yield frame
             if frame.pts >= last:
                 return
+
+
+def _decoder(codec: str) -> str | None:
+    """The decoder for a demuxed stream: the registry's, else FFmpeg's own decoder of that name
+    (e.g. MPEG-4 part 2); None when there is none."""
+    try:
+        return video_codec(codec).decoder
+    except ConfigError:
+        pass
+    try:
+        return av.codec.Codec(codec, "r").name
+    except (av.error.FFmpegError, ValueError):
+        return None
+
+
+def _decode_packets(src: SourceVideo, decoder: str, wanted: set[int], last: int) -> Iterator[av.VideoFrame]:
+    """decode() from packets already demuxed (from the window's first keyframe, in decode order)."""
+    ctx = cast(VideoCodecContext, av.CodecContext.create(decoder, "r"))
+    if src.extradata:
+        ctx.extradata = src.extradata
+    ctx.thread_type = "AUTO"
+    for p in src.packets:
+        pkt = av.Packet(p.data)
+        pkt.pts, pkt.dts = p.pts, p.dts
+        for frame in ctx.decode(pkt):
+            if frame.pts in wanted:
+                yield frame
+            if frame.pts is not None and frame.pts >= last:
+                return
+    for frame in ctx.decode(None):
+        if frame.pts in wanted:
+            yield frame

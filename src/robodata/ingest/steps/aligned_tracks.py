@@ -51,7 +51,7 @@ ALIGNED_SCHEMA = pa.schema(
 def _failed(uri: str, kind: str, error: str, check: str = "readable") -> dict:
     row = {"uri": uri, "kind": kind, "episode_id": "", "ok": False, "error": error, "failed_check": check}
     if formats.LEROBOT.holds(kind):  # info.json declares the embodiment even when an episode is unreadable
-        from robodata.ingest.importers.lerobot import declared_robot_type
+        from robodata.ingest.importers.lerobot_meta import declared_robot_type
 
         row["robot_type"] = declared_robot_type(uri)
     return row
