@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.realdata_fixtures import REAL, present
+
 # the child: one tick of the landing sensor's policy, then the batch's stages in order
 CHILD = r"""
 import json, os, sys
@@ -69,18 +71,9 @@ UNFINISHED = re.compile(r"^(\d+)\s+" + READS + r"\((\d+)<([^>]*)>.*<unfinished \
 RESUMED = re.compile(r"^(\d+)\s+<\.\.\. " + READS + r" resumed>.*\)\s+=\s+(\d+)")
 MARK = re.compile(r"stage-(\w+)")
 STAGES = ("sensor", "align", "convert")
-FORMATS = (
-    "jpeg",
-    "mcap",
-    "ros1-bag",
-    "ros2-bag-custom",
-    "hdf5-aloha",
-    "hdf5-robomimic",
-    "zarr",
-    "rlds",
-    "lerobot-v2.1",
-    "lerobot-v3.0",
-)
+# every synth format whose items convert with the default settings (ros2-bag-custom needs --msgs)
+FORMATS = ("jpeg", "mcap", "ros1-bag", "hdf5-aloha", "hdf5-robomimic", "zarr", "rlds", "lerobot-v2.1", "lerobot-v3.0")
+REAL_ITEMS = ("lerobot_v21_g1_av1", "lerobot_v30_open50")  # real LeRobot datasets at their own size
 RUN = ("align", "convert")  # the ingest run's stages (the sensor's digest is reported beside them)
 
 
@@ -122,7 +115,35 @@ def count(trace: str, items: dict[str, int]) -> dict[str, dict[str, int]]:
     return got
 
 
+def _measure(strace: str, tmp: Path, land: Path) -> dict[str, Any]:
+    """Run the child over one landing zone under strace; each item's reads over its size."""
+    root, marks, log = tmp / "state", tmp / "marks", tmp / "trace.log"
+    marks.mkdir(parents=True)
+    items = _items(land)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [strace, "-f", "-qq", "-y", "-s", "0", "-o", str(log)]
+    cmd += ["-e", "trace=read,pread64,readv,preadv,preadv2,openat,open", "-e", "signal=none"]
+    cmd += [sys.executable, "-c", CHILD, str(land), str(root), str(marks)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    if res.returncode != 0:
+        return {"error": res.stderr[-2000:]}
+    child = json.loads(res.stdout.strip().splitlines()[-1])
+    got = count(log.read_text(errors="replace"), items)
+    run = {it: sum(got[it][st] for st in RUN) / items[it] for it in items}
+    whole = {it: sum(got[it].values()) / items[it] for it in items}
+    return {
+        "items": len(items),
+        "converted": child["converted"],
+        "item_bytes": sorted(items.values()),
+        "bytes_read_vs_item_size": round(max(run.values()), 3),
+        "with_sensor_digest_vs_item_size": round(max(whole.values()), 3),
+        "by_stage_vs_item_size": {st: round(max(got[it][st] / items[it] for it in items), 3) for st in STAGES},
+    }
+
+
 def reads_section(tmp: Path, size: str) -> dict[str, Any]:
+    """Synthetic items of every format (`--smoke`: one JPEG episode), then the committed real
+    LeRobot fixtures where present (bench.realdata_fixtures), each copied into a landing zone."""
     from robodata.ingest.synth import SynthConfig, synthesize
 
     strace = shutil.which("strace")
@@ -133,34 +154,16 @@ def reads_section(tmp: Path, size: str) -> dict[str, Any]:
     per_format: dict[str, Any] = {}
     smoke = size == "smoke"  # one JPEG episode: strace slows the child's imports down
     for fmt in ("jpeg",) if smoke else FORMATS:
-        land, root, marks = tmp / fmt / "landing", tmp / fmt / "state", tmp / fmt / "marks"
-        marks.mkdir(parents=True)
+        land = tmp / fmt / "landing"
         cfg = SynthConfig(
             episodes=1 if smoke else 2, duration_s=1.0 if smoke else 3.0, format=fmt, height=240, width=320
         )
         synthesize(cfg, land)
-        items = _items(land)
-        log = tmp / fmt / "trace.log"
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        cmd = [strace, "-f", "-qq", "-y", "-s", "0", "-o", str(log)]
-        cmd += ["-e", "trace=read,pread64,readv,preadv,preadv2,openat,open", "-e", "signal=none"]
-        cmd += [sys.executable, "-c", CHILD, str(land), str(root), str(marks)]
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-        if res.returncode != 0:
-            per_format[fmt] = {"error": res.stderr[-2000:]}
-            continue
-        child = json.loads(res.stdout.strip().splitlines()[-1])
-        got = count(log.read_text(errors="replace"), items)
-        run = {it: sum(got[it][st] for st in RUN) / items[it] for it in items}
-        whole = {it: sum(got[it].values()) / items[it] for it in items}
-        per_format[fmt] = {
-            "items": len(items),
-            "converted": child["converted"],
-            "item_bytes": sorted(items.values()),
-            "bytes_read_vs_item_size": round(max(run.values()), 3),
-            "with_sensor_digest_vs_item_size": round(max(whole.values()), 3),
-            "by_stage_vs_item_size": {st: round(max(got[it][st] / items[it] for it in items), 3) for st in STAGES},
-        }
+        per_format[fmt] = _measure(strace, tmp / fmt, land)
+    for name in () if smoke else REAL_ITEMS:
+        if present(f"{name}/meta/info.json"):
+            shutil.copytree(REAL / name, tmp / name / "landing" / name)
+            per_format[f"real:{name}"] = _measure(strace, tmp / name, tmp / name / "landing")
     done = [v for v in per_format.values() if "bytes_read_vs_item_size" in v]
     worst = {
         k: max((v[k] for v in done), default=None)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import av
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -37,6 +38,7 @@ ARRAY_NAMES = {
 }
 # feature keys whose role the dataset declares by name (the first present wins each role)
 ROLE_KEYS = {"state": ("observation.state", "state"), "action": ("action", "actions")}
+SMALL_PARQUET = 256 << 10  # bytes: a data parquet this small is read whole, in one read
 RADIAN_SUFFIXES = ("_rad", ".rad")  # names that say their values are radians (e.g. `joint_1_rad`)
 
 
@@ -109,8 +111,12 @@ def _data(root: Path, info: dict, ep: LeRobotEpisode):
     path = _data_path(root, info, ep)
     if not path.is_file():  # pyarrow would read a folder as a dataset of every file under it
         raise RawEpisodeError(f"{path}: data_path names no file for episode {ep.index}")
-    try:  # the row groups whose statistics may hold the episode (a v3.0 file holds many episodes)
-        t = pq.read_table(path, filters=[("episode_index", "=", ep.index)])
+    # the row groups whose statistics may hold the episode (a v3.0 file holds many episodes); a
+    # small file is read whole, once (pyarrow's footer read alone takes up to its last 64 KiB)
+    small = path.stat().st_size <= SMALL_PARQUET
+    try:
+        src = pa.BufferReader(path.read_bytes()) if small else path
+        t = pq.read_table(src, filters=[("episode_index", "=", ep.index)])
     except Exception as exc:
         raise RawEpisodeError(f"{path}: unreadable parquet ({type(exc).__name__}: {exc})") from None
     t = t.filter(pc.equal(t.column("episode_index"), ep.index))

@@ -19,7 +19,7 @@ import numpy as np
 from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
-from robodata.codecs.demux import SourceVideo, demux_video, index_pts
+from robodata.codecs.demux import SourceVideo, demux_video, index_pts, open_input
 from robodata.errors import CodecError, ConfigError
 from robodata.ingest.raw import RawEpisodeError
 
@@ -124,7 +124,7 @@ def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
     if src is not None and decoder is not None:
         yield from _decode_packets(src, decoder, wanted, last)
         return
-    with av.open(str(video.path)) as c:
+    with open_input(video.path) as c:
         s = c.streams.video[0]
         s.thread_type = "AUTO"
         if video.pts[0] > 0:
