@@ -4,8 +4,9 @@ Inputs: a synthetic LeRobot v2.1 dataset with AV1 GOP-2 video, plus the real LeR
 present (bench.realdata_fixtures: lerobot_v21_g1_av1, AV1 GOP 2, 640x480; lerobot_v30_open50,
 MPEG-4 part 2, which the loader does not decode: transcoded, with its reason), and synthetic MCAP
 episodes whose cameras are foxglove.CompressedVideo H.264 (protobuf, GOP 2; the byte copy copies
-the .mcap file; their copy's verification decodes a sample of GOPs like the others', every packet's
-NAL unit and slice headers read, docs/ingestion.md says what that leaves to annexb_decode="all").
+the .mcap file; Annex B packets carry no sizes, so their copy's verification decodes every GOP by
+default (annexb_decode="all": a copy of them costs a decode of their video, see per_input;
+docs/ingestion.md says what annexb_decode="sample" trades for its speed).
 
 Per episode, after its import and alignment (as bench.ingest times the conversion stage):
 copy_*: `convert` with --video auto (demux, header checks, write, verification); floor_*: the

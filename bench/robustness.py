@@ -90,7 +90,7 @@ KEYS = (
     "copy.cases",
     "copy.stored_broken",
     "copy.raw_errors",
-    "copy.annexb_decode_all.stored_broken",
+    "copy.annexb_decode_sample.stored_broken",
     "viewer.cases",
     "viewer.raw_errors",
     "viewer.extradata_logged_reader_refuses",

@@ -41,7 +41,7 @@ class VideoCopyConfig(dg.Config):
 
     mode: str = Field(default="auto", description="auto | copy | transcode (robodata ingest --video)")
     verify_gops: int = 1  # GOPs per copied camera decoded after the write (the first, then the last, between)
-    annexb_decode: str = "sample"  # Annex B H.264/HEVC (MCAP): sample (verify_gops, headers of every packet) | all
+    annexb_decode: str = "all"  # Annex B H.264/HEVC (MCAP): all (every GOP decoded) | sample (verify_gops, headers)
     verify_readback: bool = False  # True: read the stored packets back (also catches storage corruption before fsync)
     max_cost_ratio: float = 1.1  # auto: the source's frames decoded per read over the layout's
 

@@ -16,8 +16,8 @@ Two halves, both required before a copy is kept:
   every NAL unit and slice header, robodata.codecs.nal_check), so an undecoded GOP is held to
   those. What only a decode sees: a packet cut short inside its slice data where nothing gives its
   size (Annex B H.264 / HEVC: MCAP CompressedVideo; a length prefix or an OBU size betrays it
-  elsewhere), or bytes changed inside slice data; `annexb_decode="all"` decodes every GOP of an
-  Annex B camera for that (its copy then costs a decode of its video). Once the first half has
+  elsewhere), or bytes changed inside slice data; `annexb_decode="all"` (the default) decodes every
+  GOP of an Annex B camera for that (its copy then costs a decode of its video). Once the first half has
   found the stored packets and extradata equal to these, the stored stream decodes to the same
   frames (a decoder is a function of its input), so the decode may run while the container is
   being written (robodata.ingest.convert runs it in a thread; libavcodec releases the GIL)

@@ -47,10 +47,11 @@ class VideoCopyConfig:
     # GOPs per copied camera decoded after the write (the first; then the last, evenly between): the
     # headers of every packet are checked anyway, a decode proves the stream and its extradata decode
     verify_gops: int = 1
-    # Annex B H.264 / HEVC (MCAP CompressedVideo: no NAL sizes): "sample" decodes verify_gops GOPs like
-    # any stream, every packet's NAL unit and slice headers checked (robodata.codecs.nal_check); "all"
-    # decodes every GOP, the one check that also sees a slice cut short inside its slice data
-    annexb_decode: str = "sample"
+    # Annex B H.264 / HEVC (MCAP CompressedVideo: no NAL sizes): "all" decodes every GOP, the one
+    # check that sees a slice cut short inside its slice data (its copy then costs a decode of its
+    # video); "sample" decodes verify_gops GOPs like any stream, every packet's NAL unit and slice
+    # headers checked (robodata.codecs.nal_check), and stores such a packet unseen outside them
+    annexb_decode: str = "all"
     # what was stored is checked against the source (count, pts, dts, keyframes, sizes, extradata):
     # False from the writer's record of what it wrote (the footer's checksums computed from the
     # bytes handed to the write); True by reading the container back, every packet's bytes compared
