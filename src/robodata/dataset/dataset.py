@@ -293,10 +293,11 @@ class PatternDataset(Dataset):
                     raise ContainerError(
                         r.meta.episode_id, f"stream {s!r} is read as video but stored in a non-video group"
                     )
-                dec = GopDecoder(settings.codec, r.codec_extradata(s), w.resize, r.meta.episode_id, s)
+                as_float, chw = self.config.frames == "float32", self.config.frames == "uint8_chw"
+                planar = as_float or chw  # channel-first out: the decoder hands over R, G, B planes
+                dec = GopDecoder(settings.codec, r.codec_extradata(s), w.resize, r.meta.episode_id, s, planar)
                 pts, ok = picks[s]
                 h, wd = w.resize or streams[s].shape[:2]
-                as_float, chw = self.config.frames == "float32", self.config.frames == "uint8_chw"
                 if as_float:
                     dst = out.array(s, (w.length, 3, h, wd), torch.float32)
                 elif chw:
@@ -308,12 +309,14 @@ class PatternDataset(Dataset):
                     for t_i, p in enumerate(pts[k]):
                         where.setdefault(int(p), []).append((slot, t_i))
 
-                def sink(p: int, rgb: np.ndarray) -> None:
+                def sink(p: int, rgb) -> None:
                     first, *rest = where[p]
-                    if as_float:  # one pass: HWC uint8 -> CHW float32 / 255 (numpy releases the GIL)
-                        np.divide(rgb.transpose(2, 0, 1), _SCALE, out=dst[first])
+                    if as_float:  # one pass per plane: uint8 -> float32 / 255 (numpy releases the GIL)
+                        for c in range(3):
+                            np.divide(rgb[c], _SCALE, out=dst[first][c])
                     elif chw:
-                        dst[first] = rgb.transpose(2, 0, 1)  # one strided copy: HWC -> CHW
+                        for c in range(3):
+                            dst[first][c] = rgb[c]  # a contiguous copy per plane
                     else:
                         dst[first] = rgb  # the one copy out of the decoder
                     for d in rest:

@@ -6,6 +6,11 @@ its keyframe up to the last wanted frame, and frames nobody wants are never deco
 they are not reference frames (the container's per-packet `ref` flags; FFmpeg
 skip_frame=NONREF toggled per packet for files without them): with B-frames, a 10 fps
 window of a 30 fps camera decodes only I/P frames.
+
+Channel-first consumers (`planar=True`) get the R, G and B planes of swscale's planar RGB
+output (gbrp): three contiguous copies instead of a strided HWC -> CHW transpose (~0.3 ms a
+640x480 frame). Where gbrp is not bit-identical to rgb24 (swscale 9.5 writes garbage into the
+last columns of a width that is not a multiple of 16), the planes are views of the rgb24 frame.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from robodata.errors import ContainerError
 _tls = threading.local()
 _KEEP: list = []  # every reformatter ever made here; see _reformatter
 _DECODERS_PER_THREAD = 8
+_PLANAR_OK: dict[tuple, bool] = {}  # (format, width, height, colorspace, range) -> gbrp == rgb24
 
 
 def _reformatter() -> VideoReformatter:
@@ -101,12 +107,21 @@ def fetch_streams(
 class GopDecoder:
     """Decodes wanted frames of one camera, GOP by GOP, skipping unwanted non-reference frames."""
 
-    def __init__(self, codec: str, extradata: bytes, resize: tuple[int, int] | None, episode: str, stream: str):
+    def __init__(
+        self,
+        codec: str,
+        extradata: bytes,
+        resize: tuple[int, int] | None,
+        episode: str,
+        stream: str,
+        planar: bool = False,
+    ):
         self.codec = video_codec(codec).decoder
         self.extradata = extradata
         self.resize = resize
         self.episode = episode
         self.stream = stream
+        self.planar = planar  # sinks get (R, G, B) planes (H, W) instead of one (H, W, 3) frame
 
     def decode(self, frames: StreamFrames, wanted: set[int]) -> dict[int, np.ndarray]:
         """{pts: RGB frame} for every wanted pts."""
@@ -117,8 +132,9 @@ class GopDecoder:
     def decode_into(self, frames: StreamFrames, wanted: set[int], sink: Callable[[int, np.ndarray], None]) -> int:
         """Calls sink(pts, rgb) once per wanted pts, in decode order; returns how many.
 
-        `rgb` is a view of the reformatted frame: a sink that copies it where it belongs and
-        drops it keeps one RGB frame per camera alive at a time, not one per wanted pts."""
+        `rgb` is a view of the reformatted frame, (H, W, 3), or with `planar` a tuple of its
+        R, G and B planes (H, W): a sink that copies it where it belongs and drops it keeps one
+        RGB frame per camera alive at a time, not one per wanted pts."""
         if not wanted:
             return 0
         keys = np.nonzero(frames.key)[0]
@@ -174,13 +190,44 @@ class GopDecoder:
     def _take(self, frame, wanted: set[int], done: set[int], sink) -> None:
         if frame.pts in wanted and frame.pts not in done:
             rf = _reformatter()
-            if self.resize is None:
-                rgb = rf.reformat(frame, format="rgb24", threads=1)
-            else:
-                h, w = self.resize
-                rgb = rf.reformat(frame, width=w, height=h, format="rgb24", threads=1)
             done.add(frame.pts)
-            sink(frame.pts, rgb.to_ndarray())
+            same = self.resize is None or tuple(self.resize) == (frame.height, frame.width)
+            if self.planar and same and _planar_ok(frame):
+                sink(frame.pts, _planes(rf.reformat(frame, format="gbrp", threads=1)))
+                return
+            if same:
+                rgb = rf.reformat(frame, format="rgb24", threads=1).to_ndarray()
+            else:
+                h, w = self.resize  # type: ignore[misc]  # not same: a resize is set
+                rgb = rf.reformat(frame, width=w, height=h, format="rgb24", threads=1).to_ndarray()
+            sink(frame.pts, (rgb[:, :, 0], rgb[:, :, 1], rgb[:, :, 2]) if self.planar else rgb)
+
+
+def _planes(gbrp: av.VideoFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The R, G and B planes (H, W) of a gbrp frame, views of its buffers (gbrp stores G, B, R)."""
+    h, w = gbrp.height, gbrp.width
+    g, b, r = (np.frombuffer(p, np.uint8, count=h * p.line_size).reshape(h, p.line_size)[:, :w] for p in gbrp.planes)
+    return r, g, b
+
+
+def _planar_ok(frame: av.VideoFrame) -> bool:
+    """Whether swscale's gbrp output equals its rgb24 output for frames like `frame` (format,
+    size, colorspace, range): checked once per process on a frame of random samples."""
+    key = (frame.format.name, frame.width, frame.height, int(frame.colorspace), int(frame.color_range))
+    ok = _PLANAR_OK.get(key)
+    if ok is None:
+        probe = av.VideoFrame(frame.width, frame.height, frame.format.name)
+        probe.colorspace, probe.color_range = frame.colorspace, frame.color_range
+        rng = np.random.default_rng(0)
+        for p in probe.planes:
+            np.frombuffer(p, np.uint8)[:] = rng.integers(0, 256, p.buffer_size, dtype=np.uint8)
+        rf = _reformatter()
+        rgb = rf.reformat(probe, format="rgb24", threads=1).to_ndarray()
+        r, g, b = _planes(rf.reformat(probe, format="gbrp", threads=1))
+        ok = _PLANAR_OK[key] = bool(
+            np.array_equal(rgb[:, :, 0], r) and np.array_equal(rgb[:, :, 1], g) and np.array_equal(rgb[:, :, 2], b)
+        )
+    return ok
 
 
 def _decoder(codec: str, extradata: bytes) -> VideoCodecContext:
