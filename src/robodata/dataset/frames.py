@@ -206,7 +206,10 @@ class GopDecoder:
 def _planes(gbrp: av.VideoFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The R, G and B planes (H, W) of a gbrp frame, views of its buffers (gbrp stores G, B, R)."""
     h, w = gbrp.height, gbrp.width
-    g, b, r = (np.frombuffer(p, np.uint8, count=h * p.line_size).reshape(h, p.line_size)[:, :w] for p in gbrp.planes)
+    g, b, r = (
+        np.frombuffer(memoryview(p), np.uint8, count=h * p.line_size).reshape(h, p.line_size)[:, :w]
+        for p in gbrp.planes
+    )
     return r, g, b
 
 
@@ -220,7 +223,7 @@ def _planar_ok(frame: av.VideoFrame) -> bool:
         probe.colorspace, probe.color_range = frame.colorspace, frame.color_range
         rng = np.random.default_rng(0)
         for p in probe.planes:
-            np.frombuffer(p, np.uint8)[:] = rng.integers(0, 256, p.buffer_size, dtype=np.uint8)
+            np.frombuffer(memoryview(p), np.uint8)[:] = rng.integers(0, 256, p.buffer_size, dtype=np.uint8)
         rf = _reformatter()
         rgb = rf.reformat(probe, format="rgb24", threads=1).to_ndarray()
         r, g, b = _planes(rf.reformat(probe, format="gbrp", threads=1))
