@@ -15,6 +15,7 @@ from pathlib import Path
 
 import av
 from av.container import InputContainer
+from av.video.stream import VideoStream
 
 from robodata.errors import CodecError
 
@@ -66,6 +67,21 @@ def open_input(path: str | Path) -> Iterator[InputContainer]:
 REORDER_MARGIN_S = 0.5
 
 
+@contextmanager
+def _first_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]:
+    """The file opened (open_input) and its first video stream; CodecError when the file does not
+    open, has no video stream or fails while read inside the block."""
+    try:
+        with open_input(path) as c:
+            if not c.streams.video:
+                raise CodecError(f"{path}: no video stream")
+            yield c, c.streams.video[0]
+    except CodecError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as exc:
+        raise CodecError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+
+
 def demux_video(
     path: str | Path, keep_s: Callable[[float], bool] | None = None, window: tuple[float, float] | None = None
 ) -> SourceVideo:
@@ -78,37 +94,29 @@ def demux_video(
     Raises:
         CodecError: the file does not open or has no video stream.
     """
-    try:
-        with open_input(path) as c:
-            if not c.streams.video:
-                raise CodecError(f"{path}: no video stream")
-            s = c.streams.video[0]
-            cc = s.codec_context
-            out = SourceVideo(
-                codec_name(cc.name),
-                bytes(cc.extradata or b""),
-                int(cc.width),
-                int(cc.height),
-                Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1),
-                origin=str(path),
-            )
-            tb = float(out.time_base)
-            kept = out.packets
-            if window is not None:
-                start = window[0] - (REORDER_MARGIN_S if s.codec_context.has_b_frames else 0.0)
-                if start > 0:
-                    c.seek(int(start / tb), stream=s, backward=True, any_frame=False)
-            for i, p in enumerate(q for q in c.demux(s) if q.size):
-                if window is not None and p.dts is not None and p.dts * tb > window[1]:
-                    break  # decode order: every packet shown inside the window is decoded before it
-                pts = p.pts
-                if keep_s is None or (pts is not None and keep_s(pts * tb)):
-                    kept.append(SourcePacket(pts, p.dts, p.is_keyframe, bytes(p), i))
-            return out
-    except CodecError:
-        raise
-    except (av.error.FFmpegError, OSError, ValueError) as exc:
-        raise CodecError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+    with _first_video(path) as (c, s):
+        cc = s.codec_context
+        out = SourceVideo(
+            codec_name(cc.name),
+            bytes(cc.extradata or b""),
+            int(cc.width),
+            int(cc.height),
+            Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1),
+            origin=str(path),
+        )
+        tb = float(out.time_base)
+        kept = out.packets
+        if window is not None:
+            start = window[0] - (REORDER_MARGIN_S if cc.has_b_frames else 0.0)
+            if start > 0:
+                c.seek(int(start / tb), stream=s, backward=True, any_frame=False)
+        for i, p in enumerate(q for q in c.demux(s) if q.size):
+            if window is not None and p.dts is not None and p.dts * tb > window[1]:
+                break  # decode order: every packet shown inside the window is decoded before it
+            pts = p.pts
+            if keep_s is None or (pts is not None and keep_s(pts * tb)):
+                kept.append(SourcePacket(pts, p.dts, p.is_keyframe, bytes(p), i))
+        return out
 
 
 def index_pts(path: str | Path) -> tuple[Fraction, list[int]] | None:
@@ -121,18 +129,10 @@ def index_pts(path: str | Path) -> tuple[Fraction, list[int]] | None:
     Raises:
         CodecError: the file does not open or has no video stream.
     """
-    try:
-        with open_input(path) as c:
-            if not c.streams.video:
-                raise CodecError(f"{path}: no video stream")
-            s = c.streams.video[0]
-            if "mp4" not in c.format.name or s.codec_context.has_b_frames or s.time_base is None:
-                return None
-            entries = [e for e in s.index_entries if e.size > 0]
-            if not entries or len(entries) != s.frames:
-                return None
-            return Fraction(s.time_base), [int(e.timestamp) for e in entries]
-    except CodecError:
-        raise
-    except (av.error.FFmpegError, OSError, ValueError) as exc:
-        raise CodecError(f"{path}: unreadable video ({type(exc).__name__}: {exc})") from None
+    with _first_video(path) as (c, s):
+        if "mp4" not in c.format.name or s.codec_context.has_b_frames or s.time_base is None:
+            return None
+        entries = [e for e in s.index_entries if e.size > 0]
+        if not entries or len(entries) != s.frames:
+            return None
+        return Fraction(s.time_base), [int(e.timestamp) for e in entries]
