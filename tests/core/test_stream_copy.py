@@ -256,7 +256,7 @@ def test_auto_prices_the_sources_decode_against_the_plans_calibration(tmp_path, 
         {"top": raw.video_sources("top")},
         {"top": 24},
         VideoCopyConfig(),
-        [],
+        {"": []},
         _calibration(layout_decode_s),
     )
     d = got.decisions["top"]

@@ -1,11 +1,13 @@
 """What a stream copy costs the loader against the layout it would be transcoded to (`auto`).
 
 Frames decoded per read come from the advisor's GOP model (robodata.codecs.gop.decoded_counts, the
-reader's own count) for the plan's read pattern, else for one random frame. With a plan from
+reader's own count) for a read pattern's windows, else for one random frame. With a plan from
 `robodata advise` (its calibration: decode seconds per frame type of the layout's codec), frames
-are priced in seconds: the source's own decode is measured on its first packets (CPU seconds per
-frame, no RGB), the layout's from the calibration, scaled by pixels. Without one, frames are
-compared as frames (the codecs' per-frame costs unknown).
+are priced in seconds: the source's own decode is measured on its first packets (CPU seconds of a
+keyframe and of any other frame, one thread, no RGB: a keyframe of LeRobot's 640x480 AV1 costs
+~4 ms and a frame between ~0.3 ms, so a read that decodes more keyframes than the stream's mix
+costs more than its frames' mean says), the layout's from the calibration, scaled by pixels.
+Without one, frames are compared as frames (the codecs' per-frame costs unknown).
 """
 
 from __future__ import annotations
@@ -43,22 +45,34 @@ def read_types(gop: int, bframes: int, fpc: int, frames: int, windows: tuple[Str
     return tuple(total / (len(anchors) * len(ws)))
 
 
-def decode_s_per_frame(codec: str, extradata: bytes, packets: list) -> float:
-    """CPU seconds per frame of the source's own decoder (one thread) over its first packets."""
+def decode_s_by_type(codec: str, extradata: bytes, packets: list, passes: int = 2) -> tuple[float, float]:
+    """CPU seconds of the source's own decoder (one thread) per keyframe and per other frame, over
+    its first packets (whole GOPs), the least of `passes` (as the calibration times the layout's)."""
     n = min(len(packets), MEASURED_PACKETS)
     while n < len(packets) and not packets[n].key:
         n += 1  # whole GOPs: the mix of frame types a read decodes
-    ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
-    if extradata:
-        ctx.extradata = extradata
-    ctx.thread_count = 1
-    c0, out = time.process_time(), 0
-    for p in packets[:n]:
-        pkt = av.Packet(p.data)
-        pkt.pts, pkt.dts = p.pts, p.dts
-        out += len(ctx.decode(pkt))
-    out += len(ctx.decode(None))
-    return (time.process_time() - c0) / max(1, out)
+    best = [float("inf"), float("inf")]
+    for _ in range(passes):
+        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
+        if extradata:
+            ctx.extradata = extradata
+        ctx.thread_count = 1
+        ctx.thread_type = "NONE"
+        spent, count = [0.0, 0.0], [0, 0]
+        for p in packets[:n]:
+            pkt = av.Packet(p.data)
+            pkt.pts, pkt.dts = p.pts, p.dts
+            t = time.thread_time()
+            ctx.decode(pkt)
+            k = 0 if p.key else 1
+            spent[k] += time.thread_time() - t
+            count[k] += 1
+        ctx.decode(None)
+        for k in (0, 1):
+            if count[k]:
+                best[k] = min(best[k], spent[k] / count[k])
+    key = best[0] if best[0] != float("inf") else 0.0
+    return key, best[1] if best[1] != float("inf") else key
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,11 @@ def price(
     meta: EpisodeMeta,
     frames: int,
     windows: list[StreamWindow],
-    source_s: dict[str, float] | None,
+    source_s: dict[str, tuple[float, float]] | None,
     cal: Calibration | None,
 ) -> Priced:
-    """Per read of the group: the copy's cost and the layout's, in ms where both are known."""
+    """Per read of the group: the copy's cost and the layout's, in ms where both are known;
+    `source_s`: each camera's (keyframe, other frame) decode seconds (decode_s_by_type)."""
     rate = min(meta.streams[s].rate_hz for s in g.streams)
     mine = tuple(w for w in windows if set(w.streams) & set(g.streams))
 
@@ -98,6 +113,7 @@ def price(
     copy_ms = layout_ms = 0.0
     for cam in g.streams:
         h, w, _ = meta.streams[cam].shape
-        copy_ms += float(src.sum()) * source_s[cam] * 1e3
+        key_s, other_s = source_s[cam]
+        copy_ms += (float(src[0]) * key_s + float(src[1:].sum()) * other_s) * 1e3
         layout_ms += float(tgt @ np.asarray(point.decode_s)) * (h * w) / (cal.height * cal.width) * 1e3
     return Priced(copy_ms, layout_ms, "ms")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from robodata.codecs.demux import SourceVideo
 from robodata.container import EpisodeMeta, Layout
 from robodata.container.calibration import Calibration
-from robodata.dataset.pattern import ReadPattern
+from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import RobodataError
 from robodata.ingest.raw import RawEpisode
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig, plan_copy
@@ -31,10 +31,20 @@ def video_plan(
                 sources[cam] = raw.video_sources(cam)
             except RobodataError as exc:
                 sources[cam] = exc
-    windows = list(ReadPattern.from_dict(plan.pattern).video) if plan is not None else []
+    patterns = read_windows(plan)
     cal = Calibration.from_dict(plan.calibration) if plan is not None and plan.calibration else None
     frames = {c: len(cam.t_ns) for c, cam in raw.cameras.items()}
-    return plan_copy(meta, layout, sources, frames, cfg, windows, cal)
+    return plan_copy(meta, layout, sources, frames, cfg, patterns, cal)
+
+
+def read_windows(plan: LayoutPlan | None) -> dict[str, list[StreamWindow]]:
+    """The video windows of each read pattern `plan` serves: its `patterns` (a plan for several,
+    robodata.layout.mix), else its one `pattern`; none without a plan."""
+    if plan is None:
+        return {}
+    if plan.patterns:
+        return {p["name"]: list(ReadPattern.from_dict(p["pattern"]).video) for p in plan.patterns}
+    return {"": list(ReadPattern.from_dict(plan.pattern).video)}
 
 
 def transcode_failed(chosen: CopyPlan, layout: Layout, failed: dict[str, str]) -> CopyPlan:

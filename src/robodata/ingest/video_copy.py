@@ -10,7 +10,9 @@ when, read from packet headers alone (robodata.codecs.bitstream, no decode):
 - its coded size is the declared one and it has one packet per frame the episode keeps;
 - `auto` only: its GOP / reorder structure costs a read no more than `max_cost_ratio` x the
   layout it would be transcoded to (robodata.ingest.copy_cost: the advisor's GOP model, frames
-  decoded per read of the plan's pattern, priced in decode seconds with the plan's calibration).
+  decoded per read of the plan's pattern, priced in decode seconds with the plan's calibration),
+  for each read pattern of a plan made for several (`LayoutPlan.patterns`, each with its own
+  windows: their merged union is what the layout holds, not what any reader reads).
 Cameras of one topic group share a codec and settings: a group is copied whole or not at all.
 Every camera's decision and its reason go into the container (meta.extra["video"]) and so into
 the catalog.
@@ -32,7 +34,7 @@ from robodata.container import EpisodeMeta, Layout, TopicGroup, VideoSettings
 from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
 from robodata.errors import ConfigError
-from robodata.ingest.copy_cost import decode_s_per_frame, price
+from robodata.ingest.copy_cost import decode_s_by_type, price
 
 VIDEO_MODES = ("auto", "copy", "transcode")
 ANNEXB_DECODE = ("sample", "all")
@@ -166,20 +168,27 @@ def _gate(
     copies: list[CameraCopy],
     target: VideoSettings,
     meta: EpisodeMeta,
-    windows: list[StreamWindow],
+    patterns: dict[str, list[StreamWindow]],
     ratio: float,
     cal: Calibration | None,
 ) -> tuple[bool, str]:
-    """(whether the copy reads within `ratio` of the layout, why), as robodata.ingest.copy_cost prices it."""
+    """(whether the copy reads within `ratio` of the layout for every read pattern, why), as
+    robodata.ingest.copy_cost prices it; `patterns`: each pattern's windows (one entry, named "",
+    for a plan of one pattern or none)."""
     settings = _copied_settings(copies, target)
     frames = max(len(c.packets) for c in copies)
-    source_s = {c.camera: decode_s_per_frame(c.codec, c.extradata, c.packets) for c in copies} if cal else None
-    p = price(g, settings, target, meta, frames, windows, source_s, cal)
-    what = f"gop {settings.gop}/reorder {settings.bframes}: {p.copy:.1f} {p.unit} decoded per read"
-    layout = f"the layout's gop {target.gop}/b{target.bframes} {p.layout:.1f}"
-    if p.copy > ratio * p.layout:
-        return False, f"{what}, {layout}: transcoded to it"
-    return True, f"{what} ({layout})"
+    source_s = {c.camera: decode_s_by_type(c.codec, c.extradata, c.packets) for c in copies} if cal else None
+    priced = {name: price(g, settings, target, meta, frames, ws, source_s, cal) for name, ws in patterns.items()}
+    dear = [name for name, p in priced.items() if p.copy > ratio * p.layout]
+    layout = f"the layout's gop {target.gop}/b{target.bframes}"
+    figures = {n: f"{p.copy:.1f} {p.unit} decoded per read ({layout} {p.layout:.1f})" for n, p in priced.items()}
+    what = f"gop {settings.gop}/reorder {settings.bframes}: " + "; ".join(
+        f"{n}: {f}" if n else f for n, f in figures.items()
+    )
+    if not dear:
+        return True, what
+    over = f", over {ratio:g}x for {', '.join(dear)}" if any(dear) else ""
+    return False, f"{what}{over}: transcoded to it"
 
 
 def plan_copy(
@@ -188,11 +197,12 @@ def plan_copy(
     sources: dict[str, SourceVideo | Exception],
     frames: dict[str, int],
     cfg: VideoCopyConfig,
-    windows: list[StreamWindow] | None = None,
+    patterns: dict[str, list[StreamWindow]] | None = None,
     calibration: Calibration | None = None,
 ) -> CopyPlan:
     """Which camera groups of `layout` keep their source bitstream; `sources`: each camera's
-    demuxed packets for the episode, or why there are none; `frames`: each camera's frame count.
+    demuxed packets for the episode, or why there are none; `frames`: each camera's frame count;
+    `patterns`: the video windows of each read pattern the layout serves (`auto` prices each).
     The returned layout holds the copied groups' settings (codec, GOP, reorder of the source;
     preset "copy")."""
     decisions: dict[str, dict[str, str]] = {}
@@ -223,7 +233,7 @@ def plan_copy(
                 if len({c.codec for c in cs}) > 1:
                     raise CopyRefused(f"the group's cameras differ in codec ({sorted({c.codec for c in cs})})")
                 settings = _copied_settings(cs, g.video)
-                cheap, gate = _gate(g, cs, g.video, meta, windows or [], cfg.max_cost_ratio, calibration)
+                cheap, gate = _gate(g, cs, g.video, meta, patterns or {"": []}, cfg.max_cost_ratio, calibration)
                 if cfg.mode == "auto" and not cheap:
                     raise CopyRefused(gate)
                 for cam in g.streams:

@@ -1,0 +1,89 @@
+"""Issue 40: `auto`'s cost gate for a plan that serves several read patterns (robodata.layout.mix)
+prices the copy against the layout with each pattern's own windows, and prices the source's
+keyframes apart from its other frames."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
+from robodata.container.plan import LayoutPlan
+from robodata.dataset.pattern import ReadPattern, StreamWindow
+from robodata.ingest.align import aligned_tracks
+from robodata.ingest.convert import convert, episode_meta, layout_for
+from robodata.ingest.copy_cost import price, read_types
+from robodata.ingest.importers import open_raw
+from robodata.ingest.synth.lerobot import write_lerobot
+from robodata.ingest.video_copy import VideoCopyConfig
+
+LAYOUT_VIDEO = VideoSettings("h264", 15, 23, "veryfast", 2)  # the one plan's cameras (issue 42)
+# a VLA-like pattern (two neighbouring frames: a GOP-2 copy decodes fewer frames than the layout)
+# and a WAM-like one (every 3rd frame over 3 s: the copy decodes every frame up to the last)
+NEAR = ReadPattern("near", (StreamWindow("cameras", ("top",), "video", length=2, offset=-1),))
+FAR = ReadPattern("far", (StreamWindow("cameras", ("top",), "video", length=10, every=3),))
+
+
+def _source(tmp: Path) -> Path:
+    return write_lerobot(
+        tmp / "ds-av1", episodes=1, frames_per_episode=60, fps=10, height=64, width=64, codec="av1",
+        cameras=("top",), gop=2,
+    )  # fmt: skip
+
+
+def _plan(patterns: list[ReadPattern]) -> LayoutPlan:
+    """A plan for `patterns` as `robodata advise` writes one: `pattern` the merged union (here the
+    heaviest's windows: they read the same cameras), `patterns` each with its weight."""
+    layout = Layout(groups=(TopicGroup("cameras", ("top",), 2.0, LAYOUT_VIDEO),))
+    as_dict = [dataclasses.asdict(p) for p in patterns]
+    union = dict(as_dict[0], name="+".join(p.name for p in patterns))
+    listed = [
+        {"name": p.name, "weight": 1.0 / len(patterns), "pattern": d} for p, d in zip(patterns, as_dict, strict=True)
+    ]
+    return LayoutPlan(union, layout, 1 << 20, patterns=listed if len(patterns) > 1 else [])
+
+
+def _decision(root: Path, tmp: Path, plan: LayoutPlan) -> tuple[dict, VideoSettings]:
+    raw = open_raw(f"{root}#0", "lerobot-v2.1")
+    out = tmp / f"{plan.pattern['name']}.rdep"
+    res = convert(raw, aligned_tracks(raw), out, plan=plan, copy=VideoCopyConfig(mode="auto"))
+    r = EpisodeReader.open(out)
+    assert r.meta.extra["video"] == res.video
+    return res.video["top"], r.layout.group_of("top").video
+
+
+def test_a_plan_for_several_patterns_copies_only_where_every_pattern_reads_within_the_ratio(tmp_path):
+    root = _source(tmp_path)
+    near, stored = _decision(root, tmp_path, _plan([NEAR]))
+    assert near["mode"] == "copy" and stored.codec == "av1", near
+    far, stored = _decision(root, tmp_path, _plan([FAR]))
+    assert far["mode"] == "transcode" and stored == LAYOUT_VIDEO, far
+    # one layout for both: the merged pattern holds NEAR's windows only, yet FAR reads it too
+    both, stored = _decision(root, tmp_path, _plan([NEAR, FAR]))
+    assert both["mode"] == "transcode" and stored == LAYOUT_VIDEO, both
+    assert "near: " in both["reason"] and "far: " in both["reason"], both
+    assert "over 1.1x for far:" in both["reason"], both
+    # a ratio both patterns meet: copied, each pattern's figures recorded
+    raw = open_raw(f"{root}#0", "lerobot-v2.1")
+    res = convert(raw, aligned_tracks(raw), tmp_path / "lax.rdep", plan=_plan([NEAR, FAR]),
+                  copy=VideoCopyConfig(max_cost_ratio=100.0))  # fmt: skip
+    assert res.video["top"]["mode"] == "copy" and "far: " in res.video["top"]["reason"], res.video
+
+
+@pytest.mark.parametrize(("key_s", "other_s"), [(1e-3, 0.0), (0.0, 1e-3)])
+def test_the_copy_is_priced_per_keyframe_and_per_other_frame(tmp_path, key_s, other_s):
+    """A read that decodes k keyframes and m other frames of the copy costs k x key_s + m x other_s
+    (a stream's mean frame would misprice reads that decode more keyframes than its mix)."""
+    from tests.core.test_stream_copy import _calibration
+
+    raw = open_raw(f"{_source(tmp_path)}#0", "lerobot-v2.1")
+    meta = episode_meta(raw, aligned_tracks(raw))
+    g = layout_for(raw).groups[0]
+    copied = VideoSettings("av1", 2, 0, "copy", 0)
+    got = price(g, copied, g.video, meta, 60, list(NEAR.video), {"top": (key_s, other_s)}, _calibration(1e-3))
+    fpc = round(g.chunk_span_s * 10 / 2) * 2
+    keys, p, b = read_types(2, 0, fpc, 60, NEAR.video)
+    assert got.unit == "ms" and keys > 1.0 and p > 0.5, (keys, p)
+    assert got.copy == pytest.approx((keys * key_s + (p + b) * other_s) * 1e3)
