@@ -1,7 +1,11 @@
 """What a stream copy costs the loader against the layout it would be transcoded to (`auto`).
 
-Frames decoded per read come from the advisor's GOP model (robodata.codecs.gop.decoded_counts, the
-reader's own count) for a read pattern's windows, else for one random frame. With a plan from
+Frames decoded per read come from the advisor's GOP model of the training loader
+(robodata.codecs.gop.decoded_counts_gopwise: the delivery dataset's GopDecoder, each wanted GOP fed
+from its keyframe, unwanted non-reference frames never sent) for a read pattern's windows, else
+for one random frame. (EpisodeReader's count, decoded_counts, charges a layout with B-frames for
+the ones the loader skips: LeRobot's AV1 against the one plan's GOP 15 / 2 B-frames was priced
+0.72x of the layout for VLA and read 1.5x its CPU per sample.) With a plan from
 `robodata advise` (its calibration: decode seconds per frame type of the layout's codec), frames
 are priced in seconds: the source's own decode is measured on its first packets (CPU seconds of a
 keyframe and of any other frame, one thread, no RGB: a keyframe of LeRobot's 640x480 AV1 costs
@@ -22,7 +26,7 @@ import numpy as np
 from av.video.codeccontext import VideoCodecContext
 
 from robodata.codecs import video_codec
-from robodata.codecs.gop import decoded_counts
+from robodata.codecs.gop import decoded_counts_gopwise
 from robodata.container import EpisodeMeta, TopicGroup, VideoSettings
 from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
@@ -41,7 +45,7 @@ def read_types(gop: int, bframes: int, fpc: int, frames: int, windows: tuple[Str
     total = np.zeros(3)
     for w in ws:
         for f in anchors:
-            total += decoded_counts(gop, bframes, fpc, int(f) + w.first, int(f) + w.last, w.every, frames).types
+            total += decoded_counts_gopwise(gop, bframes, fpc, int(f) + w.first, int(f) + w.last, w.every, frames).types
     return tuple(total / (len(anchors) * len(ws)))
 
 
