@@ -180,6 +180,18 @@ class VideoEncoder:
         return out
 
 
+def timing_decoder(codec: str, extradata: bytes) -> VideoCodecContext:
+    """A decoder for `codec` (a registry name) on the calling thread alone, no frame or slice
+    threads: what a CPU timing of decode work measures (the advisor's calibration, the stream-copy
+    gate's pricing of a source)."""
+    ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
+    if extradata:
+        ctx.extradata = extradata
+    ctx.thread_count = 1
+    ctx.thread_type = "NONE"
+    return ctx
+
+
 class VideoDecoder:
     """Decodes packets of one camera from a keyframe on; returns RGB uint8 frames by pts.
 

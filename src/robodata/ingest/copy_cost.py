@@ -19,14 +19,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import cast
 
 import av
 import numpy as np
-from av.video.codeccontext import VideoCodecContext
 
-from robodata.codecs import video_codec
 from robodata.codecs.gop import decoded_counts_gopwise
+from robodata.codecs.video import timing_decoder
 from robodata.container import EpisodeMeta, TopicGroup, VideoSettings
 from robodata.container.calibration import Calibration
 from robodata.dataset.pattern import StreamWindow
@@ -57,11 +55,7 @@ def decode_s_by_type(codec: str, extradata: bytes, packets: list, passes: int = 
         n += 1  # whole GOPs: the mix of frame types a read decodes
     best = [float("inf"), float("inf")]
     for _ in range(passes):
-        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
-        if extradata:
-            ctx.extradata = extradata
-        ctx.thread_count = 1
-        ctx.thread_type = "NONE"
+        ctx = timing_decoder(codec, extradata)
         spent, count = [0.0, 0.0], [0, 0]
         for p in packets[:n]:
             pkt = av.Packet(p.data)

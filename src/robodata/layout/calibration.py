@@ -12,16 +12,13 @@ import functools
 import time
 import zlib
 from collections.abc import Callable
-from typing import cast
 
 import av
 import numpy as np
-from av.video.codeccontext import VideoCodecContext
 
-from robodata.codecs import video_codec
 from robodata.codecs.arrays import decode_array, decode_packets
 from robodata.codecs.gop import B, I, P, frame_types
-from robodata.codecs.video import VideoEncoder, to_rgb
+from robodata.codecs.video import VideoEncoder, timing_decoder, to_rgb
 from robodata.container import EpisodeReader
 from robodata.container.calibration import Calibration, CodecPoint
 from robodata.errors import ConfigError
@@ -53,11 +50,7 @@ def _decode_timed(
     best = np.full(3, np.inf)
     frames: dict[int, av.VideoFrame] = {}
     for _ in range(passes):
-        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(codec).decoder, "r"))
-        if extradata:
-            ctx.extradata = extradata
-        ctx.thread_count = 1
-        ctx.thread_type = "NONE"
+        ctx = timing_decoder(codec, extradata)
         if skip_nonref:
             ctx.skip_frame = "NONREF"
         tot, cnt = np.zeros(3), np.zeros(3)
@@ -303,11 +296,7 @@ def calibrate(
     rgb_s = float(np.median([_cpu(lambda f=f: to_rgb(f), 3) for f in some]))
 
     def open_ctx() -> None:
-        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(cfg.codec).decoder, "r"))
-        ctx.extradata = ex
-        ctx.thread_count = 1
-        ctx.thread_type = "NONE"
-        ctx.decode(None)
+        timing_decoder(cfg.codec, ex).decode(None)
 
     open_s = float(np.median([_cpu(open_ctx, 3) for _ in range(5)]))
     range_s, part_s, byte_s, call_s = _io_costs(reader)
