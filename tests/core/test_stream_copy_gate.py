@@ -99,3 +99,20 @@ def test_the_copy_is_priced_per_keyframe_and_per_other_frame(tmp_path, key_s, ot
     keys, p, b = read_types(2, 0, fpc, 60, NEAR.video)
     assert got.unit == "ms" and keys > 1.0 and p > 0.5, (keys, p)
     assert got.copy == pytest.approx((keys * key_s + (p + b) * other_s) * 1e3)
+
+
+@pytest.mark.parametrize("gop", [1, 2])
+def test_the_sources_decode_is_timed_per_keyframe_and_per_other_frame(tmp_path, gop):
+    """Both figures are CPU seconds of a real decode; a stream of keyframes only prices its (absent)
+    other frames as keyframes."""
+    from robodata.ingest.copy_cost import decode_s_by_type
+
+    root = write_lerobot(
+        tmp_path / f"ds-{gop}", episodes=1, frames_per_episode=12, fps=10, height=64, width=64, codec="av1",
+        cameras=("top",), gop=gop,
+    )  # fmt: skip
+    src = open_raw(f"{root}#0", "lerobot-v2.1").video_sources("top")
+    key_s, other_s = decode_s_by_type(src.codec, src.extradata, src.packets)
+    assert 0.0 < key_s < 1.0 and 0.0 < other_s < 1.0, (key_s, other_s)
+    if gop == 1:
+        assert other_s == key_s
