@@ -58,5 +58,12 @@ def video_codec(name: str) -> VideoCodec:
         raise ConfigError(f"unknown video codec {name!r}; known: {sorted(_REGISTRY)}") from None
 
 
+def decoder_for(codec: str) -> str:
+    """The decoder of a demuxed stream's codec: the registry's, else FFmpeg's own decoder of that
+    name (a codec the loader does not decode: MPEG-4 part 2, VP9)."""
+    known = _REGISTRY.get(codec)
+    return known.decoder if known is not None else codec
+
+
 def register_video_codec(codec: VideoCodec) -> None:
     _REGISTRY[codec.name] = codec

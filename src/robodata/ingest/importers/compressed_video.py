@@ -19,10 +19,9 @@ from typing import Any, cast
 import av
 from av.video.codeccontext import VideoCodecContext
 
-from robodata.codecs import video_codec
+from robodata.codecs import decoder_for
 from robodata.codecs.bitstream import BitstreamError, Scanner, annexb_parameter_sets
 from robodata.codecs.demux import SourcePacket, SourceVideo
-from robodata.errors import ConfigError
 from robodata.ingest.importers.messages import field as msg_field
 from robodata.ingest.raw import RawEpisodeError
 
@@ -33,13 +32,6 @@ FORMATS = {"h264": "h264", "h265": "hevc", "hevc": "hevc", "av1": "av1", "vp9": 
 def is_compressed_video(schema: str) -> bool:
     """foxglove.CompressedVideo (protobuf / JSON schema) or foxglove_msgs/msg/CompressedVideo (ROS 2)."""
     return schema.replace("/", ".").rsplit(".", 1)[-1] == "CompressedVideo"
-
-
-def _decoder(codec: str) -> str:
-    try:
-        return video_codec(codec).decoder
-    except ConfigError:
-        return codec  # not one the loader decodes (vp9): FFmpeg's own decoder of that name
 
 
 @dataclass
@@ -71,7 +63,7 @@ class VideoTopic:
 
     def frames(self) -> Iterator[av.VideoFrame]:
         """Every message's frame, decoded in order. RawEpisodeError when the stream does not decode."""
-        ctx = cast(VideoCodecContext, av.CodecContext.create(_decoder(self.codec), "r"))
+        ctx = cast(VideoCodecContext, av.CodecContext.create(decoder_for(self.codec), "r"))
         try:
             for i, data in enumerate(self.packets):
                 pkt = av.Packet(data)

@@ -18,26 +18,24 @@ import av
 import numpy as np
 from av.video.codeccontext import VideoCodecContext
 
-from robodata.codecs import video_codec
+from robodata.codecs import decoder_for
 from robodata.codecs.demux import SourceVideo, demux_video, index_pts, open_input
-from robodata.errors import CodecError, ConfigError
+from robodata.errors import CodecError
 from robodata.ingest.raw import RawEpisodeError
 
 EPS_S = 1e-4  # LeRobot's own timestamp tolerance
 
 
-@dataclass(frozen=True)
+@dataclass
 class EpisodeVideo:
     path: Path
     t_from: float  # the episode's start inside the file, s
     pts: tuple[int, ...]  # the kept frames' presentation timestamps, in time-base units, ascending
     time_base: float
-    # the packets around the episode's window, demuxed (not decoded) by the same read that found
-    # its frames (None when the sample table gave the times: a stream copy demuxes the window then)
+    # the packets around the episode's window, demuxed (not decoded) once: by the read that found
+    # its frames, or (when the sample table gave the times) by the stream copy's choice; a copy
+    # and a transcode take them from here instead of reading the file again
     source: SourceVideo | None = field(default=None, repr=False, compare=False)
-    # the window's packets once a stream copy's choice demuxed them: a transcode decodes them from
-    # memory instead of reading the file again
-    demuxed: dict[str, SourceVideo] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def times_s(self) -> np.ndarray:
@@ -103,12 +101,12 @@ def episode_packets(video: EpisodeVideo) -> SourceVideo:
     """The kept frames' packets as the file stores them (demuxed, not decoded, by the read that
     found the episode's frames), for a stream copy."""
     wanted = set(video.pts)
-    src = video.source or video.demuxed.get("window")
+    src = video.source
     if src is None and not video.pts:
         src = demux_video(video.path)
     elif src is None:  # the times came from the sample table: the episode's packets, and only them
         lo, hi = video.pts[0] * video.time_base, video.pts[-1] * video.time_base
-        src = video.demuxed["window"] = demux_video(video.path, window=(lo - EPS_S, hi + EPS_S))
+        src = video.source = demux_video(video.path, window=(lo - EPS_S, hi + EPS_S))
     return replace(src, packets=[p for p in src.packets if p.pts in wanted])
 
 
@@ -119,9 +117,9 @@ def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
         return
     wanted = set(video.pts)
     last = video.pts[-1]
-    src = video.source or video.demuxed.get("window")
-    decoder = _decoder(src.codec) if src is not None and src.packets and src.packets[0].key else None
-    if src is not None and decoder is not None:
+    src = video.source
+    decoder = decoder_for(src.codec) if src is not None and src.packets and src.packets[0].key else None
+    if src is not None and decoder is not None and _has_decoder(decoder):
         yield from _decode_packets(src, decoder, wanted, last)
         return
     with open_input(video.path) as c:
@@ -138,17 +136,14 @@ def decode(video: EpisodeVideo) -> Iterator[av.VideoFrame]:
                 return
 
 
-def _decoder(codec: str) -> str | None:
-    """The decoder for a demuxed stream: the registry's, else FFmpeg's own decoder of that name
-    (e.g. MPEG-4 part 2); None when there is none."""
+def _has_decoder(name: str) -> bool:
+    """Whether this FFmpeg has a decoder of that name (else decode() reads the file with the one
+    libavformat picks)."""
     try:
-        return video_codec(codec).decoder
-    except ConfigError:
-        pass
-    try:
-        return av.codec.Codec(codec, "r").name
+        av.codec.Codec(name, "r")
     except (av.error.FFmpegError, ValueError):
-        return None
+        return False
+    return True
 
 
 def _decode_packets(src: SourceVideo, decoder: str, wanted: set[int], last: int) -> Iterator[av.VideoFrame]:
