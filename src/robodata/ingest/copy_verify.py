@@ -17,7 +17,8 @@ Two halves, both required before a copy is kept:
   those. What only a decode sees: a packet cut short inside its slice data where nothing gives its
   size (Annex B H.264 / HEVC: MCAP CompressedVideo; a length prefix or an OBU size betrays it
   elsewhere), or bytes changed inside slice data; `annexb_decode="all"` (the default) decodes every
-  GOP of an Annex B camera for that (its copy then costs a decode of its video). Once the first half has
+  GOP of an Annex B camera for that (its copy then costs a decode of its video, less its loop
+  filters: `DECODER_OPTIONS`, one decoder a camera emptied between GOPs). Once the first half has
   found the stored packets and extradata equal to these, the stored stream decodes to the same
   frames (a decoder is a function of its input), so the decode may run while the container is
   being written (robodata.ingest.convert runs it in a thread; libavcodec releases the GIL)
@@ -72,13 +73,20 @@ def decode_sample(
 ) -> dict[str, str]:
     """{camera: why a sampled GOP of its packets does not decode}; `sizes`: each camera's (H, W).
     `annexb_all`: every GOP of an unframed (Annex B) camera, whose packets have no sizes (a packet
-    cut short inside its slice data shows only in its decode)."""
+    cut short inside its slice data shows only in its decode). One decoder a camera, emptied
+    between GOPs (`_decoder`)."""
     failed: dict[str, str] = {}
     for cam, c in copies.items():
         starts = [i for i, p in enumerate(c.packets) if p.key] + [len(c.packets)]
         n = len(starts) - 1
+        ctx: VideoCodecContext | None = None
         for g in range(n) if annexb_all and unframed(c) else sample_gops(n, gops):
-            why = _decode_gop(c, starts[g], starts[g + 1], sizes[cam])
+            try:
+                ctx = ctx or _decoder(c)
+            except Exception as exc:  # libavcodec refused the codec or its extradata
+                failed[cam] = f"GOP {g} does not decode at the decoder's opening: {type(exc).__name__}: {exc}"
+                break
+            why = _decode_gop(ctx, c, starts[g], starts[g + 1], sizes[cam])
             if why:
                 failed[cam] = f"GOP {g} (packets {starts[g]}..{starts[g + 1] - 1}) {why}"
                 break
@@ -91,18 +99,38 @@ def unframed(c: CameraCopy) -> bool:
     return c.codec in ("h264", "hevc") and nal_length_size(c.codec, c.extradata) == 0
 
 
-def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
-    """Why packets a..b-1 (one GOP) do not decode to frames of `size` in pts order ("": they do).
-    The frames are decoded whole (the decoder's own work) but never converted to RGB."""
+# What the verification decoder skips: the in-loop filters (H.264 / HEVC deblocking, HEVC SAO;
+# skip_loop_filter is an AVCodecContext field every decoder may honour), which smooth the
+# reconstructed pixels after their macroblocks / CTUs are parsed and predicted: their parameters
+# are still parsed and range-checked (slice header, SAO syntax), and nothing the filter does can
+# fail. About a sixth of an H.264 decode (docs/ingestion.md). err_detect=explode: an error the
+# decoder would conceal fails the copy.
+DECODER_OPTIONS = {"err_detect": "explode", "skip_loop_filter": "all"}
+
+
+def _decoder(c: CameraCopy) -> VideoCodecContext:
+    """The camera's verification decoder: one thread, `DECODER_OPTIONS`, the copy's extradata.
+    Each GOP is decoded from an emptied decoder (drained, then avcodec_flush_buffers: no reference
+    picture, no pending output, as a reader's decoder opened at that keyframe), so a GOP that needs
+    another's pictures fails as it would alone. What a flush keeps, parameter sets sent in band by
+    an earlier GOP, no GOP may rely on: inspect (robodata.codecs.nal_check) refused a keyframe that
+    does not carry its own or use the extradata's. Reusing it saves a decoder's opening per GOP."""
+    ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(c.codec).decoder, "r"))
+    if c.extradata:
+        ctx.extradata = c.extradata
+    ctx.thread_count = 1
+    ctx.options = dict(DECODER_OPTIONS)
+    return ctx
+
+
+def _decode_gop(ctx: VideoCodecContext, c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
+    """Why packets a..b-1 (one GOP) do not decode to frames of `size` in pts order ("": they do),
+    `ctx` (`_decoder`) drained and emptied after. The frames are decoded (the decoder's own work,
+    bar its loop filters) but never converted to RGB."""
     wanted = [p.pts for p in c.packets[a:b]]
     shown: list[int] = []
     at = "the decoder's opening"
     try:
-        ctx = cast(VideoCodecContext, av.CodecContext.create(video_codec(c.codec).decoder, "r"))
-        if c.extradata:
-            ctx.extradata = c.extradata
-        ctx.thread_count = 1
-        ctx.options = {"err_detect": "explode"}  # an error the decoder would conceal fails the copy
         frames = []
         for k, p in enumerate(c.packets[a:b], a):
             at = f"packet {k} (pts {p.pts})"
@@ -111,6 +139,7 @@ def _decode_gop(c: CameraCopy, a: int, b: int, size: tuple[int, int]) -> str:
             frames += ctx.decode(pkt)
         at = "the decoder's flush"
         frames += ctx.decode(None)
+        ctx.flush_buffers()
     except Exception as exc:  # libavcodec refused the stream: it does not decode
         return f"does not decode at {at}: {type(exc).__name__}: {exc}"
     for f in frames:
