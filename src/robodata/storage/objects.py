@@ -145,6 +145,19 @@ def remove_folder(uri: str, options: dict[str, Any] | None = None, first: Iterab
         fs.rm(base, recursive=True)
 
 
+def move(src: str, dst: str, options: dict[str, Any] | None = None) -> None:
+    """`src` becomes `dst` (replacing it), durably: a rename on a local disk (the folder fsynced),
+    a server-side copy then delete on an object store (no byte passes through this process).
+    FileNotFoundError when `src` does not exist."""
+    if not is_remote(src):
+        a, b = local_path(src), local_path(dst)
+        os.makedirs(os.path.dirname(b) or ".", exist_ok=True)
+        os.replace(a, b)
+        fsync_path(os.path.dirname(b) or ".")
+        return
+    filesystem(src, options).mv(src, dst)
+
+
 def fsync_path(path: str) -> None:
     """The file (or folder) at `path` made durable."""
     fd = os.open(path, os.O_RDONLY)

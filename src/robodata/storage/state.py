@@ -6,6 +6,7 @@ place that knows the layout below it. Ingestion, curation, the Dagster resources
     <root>/ingest/batches/<batch>.json       a batch's landing items (digests included)
     <root>/ingest/manual_cursor.json         items already batched by `robodata-dagster add-batch`
     <root>/containers/<batch>/<episode>.rdep episode containers
+    <root>/containers/<batch>/.staged/       containers converted in the alignment's read, before commit
     <root>/catalog/episodes                  the episode catalog (Delta)
     <root>/catalog/site_acceptance           the site acceptance table (Delta)
     <root>/manifests/                        curated manifests
@@ -18,6 +19,7 @@ with `delta_options()`, files with `fsspec_options()`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from robodata.config import require
@@ -89,6 +91,16 @@ class StateRoot:
         """containers/<batch>/<episode_id>.rdep; both are checked names (UnsafeNameError)."""
         eid = check_name(episode_id, field="episode_id", source=f"batch {batch!r}")
         return self.location.join("containers", check_batch(batch), f"{eid}.rdep")
+
+    def staged_container(self, batch: str, uri: str) -> str:
+        """containers/<batch>/.staged/<digest of the landing uri>.rdep: an episode converted in its
+        alignment's read (robodata.ingest.steps.one_pass) until the episodes stage commits it under
+        its episode_id. Keyed by the uri: recordings claiming one episode_id never share a file."""
+        key = hashlib.sha256(uri.encode()).hexdigest()[:32]
+        return self.location.join("containers", check_batch(batch), ".staged", f"{key}.rdep")
+
+    def staged_folder(self, batch: str) -> str:
+        return self.location.join("containers", check_batch(batch), ".staged")
 
     # curation
     @property

@@ -22,6 +22,9 @@ A Format says
   stage_first a remote item stages only these subfolders, then `stage_rest` stages what one
               episode reads (LeRobot: meta/, then the episode's files); None: the whole item
   synth       `robodata synth --format` names writing it -> writer (robodata.ingest.synth.writers)
+  one_pass    its alignment reads the recording whole (stamps sit beside the payload, in the same
+              compressed chunk, record or step), so its conversion runs in that read
+              (robodata.ingest.steps.one_pass)
 
 Importers take their kind from the leaf the entries are built on (robodata.ingest.format_kinds:
 `format_kinds.HDF5`, `format_kinds.versioned(format_kinds.LEROBOT, "v3.0")`), never from this registry,
@@ -62,6 +65,7 @@ class Format:
     stage_first: tuple[str, ...] | None = None
     stage_rest: Callable[[str, str, str, dict], None] | None = None
     synth: dict[str, str] = field(default_factory=dict)  # synth name -> writer in synth.writers
+    one_pass: bool = False
 
     def versioned(self, version: str) -> str:
         """The kind of an item of this format at `version` (`lerobot-v3.0`)."""
@@ -76,8 +80,12 @@ class Format:
         return uri.partition("#") if self.fragments else (uri, "", "")
 
 
-MCAP = Format(kinds.MCAP, "MCAP", openers.bag, suffixes=(".mcap",), whole=whole.mcap, synth={"mcap": "mcap"})
-ROS1_BAG = Format(kinds.ROS1_BAG, "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"})
+MCAP = Format(
+    kinds.MCAP, "MCAP", openers.bag, suffixes=(".mcap",), whole=whole.mcap, synth={"mcap": "mcap"}, one_pass=True
+)
+ROS1_BAG = Format(
+    kinds.ROS1_BAG, "ROS 1 .bag", openers.bag, suffixes=(".bag",), synth={"ros1-bag": "ros1_bag"}, one_pass=True
+)
 HDF5 = Format(
     kinds.HDF5,
     "HDF5 (ALOHA, robomimic)",
@@ -97,6 +105,7 @@ ROS2_BAG = Format(
     openers.bag,
     markers=("metadata.yaml",),
     synth={"ros2-bag-custom": "ros2_bag_custom"},
+    one_pass=True,
 )
 LEROBOT = Format(
     kinds.LEROBOT,
@@ -109,6 +118,7 @@ LEROBOT = Format(
     stage_first=("meta",),
     stage_rest=openers.lerobot_episode_files,
     synth={"lerobot-v2.1": "lerobot_v21", "lerobot-v3.0": "lerobot_v30"},
+    one_pass=True,
 )
 ZARR = Format(
     kinds.ZARR,
@@ -128,6 +138,7 @@ RLDS = Format(
     fragments=True,
     lister=listers.rlds,
     synth={"rlds": "rlds"},
+    one_pass=True,
 )
 FORMATS: tuple[Format, ...] = (MCAP, ROS1_BAG, HDF5, LEGACY_JPEG, ROS2_BAG, LEROBOT, ZARR, RLDS)
 # the formats whose layout a key map declares (robodata.ingest.importers.keymap: step arrays, no topics)

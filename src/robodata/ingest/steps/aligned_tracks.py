@@ -6,9 +6,15 @@ a landing entry no importer claims (robodata.ingest.landing.kinds), `names_safe`
 for an unsafe id or stream name (robodata.names), `episode_id_unique` for a second recording
 of an id already in the batch. Of the recordings sharing an id, the first by landing uri is
 kept; the others are quarantined with the winner's uri in their reason, never converted.
+
+For the formats whose alignment reads a recording whole (MCAP, ROS bags, RLDS), the worker that
+aligned an episode also converts it, in that one read, into a staged container that the episodes
+stage commits (robodata.ingest.steps.one_pass); `staged_json` carries that conversion's row.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -19,6 +25,7 @@ from robodata.ingest.importers import staged_raw
 from robodata.ingest.landing.dedup import item_digest
 from robodata.ingest.landing.kinds import unrecognized_reason
 from robodata.ingest.settings import IngestSettings
+from robodata.ingest.steps import one_pass
 from robodata.ingest.tables import IngestPaths
 from robodata.names import UnsafeNameError
 
@@ -44,6 +51,7 @@ ALIGNED_SCHEMA = pa.schema(
         ("failed_check", pa.string()),  # "" when ok; else readable | recognized | names_safe | episode_id_unique
         ("source_digest", pa.string()),  # the item's content digest (robodata.ingest.landing.dedup)
         ("robot_type", pa.string()),  # as the source declares it, also for an item that cannot be read
+        ("staged_json", pa.string()),  # the conversion made in this read (steps.one_pass); null: none
     ]
 )
 
@@ -66,12 +74,22 @@ def _digest(uri: str, kind: str, memo: dict[str, str]) -> str:
         return ""
 
 
-def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
+def align_one(uri: str, kind: str, settings: IngestSettings, stage_to: str = "") -> dict:
+    """The aligned_tracks row of one item; with `stage_to` (a one-pass format: steps.one_pass), the
+    episode is also converted there in this read unless a blocking pre-conversion check fails."""
     if kind == formats.UNRECOGNIZED:  # listed so that it is a row with its reason; never staged or read
         return _failed(uri, kind, unrecognized_reason(uri), "recognized")
+    staged = ""
     try:
-        with staged_raw(uri, kind, None, 0, settings.import_options) as raw:
+        threads, opts = (
+            (settings.decode_threads, replace(settings.import_options, packets=True))
+            if stage_to
+            else (0, settings.import_options)
+        )
+        with staged_raw(uri, kind, None, threads, opts) as raw:
             al = aligned_tracks(raw, settings.align, settings.qc.thresholds.rate_tolerance)
+            if stage_to and not one_pass.blocked(al, raw, kind, settings):
+                staged = one_pass.stage(raw, al, settings, stage_to)
     except UnsafeNameError as exc:
         return _failed(uri, kind, str(exc), "names_safe")
     except RobodataError as exc:
@@ -96,6 +114,7 @@ def align_one(uri: str, kind: str, settings: IngestSettings) -> dict:
         "alignment_json": al.to_json(),
         "decoded_bytes": decoded_bytes(raw),
         "failed_check": "",
+        "staged_json": staged or None,
     }
 
 
@@ -126,18 +145,22 @@ def decoded_bytes(raw) -> int:
 
 def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dict:
     """Serial for small batches; otherwise the same worker processes as conversion (MCAP scans
-    parse every message, so alignment is real work for big recordings)."""
+    parse every message, so alignment is real work for big recordings, and the one-pass formats
+    are converted here too: then any batch of several items goes to the pool)."""
     from robodata.ingest.workers.binpack import lpt_order
     from robodata.ingest.workers.dispatch import run_pool
 
     rows_in = paths.read("raw_episodes", batch).to_pylist()  # a table written before source_digest has none
     raw = [{k: r[k] for k in ("uri", "kind", "size_bytes")} for r in rows_in]
+    for r in raw:
+        r["stage_to"] = paths.staged_container(batch, r["uri"]) if one_pass.applies(r["kind"]) else ""
     handed = {r["uri"]: r.get("source_digest") for r in rows_in}  # the sensor's digests: not read again
-    if settings.workers > 1 and len(raw) >= 4 * settings.workers:
+    converting = sum(bool(r["stage_to"]) for r in raw)
+    if settings.workers > 1 and (len(raw) >= 4 * settings.workers or converting > 1):
         order = lpt_order([float(r["size_bytes"]) for r in raw], [r["uri"] for r in raw])
         rows = run_pool([raw[i] for i in order], settings.workers, settings.to_dict(), stage="align")
     else:
-        rows = [{**align_one(r["uri"], r["kind"], settings), "size_bytes": r["size_bytes"]} for r in raw]
+        rows = [{**align_one(r["uri"], r["kind"], settings, r["stage_to"]), "size_bytes": r["size_bytes"]} for r in raw]
     memo: dict[str, str] = {}  # a file / store holding many episodes is read once for all of them
     for row in rows:
         row["source_digest"] = handed.get(row["uri"]) or _digest(row["uri"], row["kind"], memo)
@@ -145,6 +168,10 @@ def align_batch(paths: IngestPaths, batch: str, settings: IngestSettings) -> dic
         row["batch"] = batch
         row.setdefault("failed_check", "" if row["ok"] else "readable")  # a dead worker's row has none
     duplicates = refuse_duplicate_ids(rows, batch)
+    for row in rows:
+        if row.get("staged_json") and not row["ok"]:  # a refused duplicate: its staged conversion goes
+            one_pass.discard(paths.staged_container(batch, row["uri"]))
+            row["staged_json"] = None
     paths.replace("aligned_tracks", pa.Table.from_pylist(rows, ALIGNED_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
     unrecognized = [r for r in rows if r["failed_check"] == "recognized"]

@@ -15,13 +15,13 @@ import pyarrow.compute as pc
 
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.convert import convert
 from robodata.ingest.importers import staged_raw
 from robodata.ingest.settings import IngestSettings
+from robodata.ingest.steps import one_pass
+from robodata.ingest.steps.conversion import convert_into
 from robodata.ingest.tables import IngestPaths
 from robodata.ingest.workers.binpack import lpt_order, work_estimate
 from robodata.ingest.workers.dispatch import run_pool
-from robodata.storage import StorageLocation, objects
 
 CONVERSION_SCHEMA = pa.schema(
     [
@@ -60,25 +60,8 @@ def convert_one(j: dict, s: IngestSettings, worker: int = 0) -> dict:
     row = {"uri": j["uri"], "episode_id": j["episode_id"], "worker": worker}
     try:
         al = AlignedTracks.from_json(j["alignment_json"])
-        dest = j["container"]
-        with (
-            staged_raw(j["uri"], j["kind"], None, s.decode_threads, s.import_options) as raw,
-            objects.local_output(dest, StorageLocation.from_env(dest).fsspec_options()) as out,
-        ):
-            res = convert(raw, al, out, s.video, s.layout_plan, s.video_copy)
-        row.update(
-            container_uri=dest,
-            ok=True,
-            error="",
-            size_bytes=res.size_bytes,
-            duration_s=res.duration_s,
-            frames_min=min(res.frames.values(), default=0),
-            state_steps=res.state_steps,
-            layout_version=res.layout_version,
-            footer_offset=res.footer_offset,
-            footer_length=res.footer_length,
-            video=res.video,
-        )
+        with staged_raw(j["uri"], j["kind"], None, s.decode_threads, s.import_options) as raw:
+            row.update(convert_into(raw, al, j["container"], s))
     except RobodataError as exc:
         row.update(container_uri="", ok=False, error=str(exc))
     except Exception as exc:  # a codec / library failure on this episode only
@@ -94,25 +77,35 @@ def plan_order(jobs: list[dict]) -> list[dict]:
 
 
 def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, episodes: set[str] | None = None) -> dict:
-    al = paths.read(
-        "aligned_tracks", batch, ["uri", "kind", "episode_id", "ok", "size_bytes", "decoded_bytes", "alignment_json"]
-    ).to_pylist()
+    al = paths.read("aligned_tracks", batch).to_pylist()  # staged_json: a table written before it has none
     skip = quarantined(paths, batch, "pre")
-    jobs, refused = [], []
+    jobs, refused, committed = [], [], []
+    started = time.perf_counter()
     for r in al:
+        staged = paths.staged_container(batch, r["uri"]) if r.get("staged_json") else ""
         if not r["ok"] or r["uri"] in skip or (episodes is not None and r["episode_id"] not in episodes):
+            if staged and episodes is None:
+                one_pass.discard(staged)
             continue
         try:  # names were checked when read; the write is confined under containers/<batch>/ regardless
-            jobs.append(dict(r, container=paths.container(batch, r["episode_id"])))
+            dest = paths.container(batch, r["episode_id"])
         except RobodataError as exc:
             refused.append({"uri": r["uri"], "episode_id": r["episode_id"], "worker": 0, "container_uri": ""})
             refused[-1].update(ok=False, error=str(exc), seconds=0.0)
+            if staged:
+                one_pass.discard(staged)
+            continue
+        row = one_pass.commit(r.get("staged_json"), staged, dest, settings) if staged else None
+        if row is not None:  # converted in the alignment's read: committed, the item not read again
+            committed.append({**row, "uri": r["uri"], "episode_id": r["episode_id"], "worker": 0})
+        else:
+            jobs.append(dict(r, container=dest, staged_json=None))
     jobs = plan_order(jobs)
     n_workers = max(1, min(settings.workers, len(jobs)))
     sd = settings.to_dict()
-    started = time.perf_counter()
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
-    rows += refused
+    rows += committed + refused
+    one_pass.tidy(paths.staged_folder(batch))
     wall = time.perf_counter() - started
     video = video_summary([r.pop("video", None) or {} for r in rows])
     for r in rows:
@@ -120,13 +113,14 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     paths.replace("conversions", pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
     busy: dict[int, float] = {}
-    for r in rows:
+    for r in rows[: len(rows) - len(committed) - len(refused)]:  # this stage's workers only
         busy[r["worker"]] = busy.get(r["worker"], 0.0) + float(r.get("seconds") or 0.0)
     spread = max(busy.values()) / (sum(busy.values()) / len(busy)) if busy and sum(busy.values()) > 0 else 0.0
     return {
         "converted": len(ok),
         "failed": len(rows) - len(ok),
         "skipped_quarantined": len(skip),
+        "converted_in_alignment": len(committed),
         "bytes_written": sum(r["size_bytes"] for r in ok),
         "wall_s": round(wall, 3),
         "workers": n_workers,

@@ -25,7 +25,10 @@ def main() -> int:
             continue
         job = json.loads(line)
         if stage == "align":
-            row = {**align_one(job["uri"], job["kind"], settings), "size_bytes": job["size_bytes"]}
+            row = {
+                **align_one(job["uri"], job["kind"], settings, job.get("stage_to", "")),
+                "size_bytes": job["size_bytes"],
+            }
         else:
             row = convert_one(job, settings, worker)
         sys.stdout.write(json.dumps(row) + "\n")
