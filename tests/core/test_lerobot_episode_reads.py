@@ -68,3 +68,74 @@ def test_times_and_frames_match_a_whole_file_decode(dataset, monkeypatch):
         assert all(np.array_equal(a, b) for a, b in zip(by_memory, by_file, strict=True))
         seen += want
     assert sorted(seen) == sorted(whole)  # the episodes cover the file, none twice
+
+
+def test_an_episode_window_is_demuxed_from_its_own_keyframe_to_its_last_packet(dataset):
+    """Each episode of the file opens on a keyframe: its window's demux enters there (not a GOP
+    earlier) and stops on its last packet (the next episode's keyframe is not read); a window
+    starting inside a GOP still gets every packet it shows."""
+    from robodata.codecs.demux import demux_video
+
+    root, bframes = dataset
+    (mp4,) = sorted(root.rglob("*.mp4"))
+    whole = _whole_file(str(mp4))
+    tb = float(av.open(str(mp4)).streams.video[0].time_base)
+    pts = sorted(whole)
+    for k in range(3):
+        t0, t1 = pts[24 * k] * tb, pts[24 * k + 23] * tb
+        src = demux_video(mp4, window=(t0 - 2e-4, t1 + 2e-4))
+        got, want = sorted(p.pts for p in src.packets), pts[24 * k : 24 * k + 24]
+        # in decode order a window ends on decode time: B-frames reorder at most `bframes` past it
+        assert set(want) <= set(got) and len(got) - len(want) <= bframes and min(got) == want[0], (k, got)
+        assert src.packets[0].key
+    inside = demux_video(mp4, window=(pts[27] * tb - 2e-4, pts[40] * tb + 2e-4))  # GOP of 6: frame 27 is no keyframe
+    assert set(pts[27:41]) <= {p.pts for p in inside.packets} and inside.packets[0].key
+
+
+def test_a_conversion_open_demuxes_each_window_once_and_keeps_the_same_frames(dataset):
+    """ImportOptions.packets (a conversion from the alignment's open): times from the window's
+    demux, equal to the sample table's or the whole-file decode's; frames equal too, no reopen."""
+    from robodata.ingest.importers.options import ImportOptions
+
+    root, _ = dataset
+    (mp4,) = sorted(root.rglob("*.mp4"))
+    whole = _whole_file(str(mp4))
+    for ep in dataset_episodes(str(root)):
+        plain = open_raw(f"{root}#{ep.index}", "lerobot-v3.0")
+        raw = open_raw(f"{root}#{ep.index}", "lerobot-v3.0", options=ImportOptions(packets=True))
+        np.testing.assert_array_equal(raw.cameras["top"].t_ns, plain.cameras["top"].t_ns)
+        src = raw.video_sources("top")
+        assert all(
+            np.array_equal(a, whole[p.pts])
+            for a, p in zip(_frames(raw), sorted(src.packets, key=lambda q: q.pts), strict=True)
+        )
+
+
+def test_a_second_open_of_a_file_reads_none_of_its_head_again(dataset, tmp_path):
+    """robodata.codecs.head_cache: the reads of an open are kept for the same file's next open
+    in this process; another file at the same path (new size, new time) is read afresh."""
+    import shutil
+
+    from robodata.codecs.demux import AVIO_BUFFER
+    from robodata.codecs.head_cache import HeadCachedFile
+
+    root, _ = dataset
+    (mp4,) = sorted(root.rglob("*.mp4"))
+    path = tmp_path / "v.mp4"
+    shutil.copy(mp4, path)
+
+    def open_once() -> tuple[int, list[tuple[int | None, bytes]]]:
+        with HeadCachedFile(path) as f, av.open(f, "r", buffer_size=AVIO_BUFFER) as c:
+            f.opened()
+            at_open = f.disk_bytes
+            return at_open, [(p.pts, bytes(p)) for p in c.demux(c.streams.video[0]) if p.size]
+
+    first, packets = open_once()
+    again, packets2 = open_once()
+    assert first > 0 and again == 0 and packets2 == packets
+    write_lerobot(tmp_path / "o", version="v2.1", episodes=1, frames_per_episode=30, fps=10, cameras=("top",))
+    shutil.copy(next((tmp_path / "o").rglob("*.mp4")), path)  # replaced: another size and time
+    fresh, packets3 = open_once()
+    assert fresh > 0 and packets3 != packets
+    with av.open(str(path)) as c:
+        assert packets3 == [(p.pts, bytes(p)) for p in c.demux(c.streams.video[0]) if p.size]

@@ -7,6 +7,8 @@ packet's pts, dts, the demuxer's keyframe flag and its bytes, in decode (file) o
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ import av
 from av.container import InputContainer
 from av.video.stream import VideoStream
 
+from robodata.codecs.head_cache import HeadCachedFile
 from robodata.errors import CodecError
 
 # PyAV names a stream's codec by the decoder FFmpeg picked for it; robodata's registry by codec.
@@ -57,14 +60,38 @@ AVIO_BUFFER = 4096
 @contextmanager
 def open_input(path: str | Path) -> Iterator[InputContainer]:
     """`av.open` of a local file, reading in AVIO_BUFFER steps (an open of a 2 MB LeRobot mp4 read
-    67 KB before its first packet, 23 KB so)."""
-    with open(path, "rb", buffering=0) as f, av.open(f, "r", buffer_size=AVIO_BUFFER) as c:
+    67 KB before its first packet, 23 KB so); a second open of the same file in this process
+    reads none of its header again (robodata.codecs.head_cache)."""
+    with HeadCachedFile(path) as f, av.open(f, "r", buffer_size=AVIO_BUFFER) as c:
+        f.opened()
         yield c
 
 
-# how far before a window's start a stream with B-frames is entered: a frame shown at the start
-# may be decoded before the keyframe a seek by decode time finds (its reorder delay)
+# how far before a window's start a stream with B-frames is entered when the keyframe a seek by
+# decode time finds is shown after the start: a frame shown at the start may be decoded before it
 REORDER_MARGIN_S = 0.5
+# frames less than this apart are one instant (no source records above 1 kHz): a keyframe shown
+# at a window's start, give or take its tolerance, is where the window is entered
+SAME_INSTANT_S = 1e-3
+
+
+def _entered(c: InputContainer, s: VideoStream, tb: float, start: float) -> Iterator[av.Packet]:
+    """The stream's packets (empty ones dropped) in decode order from the keyframe a window
+    starting at `start` s needs: the last keyframe shown at or before it. A seek finds keyframes
+    by decode time; when the one found is shown after the start (B-frames, a window inside a
+    GOP), frames shown at the start may be decoded before it, and the stream is entered
+    REORDER_MARGIN_S earlier instead. A keyframe at the start itself (a LeRobot v3.0 file's
+    episode, encoded on its own and concatenated) is entered there, not a GOP earlier."""
+    if start <= 0:
+        return (q for q in c.demux(s) if q.size)
+    at = start + SAME_INSTANT_S
+    c.seek(int(at / tb), stream=s, backward=True, any_frame=False)
+    found = (q for q in c.demux(s) if q.size)
+    first = next(found, None)
+    if first is None or (first.is_keyframe and first.pts is not None and first.pts * tb <= at):
+        return itertools.chain([first] if first is not None else [], found)
+    c.seek(int(max(0.0, start - REORDER_MARGIN_S) / tb), stream=s, backward=True, any_frame=False)
+    return (q for q in c.demux(s) if q.size)
 
 
 @contextmanager
@@ -106,17 +133,39 @@ def demux_video(
         )
         tb = float(out.time_base)
         kept = out.packets
-        if window is not None:
-            start = window[0] - (REORDER_MARGIN_S if cc.has_b_frames else 0.0)
-            if start > 0:
-                c.seek(int(start / tb), stream=s, backward=True, any_frame=False)
-        for i, p in enumerate(q for q in c.demux(s) if q.size):
+        packets = _entered(c, s, tb, window[0]) if window is not None else (q for q in c.demux(s) if q.size)
+        last = _last_dts(c, s, tb, window[1]) if window is not None else None
+        for i, p in enumerate(packets):
             if window is not None and p.dts is not None and p.dts * tb > window[1]:
                 break  # decode order: every packet shown inside the window is decoded before it
             pts = p.pts
             if keep_s is None or (pts is not None and keep_s(pts * tb)):
                 kept.append(SourcePacket(pts, p.dts, p.is_keyframe, bytes(p), i))
+            if last is not None and p.dts == last:
+                break  # the window's last packet, known from the index: the next one is not read
         return out
+
+
+def _last_dts(c: InputContainer, s: VideoStream, tb: float, end: float) -> int | None:
+    """The decode time of the last packet decoded at or before `end` s, from an MP4's complete
+    sample index (its timestamps are the packets' dts), so that a window's demux stops on it
+    instead of reading the packet after it (a LeRobot v3.0 file: the next episode's keyframe).
+    None where the index cannot say (another container, an index short of the stream's frames,
+    decode times not increasing there)."""
+    if "mp4" not in c.format.name or not math.isfinite(end):
+        return None
+    entries = s.index_entries
+    n = len(entries)
+    if n == 0 or n != s.frames:
+        return None
+    k = entries.search_timestamp(int(end / tb), backward=True, any_frame=True)
+    if k < 0 or entries[k].timestamp * tb > end:
+        return None
+    if (k > 0 and entries[k - 1].timestamp >= entries[k].timestamp) or (
+        k + 1 < n and entries[k + 1].timestamp * tb <= end
+    ):
+        return None
+    return int(entries[k].timestamp)
 
 
 def index_pts(path: str | Path) -> tuple[Fraction, list[int]] | None:

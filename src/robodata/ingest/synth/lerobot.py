@@ -18,8 +18,11 @@ from robodata.ingest.synth.scene import SceneRenderer
 ENCODERS = {"h264": "libx264", "av1": "libsvtav1"}
 
 
-def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str, gop: int = 0, bframes: int = -1) -> None:
-    """`gop` > 0: a keyframe every `gop` frames exactly; `bframes` >= 0 (H.264): that many B-frames."""
+def _write_video(
+    path: Path, frames: list[np.ndarray], fps: int, codec: str, gop: int = 0, bframes: int = -1, keys: int = 0
+) -> None:
+    """`gop` > 0: a keyframe every `gop` frames exactly; `bframes` >= 0 (H.264): that many B-frames;
+    `keys` > 0: a keyframe forced every `keys` frames too (a v3.0 file's episode starts)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     h, w, _ = frames[0].shape
     with av.open(str(path), "w") as c:
@@ -34,6 +37,8 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: int, codec: str, gop
             s.options = {"preset": "ultrafast", **({"x264-params": ":".join(x264)} if x264 else {})}
         for i, rgb in enumerate(frames):
             f = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            if keys and i % keys == 0:
+                f.pict_type = av.video.frame.PictureType.I
             f.pts = i
             f.time_base = Fraction(1, fps)
             for p in s.encode(f):
@@ -190,6 +195,7 @@ def write_lerobot(
                 codec,
                 gop,
                 bframes,
+                keys=n,  # LeRobot encodes each episode, then concatenates: every episode opens on a keyframe
             )
         (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(ep_rows), root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
