@@ -61,7 +61,10 @@ def raw_episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> d
     group_name=GROUP,
     deps=[raw_episodes],
     kinds={"delta", "python"},
-    description="Every stream on one timeline: clock fits, timing stats, alignment error (Delta aligned_tracks).",
+    description=(
+        "Every stream on one timeline: clock fits, timing stats, alignment error (Delta aligned_tracks); "
+        "MCAP, bags, RLDS and LeRobot episodes are also converted in this one read, into staged containers."
+    ),
 )
 def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     from robodata.ingest.steps.aligned_tracks import ALIGNED_SCHEMA, align_batch
@@ -77,7 +80,10 @@ def aligned_tracks(context: dg.AssetExecutionContext, ingest: IngestResource) ->
     group_name=GROUP,
     deps=[aligned_tracks],
     kinds={"video", "delta"},
-    description="One container per accepted episode; workers pull episodes largest-first (Delta conversions).",
+    description=(
+        "One container per accepted episode: staged ones committed, the rest converted by workers pulling "
+        "episodes largest-first (Delta conversions)."
+    ),
 )
 def episodes(context: dg.AssetExecutionContext, ingest: IngestResource) -> dg.MaterializeResult:
     from robodata.ingest.steps.episodes import CONVERSION_SCHEMA, convert_batch

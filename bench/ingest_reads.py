@@ -1,6 +1,8 @@
 """bench.ingest's `reads` section: bytes read from each landing item by ingestion, over the item's
 size. `bytes_read_vs_item_size` (issue 39's figure) is the ingest run's: raw_episodes, alignment,
-pre-QC and conversion, from the batch manifest on. The landing sensor's content digest
+pre-QC and conversion, from the batch manifest on (split by stage: `align` holds the conversion
+of the formats converted in their alignment's read, robodata.ingest.steps.one_pass, whose
+`convert` is a commit). The landing sensor's content digest
 (robodata.ingest.landing.dedup: identity by content, read once on the daemon and handed on in the
 batch manifest, never recomputed) is one more read of every new item, by design, reported beside
 it (`sensor_digest_vs_item_size`, and `with_sensor_digest_vs_item_size` for the whole path).
