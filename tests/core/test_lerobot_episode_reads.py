@@ -92,25 +92,6 @@ def test_an_episode_window_is_demuxed_from_its_own_keyframe_to_its_last_packet(d
     assert set(pts[27:41]) <= {p.pts for p in inside.packets} and inside.packets[0].key
 
 
-def test_a_conversion_open_demuxes_each_window_once_and_keeps_the_same_frames(dataset):
-    """ImportOptions.packets (a conversion from the alignment's open): times from the window's
-    demux, equal to the sample table's or the whole-file decode's; frames equal too, no reopen."""
-    from robodata.ingest.importers.options import ImportOptions
-
-    root, _ = dataset
-    (mp4,) = sorted(root.rglob("*.mp4"))
-    whole = _whole_file(str(mp4))
-    for ep in dataset_episodes(str(root)):
-        plain = open_raw(f"{root}#{ep.index}", "lerobot-v3.0")
-        raw = open_raw(f"{root}#{ep.index}", "lerobot-v3.0", options=ImportOptions(packets=True))
-        np.testing.assert_array_equal(raw.cameras["top"].t_ns, plain.cameras["top"].t_ns)
-        src = raw.video_sources("top")
-        assert all(
-            np.array_equal(a, whole[p.pts])
-            for a, p in zip(_frames(raw), sorted(src.packets, key=lambda q: q.pts), strict=True)
-        )
-
-
 def test_a_second_open_of_a_file_reads_none_of_its_head_again(dataset, tmp_path):
     """robodata.codecs.head_cache: the reads of an open are kept for the same file's next open
     in this process; another file at the same path (new size, new time) is read afresh."""

@@ -35,17 +35,17 @@ def _identity(path: str, fd: int) -> tuple[str, int, int]:
     return os.path.realpath(path), int(st.st_size), int(st.st_mtime_ns)
 
 
-def _covering(ranges: Ranges, pos: int, end: int) -> bytes | None:
-    """The bytes [pos, end) when one kept range holds them all."""
+def _held(ranges: Ranges, pos: int, end: int) -> bytes:
+    """The bytes from `pos` towards `end` that one kept range holds (b"": none)."""
     k = bisect.bisect_right(ranges, pos, key=lambda r: r[0]) - 1
     if k < 0:
-        return None
+        return b""
     at, data = ranges[k]
-    return data[pos - at : end - at] if end <= at + len(data) else None
+    return data[pos - at : end - at] if pos < at + len(data) else b""
 
 
 def _keep(ranges: Ranges, pos: int, data: bytes) -> None:
-    """Add a read to the kept ranges, joined to the one it continues."""
+    """Add a read (of bytes no kept range holds) to the kept ranges, joined to the one it continues."""
     k = bisect.bisect_right(ranges, pos, key=lambda r: r[0])
     if k > 0 and ranges[k - 1][0] + len(ranges[k - 1][1]) == pos:
         ranges[k - 1] = (ranges[k - 1][0], ranges[k - 1][1] + data)
@@ -93,20 +93,21 @@ class HeadCachedFile(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         end = self._key[1] if size < 0 else min(self._key[1], self._pos + size)
-        hit = _covering(self._ranges, self._pos, end) if end > self._pos else None
-        if hit is not None:
+        head = _held(self._ranges, self._pos, end) if end > self._pos else b""
+        if len(head) == end - self._pos:
             self._pos = end
-            return hit
-        if self._at != self._pos:
-            self._f.seek(self._pos)
-        data = self._f.read(size) or b""
-        self.disk_bytes += len(data)
-        if self._opening and self._recording and self._kept_bytes + len(data) <= HEAD_MAX_BYTES and data:
-            _keep(self._ranges, self._pos, data)
-            self._kept_bytes += len(data)
-        self._pos += len(data)
-        self._at = self._pos
-        return data
+            return head
+        at = self._pos + len(head)  # the rest from the file
+        if self._at != at:
+            self._f.seek(at)
+        rest = self._f.read(end - at) or b""
+        self.disk_bytes += len(rest)
+        self._at = at + len(rest)
+        if self._opening and self._recording and self._kept_bytes + len(rest) <= HEAD_MAX_BYTES and rest:
+            _keep(self._ranges, at, rest)
+            self._kept_bytes += len(rest)
+        self._pos = at + len(rest)
+        return head + rest
 
     def opened(self) -> None:
         """The open is over: what it read is kept for the file's next open (when it fit the budget)."""

@@ -35,7 +35,7 @@ def bag(uri: str, ctx: OpenContext) -> RawEpisode:
 def lerobot(uri: str, ctx: OpenContext) -> RawEpisode:
     from robodata.ingest.importers.lerobot import open_lerobot
 
-    return open_lerobot(uri, ctx.options.packets)
+    return open_lerobot(uri)
 
 
 def rlds(uri: str, ctx: OpenContext) -> RawEpisode:

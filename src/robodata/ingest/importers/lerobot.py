@@ -178,11 +178,9 @@ def _image_features(feats: dict, table, where: Path, cams: dict, t_state: np.nda
     return out
 
 
-def open_lerobot(uri: str, packets: bool = False) -> RawEpisode:
-    """`packets`: the episode's video packets are demuxed at once, for its frame times too
-    (ImportOptions.packets: it is converted from this open), not its sample table read first."""
+def open_lerobot(uri: str) -> RawEpisode:
     try:
-        return _open_lerobot(uri, packets)
+        return _open_lerobot(uri)
     except RobodataError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
@@ -197,7 +195,7 @@ def _declared_rate(value: object) -> float:
     return v if np.isfinite(v) and v > 0 else 0.0
 
 
-def _open_lerobot(uri: str, packets: bool = False) -> RawEpisode:
+def _open_lerobot(uri: str) -> RawEpisode:
     root_s, _, idx_s = uri.partition("#")
     root = Path(root_s)
     info = _info(root)
@@ -221,7 +219,7 @@ def _open_lerobot(uri: str, packets: bool = False) -> RawEpisode:
         if name in cams:
             raise RawEpisodeError(f"{where}: two video features end in camera name {name!r}")
         path, t_from, t_to = _video_path(root, info, ep, key)
-        video = episode_video(root, path, t_from, t_to, key, ts - ts[0], demux=packets)
+        video = episode_video(root, path, t_from, t_to, key, ts - ts[0])
         if not video.pts:
             raise RawEpisodeError(f"{path}: no frames in [{t_from}, {t_to}) for episode {ep.index}")
         if len(video.pts) != len(t_state):

@@ -65,19 +65,17 @@ def missing_video_reason(root: Path, path: Path, feature: str) -> str:
 
 
 def episode_video(
-    root: Path, path: Path, t_from: float, t_to: float, feature: str, state_t: np.ndarray, demux: bool = False
+    root: Path, path: Path, t_from: float, t_to: float, feature: str, state_t: np.ndarray
 ) -> EpisodeVideo:
     """The episode's frames in `path`: presentation times in [t_from, t_to), and the frame at t_to
     when it matches the last parquet row (`state_t`: the rows' times from the first row's, s; the
-    frame's time is taken from the episode's first frame). The times come from the MP4 sample
-    table when it can stand for them, unless `demux`: the packets will be wanted (a conversion
-    from this open), so the episode's window is demuxed at once and gives them."""
+    frame's time is taken from the episode's first frame)."""
     if not path.is_file():
         raise RawEpisodeError(missing_video_reason(root, path, feature))
     window = (t_from - 2 * EPS_S, t_to + 2 * EPS_S)  # every pts the episode may keep (below)
     src: SourceVideo | None = None
     try:
-        indexed = None if demux else index_pts(path)  # the sample table's times: no packet read
+        indexed = index_pts(path)  # the sample table's times: no packet read
         if indexed is None:  # B-frames, not an MP4, fragmented: the episode's packets demuxed
             src = demux_video(path, keep_s=lambda t: window[0] <= t <= window[1], window=window)
     except CodecError as exc:

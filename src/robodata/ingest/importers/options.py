@@ -20,9 +20,6 @@ class ImportOptions:
     # MCAP / bags: image payload kept from the one pass over the recording for its frames (MiB);
     # past it, frames take a second pass over the file (0: always a second pass, least memory)
     keep_image_mb: int = 256
-    # the episode is converted from this open (robodata.ingest.steps.one_pass): LeRobot demuxes an
-    # episode's video packets at once, for its frame times too, not its MP4 sample table first
-    packets: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.keep_image_mb, int) or isinstance(self.keep_image_mb, bool) or self.keep_image_mb < 0:

@@ -14,8 +14,6 @@ stage commits (robodata.ingest.steps.one_pass); `staged_json` carries that conve
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pyarrow as pa
 
 from robodata.errors import RobodataError
@@ -81,12 +79,8 @@ def align_one(uri: str, kind: str, settings: IngestSettings, stage_to: str = "")
         return _failed(uri, kind, unrecognized_reason(uri), "recognized")
     staged = ""
     try:
-        threads, opts = (
-            (settings.decode_threads, replace(settings.import_options, packets=True))
-            if stage_to
-            else (0, settings.import_options)
-        )
-        with staged_raw(uri, kind, None, threads, opts) as raw:
+        threads = settings.decode_threads if stage_to else 0
+        with staged_raw(uri, kind, None, threads, settings.import_options) as raw:
             al = aligned_tracks(raw, settings.align, settings.qc.thresholds.rate_tolerance)
             if stage_to and not one_pass.blocked(al, raw, kind, settings):
                 staged = one_pass.stage(raw, al, settings, stage_to)
