@@ -5,7 +5,7 @@ with the file's frame count), and for the stream parameters its first packets. A
 video file holds many episodes, and each episode's read opens it again: every episode paid the
 whole header once more (bench.ingest `reads`, synthetic LeRobot v3.0: 2 episodes a file, the
 second open ~8 % of the file). Here the bytes each read returned while a file was being opened
-are kept, as byte ranges, under the file's identity (real path, size, modification time): a read
+are kept, as byte ranges, under the file's identity (real path, size, modification time, inode): a read
 of bytes they hold (the demuxer going back to the first packet after the open; the file's next
 open in this process, which libavformat makes with the same reads) is served from memory. What is
 read after the open (the packets) is not kept.
@@ -27,12 +27,13 @@ HEAD_FILES = 16
 Ranges = list[tuple[int, bytes]]  # (offset, bytes) read, ascending, never overlapping
 
 _lock = threading.Lock()
-_heads: OrderedDict[tuple[str, int, int], Ranges] = OrderedDict()
+_heads: OrderedDict[tuple[str, int, int, int, int], Ranges] = OrderedDict()
 
 
-def _identity(path: str, fd: int) -> tuple[str, int, int]:
+def _identity(path: str, fd: int) -> tuple[str, int, int, int, int]:
+    """(real path, size, modification time, device, inode): a file replaced at the path is another."""
     st = os.fstat(fd)
-    return os.path.realpath(path), int(st.st_size), int(st.st_mtime_ns)
+    return os.path.realpath(path), int(st.st_size), int(st.st_mtime_ns), int(st.st_dev), int(st.st_ino)
 
 
 def _held(ranges: Ranges, pos: int, end: int) -> bytes:
