@@ -139,9 +139,11 @@ def test_a_blocked_episode_is_not_staged_and_a_vanished_one_is_converted_again(l
     staged = _staged(paths)
     assert len(staged) == CFG.episodes
     staged[0].unlink()  # a sweep or an operator removed it before the commit
+    (staged[0].parent / "stray.rdep").write_bytes(b"x")  # a worker died after staging: no row names it
     pre_qc(paths, "b1", SETTINGS.qc)
     out = convert_batch(paths, "b1", SETTINGS)
     assert out["converted"] == CFG.episodes and out["converted_in_alignment"] == CFG.episodes - 1
+    assert not Path(paths.staged_folder("b1")).exists()
 
 
 def test_a_refused_duplicate_leaves_no_staged_container(tmp_path):

@@ -87,6 +87,7 @@ def test_cli_ingest_with_s3_landing_and_root(s3, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     out = json.loads(res.output.strip().splitlines()[-1])
     assert out["episode_metadata"]["rows"] == 4 and out["episode_metadata"]["pass"] == 3
+    assert out["episodes"]["converted_in_alignment"] == 2  # the LeRobot episodes, staged on S3 and moved
     loc = s3.location("state")
     cat = DeltaTable(f"{root}/catalog/episodes", storage_options=loc.delta_options()).to_pyarrow_table()
     ok = cat.filter(pc.equal(cat.column("qc_status"), "pass")).to_pylist()
@@ -96,6 +97,7 @@ def test_cli_ingest_with_s3_landing_and_root(s3, tmp_path, monkeypatch):
         and objects.size(r["uri"], loc.fsspec_options()) == r["size_bytes"]
         for r in ok
     )
+    assert not _fs(s3).find(f"{root}/containers/b1/.staged")  # LeRobot converted in its alignment's read, committed
     qc = DeltaTable(f"{root}/ingest/qc_results", storage_options=loc.delta_options()).to_pyarrow_table().to_pylist()
     (bad,) = [r for r in qc if r["stage"] == "summary" and not r["passed"]]
     assert bad["uri"] == f"s3://{s3.bucket}/landing/{eps[1].name}" and "state.parquet" in bad["reason"]

@@ -105,7 +105,8 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     sd = settings.to_dict()
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
     rows += committed + refused
-    one_pass.tidy(paths.staged_folder(batch))
+    if episodes is None:  # the whole batch: nothing staged is left to commit
+        one_pass.clear(paths.staged_folder(batch))
     wall = time.perf_counter() - started
     video = video_summary([r.pop("video", None) or {} for r in rows])
     for r in rows:

@@ -16,9 +16,10 @@ the recording in hand:
 The episodes stage then commits a staged container (`commit`: a rename on a local root, a
 server-side copy on an object store; never a read of the landing item) when the episode is still
 accepted and its fingerprint is the stage's own, and converts as for any other format otherwise.
-A staged container that is not committed is removed (`discard`); one left by a killed run is an
-unreferenced object under containers/, which `robodata.ingest.sweep` removes past its grace
-period. What the stages record does not change: aligned_tracks, the pre-conversion QC rows and
+A staged container that is not committed is removed (`discard`), and the episodes stage clears
+the batch's staged folder when it ends (`clear`: a worker that died after staging left one without
+a row); one left by a run killed before that is an unreferenced object under containers/, which
+`robodata.ingest.sweep` removes past its grace period. What the stages record does not change: aligned_tracks, the pre-conversion QC rows and
 the conversions rows are those of separate reads.
 """
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from contextlib import suppress
 
@@ -106,8 +106,11 @@ def discard(staged: str) -> None:
             fs.rm_file(staged)
 
 
-def tidy(folder: str) -> None:
-    """Remove the staged folder of a local root once empty (an object store has no folders)."""
-    if not objects.is_remote(folder):
-        with suppress(OSError):  # not empty (a run in flight, a subset committed) or gone
-            os.rmdir(objects.local_path(folder))
+def clear(folder: str) -> None:
+    """Remove what is left in a batch's staged folder once its episodes stage has committed what
+    it could (a worker that died after staging left its container there without a row)."""
+    opts = StorageLocation.from_env(folder).fsspec_options()
+    with suppress(FileNotFoundError):
+        fs = objects.filesystem(folder, opts)
+        if fs.exists(folder):
+            fs.rm(folder, recursive=True)
