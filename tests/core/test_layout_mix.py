@@ -13,7 +13,8 @@ from robodata.container.calibration import CodecPoint
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
 from robodata.ingest.synth import SynthConfig, synthesize
-from robodata.layout.advisor import advise, meets_floor
+from robodata.layout.advisor import advise
+from robodata.layout.candidates import meets_floor
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.inputs import weighted_spec
 from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union

@@ -7,26 +7,35 @@ from dataclasses import dataclass
 
 from robodata.errors import ConfigError
 
+ENTROPY_CODERS = ("cabac", "cavlc")  # VideoSettings.entropy: H.264's two; "cabac" is every codec's default
+
 
 @dataclass(frozen=True)
 class VideoCodec:
+    """`options`: (gop, crf, preset, bframes, entropy) -> encoder options. `entropies`: the entropy
+    coders it offers, its default first ("cabac" names a codec's own arithmetic coder: HEVC has
+    only CABAC, AV1 its multi-symbol coder; H.264 alone also has CAVLC, cheaper to decode)."""
+
     name: str
     encoder: str
     decoder: str
-    options: Callable[[int, int, str, int], dict[str, str]]  # (gop, crf, preset, bframes) -> encoder options
+    options: Callable[[int, int, str, int, str], dict[str, str]]
+    entropies: tuple[str, ...] = ("cabac",)
 
 
-def _x264(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+def _x264(gop: int, crf: int, preset: str, bframes: int, entropy: str = "cabac") -> dict[str, str]:
+    cabac = ":cabac=0" if entropy == "cavlc" else ""
     return {
         "crf": str(crf),
         "preset": preset,
         "x264-params": (
-            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0:forced-idr=1"
+            f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0"
+            f":forced-idr=1{cabac}"
         ),
     }
 
 
-def _x265(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+def _x265(gop: int, crf: int, preset: str, bframes: int, entropy: str = "cabac") -> dict[str, str]:
     return {
         "crf": str(crf),
         "preset": preset,
@@ -36,7 +45,7 @@ def _x265(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
     }
 
 
-def _svtav1(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
+def _svtav1(gop: int, crf: int, preset: str, bframes: int, entropy: str = "cabac") -> dict[str, str]:
     # SVT-AV1 presets are numbers (0 slowest .. 13 fastest); map x264 names onto them.
     speed = {"ultrafast": "12", "superfast": "12", "veryfast": "10", "faster": "9", "fast": "8", "medium": "6"}.get(
         preset, preset
@@ -45,7 +54,7 @@ def _svtav1(gop: int, crf: int, preset: str, bframes: int) -> dict[str, str]:
 
 
 _REGISTRY: dict[str, VideoCodec] = {
-    "h264": VideoCodec("h264", "libx264", "h264", _x264),
+    "h264": VideoCodec("h264", "libx264", "h264", _x264, ENTROPY_CODERS),
     "hevc": VideoCodec("hevc", "libx265", "hevc", _x265),
     "av1": VideoCodec("av1", "libsvtav1", "libdav1d", _svtav1),
 }

@@ -276,3 +276,22 @@ def _extradata_spans(codec: str, extradata: bytes, nal_size: int) -> list[tuple[
     if any(e > len(d) or e <= s for s, e in out):
         raise BitstreamError("a parameter set of the avcC / hvcC record runs past its end")
     return out
+
+
+def h264_entropy(extradata: bytes) -> str:
+    """The entropy coder of an H.264 stream from its extradata's PPS (avcC or Annex B):
+    "cavlc" or "cabac" by entropy_coding_mode_flag (VideoSettings.entropy). BitstreamError when the
+    extradata has no PPS or its PPSs disagree."""
+    from robodata.codecs.bitstream import nal_length_size
+
+    flags = set()
+    for s, e in _extradata_spans("h264", extradata, nal_length_size("h264", extradata)):
+        nal = extradata[s:e].replace(b"\x00\x00\x03", b"\x00\x00")
+        if nal and nal[0] & 0x1F == 8:  # PPS: pic_parameter_set_id, seq_parameter_set_id, the flag
+            at = _ues(nal[:_HEAD], 8, 2, "PPS")[-1]
+            if at >= 8 * min(len(nal), _HEAD):
+                raise BitstreamError("PPS: cut off before entropy_coding_mode_flag")
+            flags.add((nal[at // 8] >> (7 - at % 8)) & 1)
+    if len(flags) != 1:
+        raise BitstreamError("no PPS in the extradata" if not flags else "PPSs of both entropy coders")
+    return "cabac" if flags.pop() else "cavlc"

@@ -15,7 +15,7 @@ from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
 from robodata.codecs import video_codec
-from robodata.errors import CodecError
+from robodata.errors import CodecError, ConfigError
 
 _tls = threading.local()
 
@@ -102,8 +102,11 @@ class VideoEncoder:
         bframes: int = 0,
         threads: int = 0,
         pix_fmt: str = "yuv420p",
+        entropy: str = "cabac",
     ):
         spec = video_codec(codec)
+        if entropy not in spec.entropies:
+            raise ConfigError(f"entropy={entropy!r}: codec {codec!r} offers {list(spec.entropies)}")
         self.gop = gop
         self.codec = codec
         ctx = cast(VideoCodecContext, av.CodecContext.create(spec.encoder, "w"))
@@ -121,7 +124,7 @@ class VideoEncoder:
             ctx.thread_count = threads
         # Global header: parameter sets go to extradata once, not into every keyframe.
         ctx.flags |= av.codec.context.Flags.global_header
-        ctx.options = spec.options(gop, crf, preset, bframes)
+        ctx.options = spec.options(gop, crf, preset, bframes, entropy)
         ctx.open()
         self._ctx = ctx
         self._n = 0

@@ -13,7 +13,7 @@ from robodata.errors import ConfigError
 
 @dataclass(frozen=True)
 class CodecPoint:
-    """One (crf, bframes) encode: mean bytes and decode seconds per frame type, quality."""
+    """One (crf, bframes, entropy) encode: mean bytes and decode seconds per frame type, quality."""
 
     crf: int
     bframes: int
@@ -29,6 +29,7 @@ class CodecPoint:
     psnr_median_db: float = 0.0
     intra_psnr_p1_db: float = 0.0
     intra_psnr_median_db: float = 0.0
+    entropy: str = "cabac"  # H.264's entropy coder (VideoSettings.entropy); a calibration before it: cabac
 
     def quality(self, intra: bool) -> tuple[float, float]:
         """(1st percentile, median) PSNR in dB of the calibration frames, all-intra or long GOP
@@ -60,12 +61,13 @@ class Calibration:
     packet1_s: float = 0.0  # per packet fed to a decoder, one-camera read (Python, GIL round trip)
     packet_s: float = 0.0  # the same when cameras decode on parallel threads (GIL contention)
 
-    def point(self, crf: int, bframes: int) -> CodecPoint:
+    def point(self, crf: int, bframes: int, entropy: str = "cabac") -> CodecPoint:
         for p in self.points:
-            if p.crf == crf and p.bframes == bframes:
+            if p.crf == crf and p.bframes == bframes and p.entropy == entropy:
                 return p
         raise ConfigError(
-            f"calibration has no point for crf={crf} bframes={bframes}; has {[(p.crf, p.bframes) for p in self.points]}"
+            f"calibration has no point for crf={crf} bframes={bframes} entropy={entropy}; has "
+            f"{[(p.crf, p.bframes, p.entropy) for p in self.points]}"
         )
 
     def to_json(self) -> str:

@@ -62,6 +62,7 @@ class EncodedCamera(Camera):
             v.bframes,
             v.threads,
             pix_fmt=encoder_pix_fmt(v.codec, first),
+            entropy=v.entropy,
         )
 
     @property

@@ -23,11 +23,20 @@ class VideoSettings:
     preset: str = "veryfast"
     bframes: int = 0
     threads: int = 0  # encoder threads per camera; 0 = codec default (not part of the layout's identity)
+    # H.264's entropy coder: "cabac" (the default, fewer bytes) or "cavlc" (cheaper to decode, more
+    # bytes); every other codec has its own arithmetic coder alone, "cabac" here
+    entropy: str = "cabac"
 
     def __post_init__(self) -> None:
-        from robodata.codecs import video_codec
+        from robodata.codecs import ENTROPY_CODERS, video_codec
 
-        video_codec(self.codec)  # raises ConfigError for unknown codecs
+        spec = video_codec(self.codec)  # raises ConfigError for unknown codecs
+        require(self.entropy in ENTROPY_CODERS, f"entropy must be one of {list(ENTROPY_CODERS)}, got {self.entropy!r}")
+        require(
+            self.entropy in spec.entropies,
+            f"entropy={self.entropy!r} is H.264's alone: codec {self.codec!r} has {list(spec.entropies)}"
+            " (set entropy: cabac, or codec: h264)",
+        )
         require(1 <= self.gop <= 1000, f"gop must be in [1, 1000], got {self.gop}")
         require(0 <= self.crf <= 63, f"crf must be in [0, 63], got {self.crf}")
         require(0 <= self.bframes <= 8, f"bframes must be in [0, 8], got {self.bframes}")
@@ -96,11 +105,15 @@ class Layout:
 
         Encoder threads change how fast a layout is written, not what is stored: they are hashed
         as 0 (the value every earlier container has), so a container encoded on one thread is
-        in the same layout as one encoded with the codec's own threading (relayout skips it)."""
+        in the same layout as one encoded with the codec's own threading (relayout skips it).
+        The default entropy coder (cabac) is left out, so every layout written before the field
+        keeps its version."""
         d = self.to_dict()
         for g in d["groups"]:
             if g.get("video"):
                 g["video"]["threads"] = 0
+                if g["video"].get("entropy") == "cabac":
+                    del g["video"]["entropy"]
         blob = json.dumps(d, sort_keys=True).encode()
         return f"v1-{hashlib.sha256(blob).hexdigest()[:12]}"
 

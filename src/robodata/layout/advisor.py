@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from robodata.container import EpisodeMeta, EpisodeReader, Layout, TopicGroup, VideoSettings
-from robodata.container.calibration import Calibration, CodecPoint
+from robodata.container.calibration import Calibration
 from robodata.container.plan import COLD_VIDEO, LayoutPlan
 from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
 from robodata.layout.calibration import calibrate
+from robodata.layout.candidates import video_candidates
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.costmodel import Cost, VideoChoice, camera_storage_bps, page_cost, predict_arrays, predict_video
 from robodata.layout.measure import Measured, measure
@@ -82,36 +83,6 @@ def video_windows(pattern: ReadPattern, meta: EpisodeMeta) -> list[StreamWindow]
     return list(pattern.video)
 
 
-def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> list[VideoChoice]:
-    calibrated = {(p.crf, p.bframes) for p in cal.points}
-    bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
-    good = [c for c in cfg.crfs if any(p.crf == c and meets_floor(p, cfg, False) for p in cal.points)]
-    crfs = good or [min(cfg.crfs)]  # nothing meets the floor: best quality on offer
-    out = []
-    for gop in cfg.gops:
-        for bf in sorted(bfs):
-            if bf > 0 and gop <= bf + 1:
-                continue
-            if gop == 1 and bf:
-                continue
-            for crf in crfs:
-                if (crf, bf) not in calibrated:
-                    continue
-                pt = cal.point(crf, bf)
-                if not meets_floor(pt, cfg, gop == 1) and good:
-                    continue
-                for span in cfg.camera_spans_s:
-                    out.append(VideoChoice(gop, bf, crf, span))
-    return out
-
-
-def meets_floor(pt: CodecPoint, cfg: AdvisorConfig, intra: bool) -> bool:
-    """Whether an encoding keeps the quality floor on the calibration frames (1st percentile and
-    median PSNR)."""
-    p1, med = pt.quality(intra)
-    return p1 >= cfg.min_psnr_db and med >= cfg.median_psnr_db
-
-
 def _objective(c: Cost, cfg: AdvisorConfig, n_samples: int) -> float:
     if cfg.objective == "cpu":
         return c.cpu_s
@@ -139,10 +110,10 @@ def rank(
 
 
 def _distinct(ranked: list[tuple[VideoChoice, dict[str, Cost]]], k: int) -> list[VideoChoice]:
-    """The k best choices with distinct encodings (gop, bframes, crf), each at its best span."""
+    """The k best choices with distinct encodings (gop, bframes, crf, entropy), each at its best span."""
     out, seen = [], set()
     for ch, _ in ranked:
-        key = (ch.gop, ch.bframes, ch.crf)
+        key = (ch.gop, ch.bframes, ch.crf, ch.entropy)
         if key not in seen:
             seen.add(key)
             out.append(ch)
@@ -168,9 +139,8 @@ def build_layout(
     placed: set[str] = set()
     for w in pattern.video:
         ch = video[w.name]
-        groups.append(
-            TopicGroup(w.name, w.streams, ch.span_s, VideoSettings(codec, ch.gop, ch.crf, preset, ch.bframes))
-        )
+        video_settings = VideoSettings(codec, ch.gop, ch.crf, preset, ch.bframes, entropy=ch.entropy)
+        groups.append(TopicGroup(w.name, w.streams, ch.span_s, video_settings))
         placed.update(w.streams)
     arrays = tuple(s for w in pattern.windows if w.kind == "array" for s in w.streams)
     if arrays:
@@ -200,7 +170,7 @@ def predict_layout(
         if w.kind == "video":
             v = g.video
             assert v is not None
-            ch = VideoChoice(v.gop, v.bframes, _nearest_crf(cal, v.crf), g.chunk_span_s)
+            ch = VideoChoice(v.gop, v.bframes, _nearest_crf(cal, v.crf), g.chunk_span_s, v.entropy)
             total = total + predict_video(w, w.streams, ch, cal, metas, samples, loader)
     arrays = [w for w in pattern.windows if w.kind == "array"]
     for name in dict.fromkeys(layout.group_of(s).name for w in arrays for s in w.streams):

@@ -105,7 +105,7 @@ def advise_cmd(
     console.print(f"chosen: [bold]{plan.chosen}[/bold]  layout_version={plan.version}  page_size={plan.page_size}")
     for g in plan.layout.groups:
         v = g.video
-        settings = f"gop={v.gop} bframes={v.bframes} crf={v.crf} {v.codec}/{v.preset}" if v else ""
+        settings = f"gop={v.gop} bframes={v.bframes} crf={v.crf} {v.codec}/{v.preset}/{v.entropy}" if v else ""
         console.print(f"  group {g.name}: {', '.join(g.streams)}  chunk_span={g.chunk_span_s:g}s {settings}")
     if out:
         plan.save(out)

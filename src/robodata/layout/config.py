@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robodata.codecs import video_codec
 from robodata.config import require
 from robodata.errors import ConfigError
 
@@ -36,6 +37,9 @@ class AdvisorConfig:
 
     gops, crfs, camera_spans_s, array_spans_s, page_sizes: the candidate settings.
     bframes: extra B-frame counts to try besides 0 and every-1 of each video window.
+    entropies: the entropy coders to try (VideoSettings.entropy): () = every one the codec offers
+      (H.264: cabac and cavlc, each calibrated for bytes, decode cost and quality; other codecs:
+      their own coder alone); naming one the codec lacks is a ConfigError.
     min_psnr_db, median_psnr_db: the quality floor, PSNR against the sample's frames (with
       --source: the source's decode) over the calibration frames: a CRF whose 1st percentile is
       below min_psnr_db or whose median is below median_psnr_db is never chosen.
@@ -62,6 +66,7 @@ class AdvisorConfig:
     gops: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120)
     crfs: tuple[int, ...] = (18, 20, 23, 28)
     bframes: tuple[int, ...] = (2,)
+    entropies: tuple[str, ...] = ()
     camera_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
     array_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
     page_sizes: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
@@ -82,7 +87,7 @@ class AdvisorConfig:
     store: StoreModel = field(default_factory=StoreModel)
 
     def __post_init__(self) -> None:
-        for name in ("gops", "crfs", "bframes", "camera_spans_s", "array_spans_s", "page_sizes"):
+        for name in ("gops", "crfs", "bframes", "entropies", "camera_spans_s", "array_spans_s", "page_sizes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         require(
             len(self.gops) > 0 and all(1 <= g <= 1000 for g in self.gops), f"gops must be in [1, 1000], got {self.gops}"
@@ -91,6 +96,11 @@ class AdvisorConfig:
             len(self.crfs) > 0 and all(0 <= c <= 51 for c in self.crfs), f"crfs must be in [0, 51], got {self.crfs}"
         )
         require(all(0 <= b <= 8 for b in self.bframes), f"bframes must be in [0, 8], got {self.bframes}")
+        offered = video_codec(self.codec).entropies
+        require(
+            all(e in offered for e in self.entropies),
+            f"entropies {list(self.entropies)}: codec {self.codec!r} offers {list(offered)} (cavlc is H.264's alone)",
+        )
         require(len(self.camera_spans_s) > 0 and all(s > 0 for s in self.camera_spans_s), "camera_spans_s must be > 0")
         require(len(self.array_spans_s) > 0 and all(s > 0 for s in self.array_spans_s), "array_spans_s must be > 0")
         require(
@@ -112,3 +122,7 @@ class AdvisorConfig:
         require(self.measure_episodes >= 1, "measure_episodes must be >= 1")
         require(self.samples >= 1 and self.rounds >= 1, "samples and rounds must be >= 1")
         require(self.calibration_frames >= 8, "calibration_frames must be >= 8")
+
+    def search_entropies(self) -> tuple[str, ...]:
+        """The entropy coders the advisor calibrates and searches."""
+        return tuple(dict.fromkeys(self.entropies)) or video_codec(self.codec).entropies

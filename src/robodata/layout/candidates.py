@@ -1,0 +1,58 @@
+"""The video encodings the advisor searches for one window: every GOP, B-frame count, CRF and
+chunk span of the configuration, for each entropy coder the calibration measured (H.264: CABAC
+and CAVLC, robodata.container.VideoSettings.entropy), held to the quality floor.
+
+CAVLC decodes cheaper than CABAC (a random-access read pays a keyframe's decode, which is
+entropy-decoding-bound) for more bytes at the same CRF; each candidate carries its coder's own
+calibrated bytes and decode cost, so the cost model weighs one against the other (bytes cost read
+and checksum CPU per byte, storage against max_storage_x and the least-storage tie-break, and with
+objective "cold" the pages fetched) for each declared pattern.
+"""
+
+from __future__ import annotations
+
+from robodata.container.calibration import Calibration, CodecPoint
+from robodata.dataset.pattern import StreamWindow
+from robodata.layout.config import AdvisorConfig
+from robodata.layout.costmodel import VideoChoice
+
+
+def meets_floor(pt: CodecPoint, cfg: AdvisorConfig, intra: bool) -> bool:
+    """Whether an encoding keeps the quality floor on the calibration frames (1st percentile and
+    median PSNR)."""
+    p1, med = pt.quality(intra)
+    return p1 >= cfg.min_psnr_db and med >= cfg.median_psnr_db
+
+
+def searched_entropies(cfg: AdvisorConfig, cal: Calibration) -> list[str]:
+    """The entropy coders of the search: the configuration's that the calibration has points for."""
+    have = {p.entropy for p in cal.points}
+    return [e for e in cfg.search_entropies() if e in have]
+
+
+def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> list[VideoChoice]:
+    """Every calibrated encoding within the quality floor; where none keeps it, the best quality on
+    offer (the least CRF) of each coder."""
+    bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
+    entropies = searched_entropies(cfg, cal)
+    pts = {e: [p for p in cal.points if p.entropy == e] for e in entropies}
+    good = {e: [c for c in cfg.crfs if any(p.crf == c and meets_floor(p, cfg, False) for p in pts[e])] for e in pts}
+    any_good = any(good.values())
+    out = []
+    for entropy in entropies:
+        calibrated = {(p.crf, p.bframes) for p in pts[entropy]}
+        crfs = good[entropy] if any_good else [min(cfg.crfs)]
+        for gop in cfg.gops:
+            for bf in sorted(bfs):
+                if bf > 0 and gop <= bf + 1:
+                    continue
+                if gop == 1 and bf:
+                    continue
+                for crf in crfs:
+                    if (crf, bf) not in calibrated:
+                        continue
+                    if any_good and not meets_floor(cal.point(crf, bf, entropy), cfg, gop == 1):
+                        continue
+                    for span in cfg.camera_spans_s:
+                        out.append(VideoChoice(gop, bf, crf, span, entropy))
+    return out
