@@ -50,10 +50,13 @@ def convert_sources(
     options: ImportOptions | None = None,
 ) -> tuple[list[str], dict[str, Any]]:
     """Up to `sample` items (0: all; a seeded random sample otherwise) converted into containers
-    under out_dir at `video`; also what to record as the plan's quality_reference."""
+    under out_dir at `video`; also what to record as the plan's quality_reference. Always encoded
+    at `video`, never a stream copy of the source (the calibration re-encodes and times these
+    containers' frames with `video`'s codec, and the reference is what the plan says it is)."""
     from robodata.ingest.align import aligned_tracks
     from robodata.ingest.convert import convert
     from robodata.ingest.importers import staged_raw
+    from robodata.ingest.video_copy import VideoCopyConfig
 
     items = source_items(specs)
     if sample and len(items) > sample:
@@ -64,7 +67,7 @@ def convert_sources(
     for i, it in enumerate(items):
         dst = out / f"source-{i:04d}.rdep"
         with staged_raw(it.uri, it.kind, None, 2, options) as raw:
-            convert(raw, aligned_tracks(raw), dst, video=video)
+            convert(raw, aligned_tracks(raw), dst, video=video, copy=VideoCopyConfig(mode="transcode"))
         paths.append(str(dst))
     ref = {
         "measured_against": "source",
