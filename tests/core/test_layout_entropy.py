@@ -143,3 +143,19 @@ def test_the_advisor_keeps_cabac_where_bytes_dominate(episode, cabac_cal):  # no
     # the same decode cost for more bytes: the least storage wins the tie
     tie = _with_cavlc(cabac_cal, decode_x=1.0, bytes_x=1.3)
     assert _chosen_entropy(advise(VLA, [episode], PREDICTED, calibration=tie)) == "cabac"
+
+
+def test_the_source_reference_is_encoded_never_copied(tmp_path):
+    """`advise --source` over a LeRobot AV1 set with GOP 2 (the G1 dataset's shape): the stream-copy
+    gate would keep the AV1, and the calibration times the reference's chunks as H.264."""
+    from robodata.ingest.synth.lerobot import write_lerobot
+    from robodata.layout.sources import SOURCE_VIDEO, convert_sources
+
+    src = write_lerobot(tmp_path / "lr", "v3.0", episodes=1, frames_per_episode=30, codec="av1", gop=2)
+    paths, ref = convert_sources([str(src)], tmp_path / "ref")
+    r = EpisodeReader.open(paths[0])
+    cams = [s for s, sp in r.meta.streams.items() if sp.kind == "video"]
+    v = r.layout.group_of(cams[0]).video
+    assert (v.codec, v.preset, v.crf) == (SOURCE_VIDEO.codec, SOURCE_VIDEO.preset, SOURCE_VIDEO.crf)
+    assert ref["via"]["video"]["codec"] == "h264"
+    r.close()
