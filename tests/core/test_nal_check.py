@@ -9,8 +9,8 @@ import av
 import numpy as np
 import pytest
 
-from robodata.codecs.bitstream import BitstreamError, Scanner, nal_length_size
-from robodata.codecs.nal_check import NalStream
+from robodata.codecs.bitstream import BitstreamError, Scanner, annexb_parameter_sets, nal_length_size
+from robodata.codecs.nal_check import NalStream, h264_entropy
 
 
 def ue(v: int) -> str:
@@ -171,3 +171,6 @@ def test_encoders_streams_pass_and_read_as_the_header_scanner_reads_them(encoder
         assert (got.key, got.ref, got.params, got.open_gop) == (want.key, want.ref, want.params, want.open_gop)
         assert got.key == key
     assert sum(k for _, k in packets) >= 2
+    if codec == "h264":  # the PPS's entropy coder, from an avcC record or the in-band parameter sets
+        params = extradata or annexb_parameter_sets(codec, packets[0][0])
+        assert h264_entropy(params) == ("cavlc" if "cabac=0" in opts["x264-params"] else "cabac")
