@@ -476,11 +476,13 @@ def _calibration_quality(plan) -> dict:
     if v is None:
         return {}
     for p in plan.calibration.get("points", []):
-        if p["crf"] == v.crf and p["bframes"] == (v.bframes if v.gop > 1 else 0):
+        same = p["crf"] == v.crf and p["bframes"] == (v.bframes if v.gop > 1 else 0)
+        if same and p.get("entropy", "cabac") == v.entropy:
             intra = v.gop == 1
             pre = "intra_" if intra else ""
             return {
                 "crf": v.crf,
+                "entropy": v.entropy,
                 "psnr_db_p1": round(p.get(f"{pre}psnr_p1_db", 0.0), 2),
                 "psnr_db_median": round(p.get(f"{pre}psnr_median_db", 0.0), 2),
             }

@@ -36,7 +36,8 @@ def describe(paths: list[Path]) -> dict:
     try:
         cams = [s for s, sp in r.meta.streams.items() if sp.kind == "video"]
         v = r.layout.group_of(cams[0]).video
-        enc = {"codec": v.codec, "gop": v.gop, "bframes": v.bframes, "crf": v.crf, "preset": v.preset} if v else {}
+        keys = ("codec", "gop", "bframes", "crf", "preset", "entropy")
+        enc = {k: getattr(v, k) for k in keys} if v else {}
         span = r.layout.group_of(cams[0]).chunk_span_s
     finally:
         r.close()
