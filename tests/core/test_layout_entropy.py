@@ -9,7 +9,7 @@ import pytest
 
 from robodata.codecs.nal_check import h264_entropy
 from robodata.container import EpisodeReader, Layout, TopicGroup, VideoSettings
-from robodata.container.calibration import Calibration
+from robodata.container.calibration import Calibration, CodecPoint
 from robodata.container.plan import LayoutPlan
 from robodata.errors import RobodataError
 from robodata.layout.advisor import advise
@@ -90,11 +90,21 @@ def test_an_entropy_coder_the_codec_lacks_is_refused_naming_the_field():
 
 @pytest.fixture(scope="module")
 def cabac_cal(episode):  # noqa: F811
-    """The episode's own CABAC calibration; CAVLC points are made from it below."""
+    """A synthetic CABAC calibration (fixed costs, not this machine's: the choices below must not
+    follow the load) over the episode's own array bytes; CAVLC points are made from it below."""
     r = EpisodeReader.open(episode)
-    cal = calibrate(r, dataclasses.replace(CFG, entropies=("cabac",)), {0, 3})
+    arrays = calibrate(r, dataclasses.replace(CFG, entropies=("cabac",), crfs=(23,)), {0}).array_part_bytes
     r.close()
-    return cal
+    points = [
+        CodecPoint(
+            23, bf, (1800.0, 300.0, 100.0 if bf else 0.0), (4e-4, 1e-4, 6e-5 if bf else 0.0), 1500.0, 3.5e-4, 40, 40
+        )
+        for bf in (0, 2, 3)
+    ]
+    return Calibration(
+        "h264", "veryfast", 96, 128, points, 2e-5, 5e-5, 1e-4, 1e-5, 1e-5, 1e-9, arrays,
+        video_part_s=1e-4, pool_s=2e-4, frame_s=3e-5, packet1_s=1e-5, packet_s=1e-5,
+    )  # fmt: skip
 
 
 def _with_cavlc(cal: Calibration, decode_x: float, bytes_x: float) -> Calibration:
