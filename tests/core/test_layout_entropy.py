@@ -169,3 +169,10 @@ def test_the_source_reference_is_encoded_never_copied(tmp_path):
     assert (v.codec, v.preset, v.crf) == (SOURCE_VIDEO.codec, SOURCE_VIDEO.preset, SOURCE_VIDEO.crf)
     assert ref["via"]["video"]["codec"] == "h264"
     r.close()
+
+
+def test_a_cabac_layouts_dict_is_what_it_was_before_the_field():
+    """Readers that predate the field read a CABAC container's footer (its video keys are the old ones)."""
+    assert "entropy" not in _layout("cabac").to_dict()["groups"][0]["video"]
+    assert _layout("cavlc").to_dict()["groups"][0]["video"]["entropy"] == "cavlc"
+    assert Layout.from_dict(_layout("cabac").to_dict()) == _layout("cabac")

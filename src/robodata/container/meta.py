@@ -88,7 +88,13 @@ class Layout:
         raise KeyError(stream)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"groups": [asdict(g) for g in self.groups]}
+        """The default entropy coder (cabac) is left out: a CABAC layout's dict, its footer and its
+        version are what they were before the field, and readers that predate it read them."""
+        d = {"groups": [asdict(g) for g in self.groups]}
+        for g in d["groups"]:
+            if g.get("video") and g["video"].get("entropy") == "cabac":
+                del g["video"]["entropy"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Layout:
@@ -106,14 +112,12 @@ class Layout:
         Encoder threads change how fast a layout is written, not what is stored: they are hashed
         as 0 (the value every earlier container has), so a container encoded on one thread is
         in the same layout as one encoded with the codec's own threading (relayout skips it).
-        The default entropy coder (cabac) is left out, so every layout written before the field
-        keeps its version."""
+        The default entropy coder is not in the dict (to_dict): every layout written before the
+        field keeps its version."""
         d = self.to_dict()
         for g in d["groups"]:
             if g.get("video"):
                 g["video"]["threads"] = 0
-                if g["video"].get("entropy") == "cabac":
-                    del g["video"]["entropy"]
         blob = json.dumps(d, sort_keys=True).encode()
         return f"v1-{hashlib.sha256(blob).hexdigest()[:12]}"
 
