@@ -19,8 +19,8 @@ accepted and its fingerprint is the stage's own, and converts as for any other f
 A staged container that is not committed is removed (`discard`), and the episodes stage clears
 the batch's staged folder when it ends (`clear`: a worker that died after staging left one without
 a row); one left by a run killed before that is an unreferenced object under containers/, which
-`robodata.ingest.sweep` removes past its grace period. What the stages record does not change: aligned_tracks, the pre-conversion QC rows and
-the conversions rows are those of separate reads.
+`robodata.ingest.sweep` removes past its grace period. What the stages record does not change:
+aligned_tracks, the pre-conversion QC rows and the conversions rows are those of separate reads.
 """
 
 from __future__ import annotations
