@@ -14,11 +14,12 @@ from robodata.dataset.pattern import ReadPattern, StreamWindow
 from robodata.errors import ConfigError
 from robodata.ingest.synth import SynthConfig, synthesize
 from robodata.layout.advisor import advise
-from robodata.layout.candidates import meets_floor
+from robodata.layout.candidates import meets_floor, searched_gops
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.inputs import weighted_spec
 from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union
 from tests.core.test_layout_advisor import CFG, VLA, WAM, episode  # noqa: F401  # the module's episode fixture
+from tests.core.test_layout_entropy import PREDICTED, cabac_cal  # noqa: F401  # a synthetic calibration
 
 ADVISOR = "gops: [1, 10]\ncrfs: [23]\ncamera_spans_s: [1.0]\narray_spans_s: [2.0]\nsamples: 4\nmin_psnr_db: 20.0\n"
 
@@ -122,3 +123,33 @@ def test_quality_floor_is_on_the_first_percentile_and_the_median():
     assert old.quality(False) == (38.0, 38.0) and not meets_floor(old, cfg, True)
     with pytest.raises(ConfigError):
         AdvisorConfig(mix_floor=0.0)
+
+
+def test_windows_reading_every_kth_frame_also_search_gops_aligned_to_k():
+    cfg = AdvisorConfig(gops=(1, 2, 10, 40))
+    assert searched_gops(VLA.video[0], cfg) == [1, 2, 10, 40]  # every frame: the configuration's
+    assert searched_gops(WAM.video[0], cfg) == [1, 2, 4, 10, 12, 40]  # every 4th: rounded up to 4k too
+    # the real case (docs/lerobot-peer.md): WAM every 3rd frame at 30 fps, GOP 12 between 10 and 15
+    wam30 = dataclasses.replace(WAM.video[0], every=3)
+    assert {9, 12, 21} <= set(searched_gops(wam30, AdvisorConfig())) - set(AdvisorConfig().gops)
+
+
+def test_the_mix_floor_changes_the_choice(episode, cabac_cal):  # noqa: F811
+    """A synthetic calibration (fixed costs): VLA weighs 9 to WAM's 1. The weighted score alone picks
+    a short GOP that serves WAM at well under half its own best; a floor some candidate keeps moves
+    the choice to it; a floor none keeps falls back to the score."""
+    cfg = dataclasses.replace(PREDICTED, gops=(2, 4, 8, 10, 40), entropies=("cabac",), camera_spans_s=(1.0,))
+
+    def chosen(floor: float) -> tuple[str, float]:
+        plan = advise(
+            [(VLA, 9.0), (WAM, 1.0)], [episode], dataclasses.replace(cfg, mix_floor=floor), calibration=cabac_cal
+        )
+        # each pattern's own best (what advising it alone picks) is among the alternatives
+        assert {"(best for vla)", "(best for wam)"} <= {a["label"][-14:] for a in plan.alternatives}
+        return plan.chosen, min(p["of_best_predicted"] for p in plan.patterns)
+
+    loose, loose_worst = chosen(0.01)  # every candidate keeps it: the weighted score alone
+    kept, kept_worst = chosen(0.6)
+    assert loose_worst < 0.6 <= kept_worst and kept != loose, (loose, kept)
+    assert "/b3/" in kept  # the compromise reads WAM's every 4th frame as reference frames
+    assert chosen(0.99)[0] == loose  # no candidate keeps it: the score decides

@@ -25,7 +25,7 @@ from robodata.layout.candidates import video_candidates
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.costmodel import Cost, VideoChoice, camera_storage_bps, page_cost, predict_arrays, predict_video
 from robodata.layout.measure import Measured, measure
-from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union
+from robodata.layout.mix import Weighted, camera_groups, mix_of, nearest_floor, scores, union
 from robodata.layout.rewrite import rewrite
 from robodata.layout.workload import Sample, sample_anchors, window_rate
 
@@ -260,8 +260,8 @@ def advise(
         ]
         array_span = rank(scored_a, reading, cfg, n)[0][0]
 
-    # alternatives: the top choices of the costliest video group, the others at their best; with
-    # several patterns also each pattern's own best layout (what "of its best" is measured against)
+    # alternatives: the top choices of the costliest video group, the others at their best; with several
+    # patterns also each pattern's own best layout (what "of its best" is measured against)
     lead = (
         max(ranked_video, key=lambda k: sum(c.cpu_s for c in ranked_video[k][0][1].values())) if ranked_video else None
     )
@@ -275,6 +275,11 @@ def advise(
         else [(best, "")]
     )
     if len(mix) > 1:
+        if lead is not None:  # and those nearest the floor (mix.nearest_floor): measured, it is judged again
+            rv, lm = ranked_video[lead], [m for m in mix if m.pattern.name in ranked_video[lead][0][1]]
+            objs = [{m.pattern.name: _objective(c[m.pattern.name], cfg, n) for m in lm} for _, c in rv]
+            near = _distinct([rv[i] for i in nearest_floor(objs, lm)], max(1, cfg.verify_top))
+            choices += [({**best, lead: ch}, "") for ch in near if {**best, lead: ch} not in [c for c, _ in choices]]
         choices += [(own_best[pn], f" (best for {pn})") for pn in names if own_best[pn] not in [c for c, _ in choices]]
     weights = {m.pattern.name: m.weight for m in mix}
     alts: list[Alternative] = []
@@ -296,8 +301,7 @@ def advise(
 
     chosen = alts[0]
     if cfg.verify_top > 0:
-        measured = alts[: cfg.verify_top] + [a for a in alts[cfg.verify_top :] if a.label.endswith(")")]
-        chosen = _measure(measured, readers, metas, mix, cfg, workdir, progress, step, log) or chosen
+        chosen = _measure(alts, readers, metas, mix, cfg, workdir, progress, step, log) or chosen
     page = min(cfg.page_sizes, key=lambda p: page_cost(chosen.predicted[names[0]].range_sizes, n, p, cfg.store))
     for r in readers:
         r.close()

@@ -30,9 +30,19 @@ def searched_entropies(cfg: AdvisorConfig, cal: Calibration) -> list[str]:
     return [e for e in cfg.search_entropies() if e in have]
 
 
+def searched_gops(w: StreamWindow, cfg: AdvisorConfig) -> list[int]:
+    """The configuration's GOPs and, for a window reading every k-th frame, each of them rounded up
+    to a multiple of k (sorted, distinct). With k-1 B-frames a GOP that is a multiple of k keeps
+    every k-th frame a reference frame, so the frames such a window wants are I/P frames and no B
+    is decoded; one layout for several patterns (a VLA reading every frame, a WAM every 3rd) finds
+    its compromise among these (GOP 12 between VLA's 4 and WAM's 30 where the list has 10 and 15)."""
+    k = w.every
+    return sorted({*cfg.gops, *((-(-g // k) * k) for g in cfg.gops if k > 1)})
+
+
 def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> list[VideoChoice]:
-    """Every calibrated encoding within the quality floor; where none keeps it, the best quality on
-    offer (the least CRF) of each coder."""
+    """Every calibrated encoding within the quality floor, over `searched_gops`; where none keeps
+    it, the best quality on offer (the least CRF) of each coder."""
     bfs = {0, *cfg.bframes} | ({w.every - 1} if w.every > 1 else set())
     entropies = searched_entropies(cfg, cal)
     pts = {e: [p for p in cal.points if p.entropy == e] for e in entropies}
@@ -42,7 +52,7 @@ def video_candidates(w: StreamWindow, cfg: AdvisorConfig, cal: Calibration) -> l
     for entropy in entropies:
         calibrated = {(p.crf, p.bframes) for p in pts[entropy]}
         crfs = good[entropy] if any_good else [min(cfg.crfs)]
-        for gop in cfg.gops:
+        for gop in searched_gops(w, cfg):
             for bf in sorted(bfs):
                 if bf > 0 and gop <= bf + 1:
                     continue

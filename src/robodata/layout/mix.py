@@ -5,6 +5,9 @@ Each pattern has a weight (its share of the reads). A candidate is scored by the
 each pattern's cost relative to that pattern's own best candidate (1.0: every pattern at its best),
 so a cheap pattern is not drowned by an expensive one; a candidate that keeps every pattern within
 `AdvisorConfig.mix_floor` of its own best (best / cost >= mix_floor) is preferred to one that does not.
+A pattern's own best is the cheapest candidate of the whole search for it alone (what advising that
+pattern alone picks); the advisor measures the candidates nearest the floor (`nearest_floor`) beside
+the score's best and each pattern's own best, and judges the floor again on the measured costs.
 With one pattern the ranking is the plain cost ranking.
 """
 
@@ -98,3 +101,12 @@ def scores(costs: Sequence[dict[str, float]], mix: list[Weighted], floor: float)
         worst = min(1.0 / r for r in rel.values())
         out.append((sum(m.weight * rel[m.pattern.name] for m in mix), worst, worst >= floor))
     return out
+
+
+def nearest_floor(costs: Sequence[dict[str, float]], mix: list[Weighted]) -> list[int]:
+    """Candidate indices by how near they keep every pattern to its own best: the worst pattern's
+    best / cost, highest first (the weighted score between equals). The advisor measures the first
+    of these beside the score's best, so the floor is judged on measured costs where the model,
+    calibrated on a shared machine, puts a candidate just under it."""
+    sc = scores(costs, mix, 1.0)
+    return sorted(range(len(costs)), key=lambda i: (-round(sc[i][1], 6), sc[i][0]))
