@@ -17,7 +17,7 @@ from robodata.layout.advisor import advise
 from robodata.layout.candidates import meets_floor, searched_gops
 from robodata.layout.config import AdvisorConfig
 from robodata.layout.inputs import weighted_spec
-from robodata.layout.mix import Weighted, camera_groups, mix_of, scores, union
+from robodata.layout.mix import Weighted, camera_groups, mix_of, nearest_floor, scores, union
 from tests.core.test_layout_advisor import CFG, VLA, WAM, episode  # noqa: F401  # the module's episode fixture
 from tests.core.test_layout_entropy import PREDICTED, cabac_cal  # noqa: F401  # a synthetic calibration
 
@@ -107,6 +107,9 @@ def test_mix_rules():
     assert got[0] == (pytest.approx(2.5), pytest.approx(0.25), False)
     assert got[1][2] and got[1][0] == pytest.approx(1.05)
     assert [s[2] for s in got] == [False, True, False]
+    # the candidates the advisor measures beside the score's best: the highest worst-pattern best / cost first
+    costs = [{"vla": 1.0, "wam": 4.0}, {"vla": 1.1, "wam": 1.0}, {"vla": 2.0, "wam": 3.0}]
+    assert nearest_floor(costs, m2) == [1, 2, 0]
 
 
 def test_quality_floor_is_on_the_first_percentile_and_the_median():
@@ -140,16 +143,20 @@ def test_the_mix_floor_changes_the_choice(episode, cabac_cal):  # noqa: F811
     the choice to it; a floor none keeps falls back to the score."""
     cfg = dataclasses.replace(PREDICTED, gops=(2, 4, 8, 10, 40), entropies=("cabac",), camera_spans_s=(1.0,))
 
-    def chosen(floor: float) -> tuple[str, float]:
+    def chosen(floor: float) -> tuple[str, float, float]:
         plan = advise(
             [(VLA, 9.0), (WAM, 1.0)], [episode], dataclasses.replace(cfg, mix_floor=floor), calibration=cabac_cal
         )
         # each pattern's own best (what advising it alone picks) is among the alternatives
         assert {"(best for vla)", "(best for wam)"} <= {a["label"][-14:] for a in plan.alternatives}
-        return plan.chosen, min(p["of_best_predicted"] for p in plan.patterns)
+        ms = [{n: x["predicted_ms"] for n, x in a["patterns"].items()} for a in plan.alternatives]
+        worst = [min(min(m[n] for m in ms) / c[n] for n in c) for c in ms]  # each one's worst pattern, of its best
+        return plan.chosen, min(p["of_best_predicted"] for p in plan.patterns), max(worst[1:-2], default=0.0)
 
-    loose, loose_worst = chosen(0.01)  # every candidate keeps it: the weighted score alone
-    kept, kept_worst = chosen(0.6)
+    loose, loose_worst, nearest = chosen(0.01)  # every candidate keeps it: the weighted score alone
+    kept, kept_worst, _ = chosen(0.6)
     assert loose_worst < 0.6 <= kept_worst and kept != loose, (loose, kept)
     assert "/b3/" in kept  # the compromise reads WAM's every 4th frame as reference frames
+    # where the score wins, the candidate nearest the floor is still offered (and measured)
+    assert nearest >= kept_worst
     assert chosen(0.99)[0] == loose  # no candidate keeps it: the score decides
