@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,7 +113,7 @@ def _distinct(ranked: list[tuple[VideoChoice, dict[str, Cost]]], k: int) -> list
     """The k best choices with distinct encodings (gop, bframes, crf, entropy), each at its best span."""
     out, seen = [], set()
     for ch, _ in ranked:
-        key = (ch.gop, ch.bframes, ch.crf, ch.entropy)
+        key = replace(ch, span_s=0.0)  # the encoding
         if key not in seen:
             seen.add(key)
             out.append(ch)
@@ -278,8 +278,9 @@ def advise(
         if lead is not None:  # and those nearest the floor (mix.nearest_floor): measured, it is judged again
             rv, lm = ranked_video[lead], [m for m in mix if m.pattern.name in ranked_video[lead][0][1]]
             objs = [{m.pattern.name: _objective(c[m.pattern.name], cfg, n) for m in lm} for _, c in rv]
-            near = _distinct([rv[i] for i in nearest_floor(objs, lm)], max(1, cfg.verify_top))
-            choices += [({**best, lead: ch}, "") for ch in near if {**best, lead: ch} not in [c for c, _ in choices]]
+            had = {replace(c[lead], span_s=0.0) for c, _ in choices}  # their encodings, at any span
+            near = [rv[i] for i in nearest_floor(objs, lm) if replace(rv[i][0], span_s=0.0) not in had]
+            choices += [({**best, lead: ch}, "") for ch in _distinct(near, max(1, cfg.verify_top))]
         choices += [(own_best[pn], f" (best for {pn})") for pn in names if own_best[pn] not in [c for c, _ in choices]]
     weights = {m.pattern.name: m.weight for m in mix}
     alts: list[Alternative] = []
