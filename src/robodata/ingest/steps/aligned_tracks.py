@@ -7,7 +7,7 @@ for an unsafe id or stream name (robodata.names), `episode_id_unique` for a seco
 of an id already in the batch. Of the recordings sharing an id, the first by landing uri is
 kept; the others are quarantined with the winner's uri in their reason, never converted.
 
-For the formats whose alignment reads a recording whole (MCAP, ROS bags, RLDS), the worker that
+For the formats whose alignment reads a recording whole (MCAP, ROS bags, RLDS, LeRobot), the worker that
 aligned an episode also converts it, in that one read, into a staged container that the episodes
 stage commits (robodata.ingest.steps.one_pass); `staged_json` carries that conversion's row.
 """

@@ -80,13 +80,12 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     al = paths.read("aligned_tracks", batch).to_pylist()  # staged_json: a table written before it has none
     skip = quarantined(paths, batch, "pre")
     jobs, refused, committed = [], [], []
+    shaped = one_pass.fingerprint(settings)
     started = time.perf_counter()
     for r in al:
         staged = paths.staged_container(batch, r["uri"]) if r.get("staged_json") else ""
         if not r["ok"] or r["uri"] in skip or (episodes is not None and r["episode_id"] not in episodes):
-            if staged and episodes is None:
-                one_pass.discard(staged)
-            continue
+            continue  # a staged container of a skipped episode goes with the staged folder (below)
         try:  # names were checked when read; the write is confined under containers/<batch>/ regardless
             dest = paths.container(batch, r["episode_id"])
         except RobodataError as exc:
@@ -95,7 +94,7 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
             if staged:
                 one_pass.discard(staged)
             continue
-        row = one_pass.commit(r.get("staged_json"), staged, dest, settings) if staged else None
+        row = one_pass.commit(r.get("staged_json"), staged, dest, shaped) if staged else None
         if row is not None:  # converted in the alignment's read: committed, the item not read again
             committed.append({**row, "uri": r["uri"], "episode_id": r["episode_id"], "worker": 0})
         else:
@@ -104,6 +103,9 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
     n_workers = max(1, min(settings.workers, len(jobs)))
     sd = settings.to_dict()
     rows = [convert_one(j, settings) for j in jobs] if n_workers <= 1 else run_pool(jobs, n_workers, sd)
+    busy: dict[int, float] = {}  # this stage's workers only
+    for r in rows:
+        busy[r["worker"]] = busy.get(r["worker"], 0.0) + float(r.get("seconds") or 0.0)
     rows += committed + refused
     if episodes is None:  # the whole batch: nothing staged is left to commit
         one_pass.clear(paths.staged_folder(batch))
@@ -113,9 +115,6 @@ def convert_batch(paths: IngestPaths, batch: str, settings: IngestSettings, epis
         r["batch"] = batch
     paths.replace("conversions", pa.Table.from_pylist(rows, CONVERSION_SCHEMA), batch)
     ok = [r for r in rows if r["ok"]]
-    busy: dict[int, float] = {}
-    for r in rows[: len(rows) - len(committed) - len(refused)]:  # this stage's workers only
-        busy[r["worker"]] = busy.get(r["worker"], 0.0) + float(r.get("seconds") or 0.0)
     spread = max(busy.values()) / (sum(busy.values()) / len(busy)) if busy and sum(busy.values()) > 0 else 0.0
     return {
         "converted": len(ok),

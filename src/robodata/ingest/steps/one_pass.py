@@ -79,14 +79,14 @@ def stage(raw, al: AlignedTracks, settings: IngestSettings, dest: str) -> str:
     return json.dumps(row)
 
 
-def commit(staged_json: str | None, staged: str, dest: str, settings: IngestSettings) -> dict | None:
+def commit(staged_json: str | None, staged: str, dest: str, shaped: str) -> dict | None:
     """The conversion row of the staged container moved to `dest`, or None (not staged, staged under
-    other settings, or gone): then the caller converts. A staged container under other settings
-    is removed."""
+    other settings than those `shaped` fingerprints, or gone): then the caller converts. A staged
+    container under other settings is removed."""
     if not staged_json:
         return None
     row = json.loads(staged_json)
-    if row.pop("fingerprint", "") != fingerprint(settings):
+    if row.pop("fingerprint", "") != shaped:
         discard(staged)
         return None
     opts = StorageLocation.from_env(staged).fsspec_options()
