@@ -170,19 +170,21 @@ def _write_copy(
 ) -> tuple[CopyPlan, tuple | None]:
     """The episode with its copied cameras written to `tmp` and verified (robodata.ingest.copy_verify):
     (the plan, what `_write` returned), or, when a copy failed, (the plan transcoding its group, None).
-    The sample decode runs while the container is written, its fsync while it is checked."""
+    The sample decode runs while the container is written and fsync'ed; with verify_readback the
+    fsync runs while the container is read back."""
     sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
     pool = _helpers()
     decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops, cfg.annexb_decode == "all")
     written: tuple | None = None
     try:
         written = _write(raw, al, tmp, meta, chosen)
-        synced = pool.submit(fsync_path, str(tmp))
-        if cfg.verify_readback:
+        if cfg.verify_readback:  # the read-back beside the fsync
+            synced = pool.submit(fsync_path, str(tmp))
             failed = check_stored(str(tmp), chosen.copies)
-        else:
+            synced.result()
+        else:  # the writer's record, checked in a fraction of a millisecond: the fsync here (no thread's wake-up)
             failed = check_written(written[2], chosen.copies)
-        synced.result()
+            fsync_path(str(tmp))
     except RobodataError as exc:  # the writer refused a copied stream's packets
         failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
     failed = {**decoded.result(), **failed}
