@@ -477,12 +477,13 @@ def _calibration_quality(plan) -> dict:
         return {}
     for p in plan.calibration.get("points", []):
         same = p["crf"] == v.crf and p["bframes"] == (v.bframes if v.gop > 1 else 0)
-        if same and p.get("entropy", "cabac") == v.entropy:
+        if same and p.get("entropy", "cabac") == v.entropy and p.get("deblock", True) == v.deblock:
             intra = v.gop == 1
             pre = "intra_" if intra else ""
             return {
                 "crf": v.crf,
                 "entropy": v.entropy,
+                "deblock": v.deblock,
                 "psnr_db_p1": round(p.get(f"{pre}psnr_p1_db", 0.0), 2),
                 "psnr_db_median": round(p.get(f"{pre}psnr_median_db", 0.0), 2),
             }

@@ -36,7 +36,7 @@ def describe(paths: list[Path]) -> dict:
     try:
         cams = [s for s, sp in r.meta.streams.items() if sp.kind == "video"]
         v = r.layout.group_of(cams[0]).video
-        keys = ("codec", "gop", "bframes", "crf", "preset", "entropy")
+        keys = ("codec", "gop", "bframes", "crf", "preset", "entropy", "deblock")
         enc = {k: getattr(v, k) for k in keys} if v else {}
         span = r.layout.group_of(cams[0]).chunk_span_s
     finally:

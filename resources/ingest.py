@@ -35,6 +35,7 @@ class VideoConfig(dg.Config):
     bframes: int = 0
     threads: int = 0  # encoder threads per camera; 0 = the codec's choice
     entropy: str = "cabac"  # H.264's entropy coder: cabac | cavlc (cheaper to decode, ~10 % more bytes)
+    deblock: bool = True  # H.264/HEVC in-loop deblocking; False: ~30 % cheaper decode, a little blockier
 
 
 class VideoCopyConfig(dg.Config):

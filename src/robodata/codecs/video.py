@@ -103,10 +103,13 @@ class VideoEncoder:
         threads: int = 0,
         pix_fmt: str = "yuv420p",
         entropy: str = "cabac",
+        deblock: bool = True,
     ):
         spec = video_codec(codec)
         if entropy not in spec.entropies:
             raise ConfigError(f"entropy={entropy!r}: codec {codec!r} offers {list(spec.entropies)}")
+        if deblock not in spec.deblocks:
+            raise ConfigError(f"deblock={deblock!r}: codec {codec!r} offers {list(spec.deblocks)}")
         self.gop = gop
         self.codec = codec
         ctx = cast(VideoCodecContext, av.CodecContext.create(spec.encoder, "w"))
@@ -124,7 +127,7 @@ class VideoEncoder:
             ctx.thread_count = threads
         # Global header: parameter sets go to extradata once, not into every keyframe.
         ctx.flags |= av.codec.context.Flags.global_header
-        ctx.options = spec.options(gop, crf, preset, bframes, entropy)
+        ctx.options = spec.options(gop, crf, preset, bframes, entropy, deblock)
         ctx.open()
         self._ctx = ctx
         self._n = 0

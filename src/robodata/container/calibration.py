@@ -13,7 +13,7 @@ from robodata.errors import ConfigError
 
 @dataclass(frozen=True)
 class CodecPoint:
-    """One (crf, bframes, entropy) encode: mean bytes and decode seconds per frame type, quality."""
+    """One (crf, bframes, entropy, deblock) encode: mean bytes and decode seconds per frame type, quality."""
 
     crf: int
     bframes: int
@@ -30,6 +30,7 @@ class CodecPoint:
     intra_psnr_p1_db: float = 0.0
     intra_psnr_median_db: float = 0.0
     entropy: str = "cabac"  # H.264's entropy coder (VideoSettings.entropy); a calibration before it: cabac
+    deblock: bool = True  # the in-loop deblocking filter (VideoSettings.deblock); a calibration before it: on
 
     def quality(self, intra: bool) -> tuple[float, float]:
         """(1st percentile, median) PSNR in dB of the calibration frames, all-intra or long GOP
@@ -61,13 +62,13 @@ class Calibration:
     packet1_s: float = 0.0  # per packet fed to a decoder, one-camera read (Python, GIL round trip)
     packet_s: float = 0.0  # the same when cameras decode on parallel threads (GIL contention)
 
-    def point(self, crf: int, bframes: int, entropy: str = "cabac") -> CodecPoint:
+    def point(self, crf: int, bframes: int, entropy: str = "cabac", deblock: bool = True) -> CodecPoint:
         for p in self.points:
-            if p.crf == crf and p.bframes == bframes and p.entropy == entropy:
+            if p.crf == crf and p.bframes == bframes and p.entropy == entropy and p.deblock == deblock:
                 return p
         raise ConfigError(
-            f"calibration has no point for crf={crf} bframes={bframes} entropy={entropy}; has "
-            f"{[(p.crf, p.bframes, p.entropy) for p in self.points]}"
+            f"calibration has no point for crf={crf} bframes={bframes} entropy={entropy} deblock={deblock}; has "
+            f"{[(p.crf, p.bframes, p.entropy, p.deblock) for p in self.points]}"
         )
 
     def to_json(self) -> str:

@@ -63,6 +63,7 @@ class EncodedCamera(Camera):
             v.threads,
             pix_fmt=encoder_pix_fmt(v.codec, first),
             entropy=v.entropy,
+            deblock=v.deblock,
         )
 
     @property

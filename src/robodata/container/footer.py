@@ -35,8 +35,9 @@ _META_KEYS = {"episode_id", "robot", "site", "task", "start_time_ns", "streams"}
 _META_OPT = {"vendor", "duration_s", "extra"}
 _STREAM_OPT = {"rate_hz", "shape", "dtype", "units", "names"}
 _GROUP_OPT = {"chunk_span_s", "video"}
-_VIDEO_KEYS = {"codec", "gop", "crf", "preset", "bframes", "threads", "entropy"}
+_VIDEO_KEYS = {"codec", "gop", "crf", "preset", "bframes", "threads", "entropy", "deblock"}
 _VIDEO_STRS = ("codec", "preset", "entropy")
+_VIDEO_BOOLS = ("deblock",)
 _CHUNK_KEYS = ("i", "group", "t0", "t1", "off", "len", "crc", "parts")
 
 
@@ -179,7 +180,10 @@ def _layout(ck: _Checker, raw: Any, meta: EpisodeMeta) -> tuple[Layout, str]:
         if g.get("video") is not None:
             v = ck.obj(g["video"], f"{f}.video", {"codec"}, _VIDEO_KEYS - {"codec"})
             for key, val in v.items():
-                if not isinstance(val, str if key in _VIDEO_STRS else int) or isinstance(val, bool):
+                if key in _VIDEO_BOOLS:
+                    if not isinstance(val, bool):
+                        ck.fail(f"{f}.video.{key}", f"has the wrong type: {_show(val)}")
+                elif not isinstance(val, str if key in _VIDEO_STRS else int) or isinstance(val, bool):
                     ck.fail(f"{f}.video.{key}", f"has the wrong type: {_show(val)}")
             try:
                 video = VideoSettings(**v)

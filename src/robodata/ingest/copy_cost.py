@@ -109,7 +109,7 @@ def price(
     point = None
     if cal is not None and source_s and cal.codec == target.codec:
         try:
-            point = cal.point(target.crf, target.bframes, target.entropy)
+            point = cal.point(target.crf, target.bframes, target.entropy, target.deblock)
         except ConfigError:  # the layout's encoding was not calibrated: frames it is
             point = None
     if point is None or source_s is None or cal is None:

@@ -110,7 +110,7 @@ def rank(
 
 
 def _distinct(ranked: list[tuple[VideoChoice, dict[str, Cost]]], k: int) -> list[VideoChoice]:
-    """The k best choices with distinct encodings (gop, bframes, crf, entropy), each at its best span."""
+    """The k best choices with distinct encodings (gop, bframes, crf, entropy, deblock), each at its best span."""
     out, seen = [], set()
     for ch, _ in ranked:
         key = replace(ch, span_s=0.0)  # the encoding
@@ -139,7 +139,9 @@ def build_layout(
     placed: set[str] = set()
     for w in pattern.video:
         ch = video[w.name]
-        video_settings = VideoSettings(codec, ch.gop, ch.crf, preset, ch.bframes, entropy=ch.entropy)
+        video_settings = VideoSettings(
+            codec, ch.gop, ch.crf, preset, ch.bframes, entropy=ch.entropy, deblock=ch.deblock
+        )
         groups.append(TopicGroup(w.name, w.streams, ch.span_s, video_settings))
         placed.update(w.streams)
     arrays = tuple(s for w in pattern.windows if w.kind == "array" for s in w.streams)
@@ -170,7 +172,7 @@ def predict_layout(
         if w.kind == "video":
             v = g.video
             assert v is not None
-            ch = VideoChoice(v.gop, v.bframes, _nearest_crf(cal, v.crf), g.chunk_span_s, v.entropy)
+            ch = VideoChoice(v.gop, v.bframes, _nearest_crf(cal, v.crf), g.chunk_span_s, v.entropy, v.deblock)
             total = total + predict_video(w, w.streams, ch, cal, metas, samples, loader)
     arrays = [w for w in pattern.windows if w.kind == "array"]
     for name in dict.fromkeys(layout.group_of(s).name for w in arrays for s in w.streams):

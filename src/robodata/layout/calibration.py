@@ -33,10 +33,18 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _encode(
-    frames: list[np.ndarray], codec: str, gop: int, crf: int, preset: str, bframes: int, rate: float, entropy="cabac"
+    frames: list[np.ndarray],
+    codec: str,
+    gop: int,
+    crf: int,
+    preset: str,
+    bframes: int,
+    rate: float,
+    coder: tuple[str, bool] = ("cabac", True),
 ):
+    """`coder`: (entropy, deblock) of VideoSettings."""
     h, w, _ = frames[0].shape
-    enc = VideoEncoder(codec, w, h, rate, gop, crf, preset, bframes, threads=1, entropy=entropy)
+    enc = VideoEncoder(codec, w, h, rate, gop, crf, preset, bframes, threads=1, entropy=coder[0], deblock=coder[1])
     pkts = []
     for f in frames:
         pkts += enc.encode(f)
@@ -74,16 +82,17 @@ def _decode_timed(
 
 
 def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bframes_set: set[int]) -> list[CodecPoint]:
-    """A point per (crf, bframes, entropy coder): each entropy coder's bytes, decode cost and
-    quality measured on the same frames, so the advisor weighs CAVLC's bytes against its decode."""
+    """A point per (crf, bframes, entropy coder, deblocking on/off): each coder's bytes, decode cost
+    and quality measured on the same frames, so the advisor weighs CAVLC's bytes, and deblocking's
+    quality, against their decode."""
     points = []
-    for entropy, crf in ((e, c) for e in cfg.search_entropies() for c in cfg.crfs):
-        ex, pk = _encode(frames, cfg.codec, 1, crf, cfg.preset, 0, rate, entropy)
+    for coder, crf in ((c, crf) for c in cfg.search_coders() for crf in cfg.crfs):
+        ex, pk = _encode(frames, cfg.codec, 1, crf, cfg.preset, 0, rate, coder)
         ds, dec = _decode_timed(cfg.codec, ex, pk, 1, 0)
         intra_bytes = float(np.mean([len(p.data) for p in pk]))
         intra_all = [_psnr(to_rgb(dec[i]), frames[i]) for i in sorted(dec)]
         for bf in sorted(bframes_set):
-            ex, pk = _encode(frames, cfg.codec, CAL_GOP, crf, cfg.preset, bf, rate, entropy)
+            ex, pk = _encode(frames, cfg.codec, CAL_GOP, crf, cfg.preset, bf, rate, coder)
             ds_long, dec = _decode_timed(cfg.codec, ex, pk, CAL_GOP, bf)
             types = frame_types(CAL_GOP, bf)
             by = [[len(p.data) for p in pk if types[p.pts % CAL_GOP] == k] for k in (I, P, B)]
@@ -106,7 +115,7 @@ def _codec_points(frames: list[np.ndarray], rate: float, cfg: AdvisorConfig, bfr
                     skip_s,
                     *_floor_stats(psnrs),
                     *_floor_stats(intra_all),
-                    entropy,
+                    *coder,
                 )
             )
     return points

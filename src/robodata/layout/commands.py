@@ -106,6 +106,7 @@ def advise_cmd(
     for g in plan.layout.groups:
         v = g.video
         settings = f"gop={v.gop} bframes={v.bframes} crf={v.crf} {v.codec}/{v.preset}/{v.entropy}" if v else ""
+        settings += "" if not v or v.deblock else "/nodeblock"
         console.print(f"  group {g.name}: {', '.join(g.streams)}  chunk_span={g.chunk_span_s:g}s {settings}")
     if out:
         plan.save(out)

@@ -40,6 +40,8 @@ class AdvisorConfig:
     entropies: the entropy coders to try (VideoSettings.entropy): () = every one the codec offers
       (H.264: cabac and cavlc, each calibrated for bytes, decode cost and quality; other codecs:
       their own coder alone); naming one the codec lacks is a ConfigError.
+    deblocks: in-loop deblocking on (True) and/or off (False) to try (VideoSettings.deblock): () =
+      what the codec offers (H.264 and HEVC: both, each calibrated like a coder; AV1: on alone).
     min_psnr_db, median_psnr_db: the quality floor, PSNR against the sample's frames (with
       --source: the source's decode) over the calibration frames: a CRF whose 1st percentile is
       below min_psnr_db or whose median is below median_psnr_db is never chosen.
@@ -67,6 +69,7 @@ class AdvisorConfig:
     crfs: tuple[int, ...] = (18, 20, 23, 28)
     bframes: tuple[int, ...] = (2,)
     entropies: tuple[str, ...] = ()
+    deblocks: tuple[bool, ...] = ()
     camera_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
     array_spans_s: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
     page_sizes: tuple[int, ...] = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB)
@@ -87,7 +90,9 @@ class AdvisorConfig:
     store: StoreModel = field(default_factory=StoreModel)
 
     def __post_init__(self) -> None:
-        for name in ("gops", "crfs", "bframes", "entropies", "camera_spans_s", "array_spans_s", "page_sizes"):
+        for name in (
+            "gops", "crfs", "bframes", "entropies", "deblocks", "camera_spans_s", "array_spans_s", "page_sizes"
+        ):  # fmt: skip
             object.__setattr__(self, name, tuple(getattr(self, name)))
         require(
             len(self.gops) > 0 and all(1 <= g <= 1000 for g in self.gops), f"gops must be in [1, 1000], got {self.gops}"
@@ -100,6 +105,11 @@ class AdvisorConfig:
         require(
             all(e in offered for e in self.entropies),
             f"entropies {list(self.entropies)}: codec {self.codec!r} offers {list(offered)} (cavlc is H.264's alone)",
+        )
+        can = video_codec(self.codec).deblocks
+        require(
+            all(isinstance(d, bool) and d in can for d in self.deblocks),
+            f"deblocks {list(self.deblocks)}: codec {self.codec!r} offers {list(can)} (false: h264 and hevc alone)",
         )
         require(len(self.camera_spans_s) > 0 and all(s > 0 for s in self.camera_spans_s), "camera_spans_s must be > 0")
         require(len(self.array_spans_s) > 0 and all(s > 0 for s in self.array_spans_s), "array_spans_s must be > 0")
@@ -126,3 +136,8 @@ class AdvisorConfig:
     def search_entropies(self) -> tuple[str, ...]:
         """The entropy coders the advisor calibrates and searches."""
         return tuple(dict.fromkeys(self.entropies)) or video_codec(self.codec).entropies
+
+    def search_coders(self) -> tuple[tuple[str, bool], ...]:
+        """(entropy coder, deblocking) pairs the advisor calibrates and searches."""
+        deblocks = tuple(dict.fromkeys(self.deblocks)) or video_codec(self.codec).deblocks
+        return tuple((e, d) for e in self.search_entropies() for d in deblocks)

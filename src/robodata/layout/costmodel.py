@@ -28,9 +28,10 @@ class VideoChoice:
     crf: int
     span_s: float
     entropy: str = "cabac"  # H.264's entropy coder (VideoSettings.entropy)
+    deblock: bool = True  # the in-loop deblocking filter (VideoSettings.deblock)
 
     def label(self) -> str:
-        coder = "/cavlc" if self.entropy == "cavlc" else ""
+        coder = ("/cavlc" if self.entropy == "cavlc" else "") + ("" if self.deblock else "/nodeblock")
         return f"gop{self.gop}/b{self.bframes}/crf{self.crf}{coder}/span{self.span_s:g}s"
 
 
@@ -60,7 +61,7 @@ def frames_per_chunk(choice: VideoChoice, rate: float) -> int:
 
 
 def frame_bytes(cal: Calibration, choice: VideoChoice, pixels_scale: float) -> np.ndarray:
-    pt = cal.point(choice.crf, choice.bframes, choice.entropy)
+    pt = cal.point(choice.crf, choice.bframes, choice.entropy, choice.deblock)
     if choice.gop == 1:
         return np.array([pt.intra_bytes, 0.0, 0.0]) * pixels_scale + PACKET_ROW_BYTES
     return np.asarray(pt.bytes) * pixels_scale + PACKET_ROW_BYTES
@@ -83,7 +84,7 @@ def predict_video(
     """Cost of window `w` reading the cameras `cams` of one group laid out with `choice`, through
     EpisodeReader.read_window (loader="reader") or the delivery dataset's GOP decoder ("dataset")."""
     counts = decoded_counts if loader == "reader" else decoded_counts_gopwise
-    pt = cal.point(choice.crf, choice.bframes, choice.entropy)
+    pt = cal.point(choice.crf, choice.bframes, choice.entropy, choice.deblock)
     skip_s = pt.skip_s if loader == "reader" else 0.0
     dec = np.array([pt.intra_decode_s, 0.0, 0.0]) if choice.gop == 1 else np.asarray(pt.decode_s)
     total = Cost()
