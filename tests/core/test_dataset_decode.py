@@ -46,7 +46,7 @@ def _stream(codec: str, pkts) -> StreamFrames:
         np.array([p[2] for p in pkts]),
         np.array([sc.scan(p[3]).ref for p in pkts]),
         pts / 20.0,
-        list(pa.array([p[3] for p in pkts], pa.binary())),
+        pa.chunked_array([pa.array([p[3] for p in pkts], pa.binary())]),
         np.zeros(len(pkts), np.int64),
     )
 

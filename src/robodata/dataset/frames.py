@@ -25,6 +25,7 @@ from typing import cast
 
 import av
 import numpy as np
+import pyarrow as pa
 from av.video.codeccontext import VideoCodecContext
 from av.video.reformatter import VideoReformatter
 
@@ -63,7 +64,7 @@ class StreamFrames:
     key: np.ndarray
     ref: np.ndarray | None  # reference-picture flag per packet (None: unknown, ask the decoder to skip)
     t_s: np.ndarray  # seconds since episode start of the frame with that pts
-    data: list  # arrow binary scalars (lazy: only decoded packets become bytes)
+    data: pa.ChunkedArray  # the packets' bytes: indexed per decoded packet (no Python object for the rest)
     chunk: np.ndarray  # chunk index of each packet (for error messages)
 
     def by_time(self) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +88,9 @@ def fetch_streams(
     for s, tabs in pieces.items():
         if not tabs:
             none = np.empty(0, np.int64)
-            out[s] = StreamFrames(none, none, none.astype(bool), None, np.empty(0), [], none)
+            out[s] = StreamFrames(
+                none, none, none.astype(bool), None, np.empty(0), pa.chunked_array([], pa.binary()), none
+            )
             continue
         cols = {
             k: np.concatenate([t.column(k).to_numpy(zero_copy_only=False) for _, t in tabs])
@@ -98,7 +101,9 @@ def fetch_streams(
             if all("ref" in t.column_names for _, t in tabs)
             else None
         )
-        data = [d for _, t in tabs for d in t.column("data")]
+        data = pa.chunked_array(
+            [c for _, t in tabs for c in t.column("data").chunks], tabs[0][1].schema.field("data").type
+        )
         chunks = np.concatenate([np.full(t.num_rows, ci) for ci, t in tabs])
         out[s] = StreamFrames(cols["pts"], cols["dts"], cols["key"].astype(bool), ref, cols["t_ns"] / 1e9, data, chunks)
     return out
