@@ -474,22 +474,24 @@ def main() -> None:
 
 def _calibration_quality(plan) -> dict:
     """The chosen camera encoding's PSNR on the advisor's calibration frames (p1, median)."""
+    from robodata.container.calibration import Calibration
+    from robodata.errors import ConfigError
+
     v = next((g.video for g in plan.layout.groups if g.video is not None and g.name != "cold_video"), None)
-    if v is None:
+    if v is None or not plan.calibration.get("points"):
         return {}
-    for p in plan.calibration.get("points", []):
-        same = p["crf"] == v.crf and p["bframes"] == (v.bframes if v.gop > 1 else 0)
-        if same and p.get("entropy", "cabac") == v.entropy and p.get("deblock", True) == v.deblock:
-            intra = v.gop == 1
-            pre = "intra_" if intra else ""
-            return {
-                "crf": v.crf,
-                "entropy": v.entropy,
-                "deblock": v.deblock,
-                "psnr_db_p1": round(p.get(f"{pre}psnr_p1_db", 0.0), 2),
-                "psnr_db_median": round(p.get(f"{pre}psnr_median_db", 0.0), 2),
-            }
-    return {}
+    try:  # an all-intra layout's point is its crf's (bframes 0) intra figures
+        pt = Calibration.from_dict(plan.calibration).point(v.crf, v.bframes if v.gop > 1 else 0, v.entropy, v.deblock)
+    except ConfigError:
+        return {}
+    intra = v.gop == 1
+    return {
+        "crf": v.crf,
+        "entropy": v.entropy,
+        "deblock": v.deblock,
+        "psnr_db_p1": round(pt.intra_psnr_p1_db if intra else pt.psnr_p1_db, 2),
+        "psnr_db_median": round(pt.intra_psnr_median_db if intra else pt.psnr_median_db, 2),
+    }
 
 
 if __name__ == "__main__":
