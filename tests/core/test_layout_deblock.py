@@ -136,3 +136,27 @@ def test_the_advisor_switches_deblocking_off_within_the_quality_floor(episode, c
     # and searched only where asked
     held = dataclasses.replace(PREDICTED, deblocks=(True,))
     assert _deblock(advise(VLA, [episode], held, calibration=cheap)) is True
+
+
+@pytest.mark.parametrize("value", [0, 1, "false", None])
+def test_a_footer_whose_deblock_is_not_a_boolean_is_refused_naming_it(tmp_path, value):
+    """A footer edited behind a recomputed CRC: `deblock` 0, 1, "false" or null is a ContainerError
+    naming the field, never read as a setting (an int 0 would pass a truthiness check)."""
+    import json
+
+    from bench.robustness_container import BytesSource
+    from bench.robustness_container_payload import with_footer
+    from robodata.errors import ContainerError
+
+    p = tmp_path / "off.rdep"
+    write_small(p, duration_s=0.5, layout=_layout(False))
+    data = p.read_bytes()
+    r = EpisodeReader.open(str(p))
+    off, length = r.footer_offset, r.footer_length
+    r.close()
+    doc = json.loads(data[off : off + length])
+    video = next(g["video"] for g in doc["layout"]["groups"] if g.get("video"))
+    assert video["deblock"] is False  # what the writer recorded
+    video["deblock"] = value
+    with pytest.raises(ContainerError, match="deblock"):
+        EpisodeReader.open(BytesSource(with_footer(data, off, doc), "off"))
