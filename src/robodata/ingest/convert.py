@@ -15,7 +15,7 @@ from robodata.container import EpisodeMeta, EpisodeWriter, Layout, StreamSpec, T
 from robodata.container.meta import VideoSettings, default_layout
 from robodata.errors import RobodataError
 from robodata.ingest.align import AlignedTracks
-from robodata.ingest.copy_verify import check_stored, check_written, decode_sample, frame_size
+from robodata.ingest.copy_verify import check_stored, check_written, decode_sample, frame_size, unframed
 from robodata.ingest.raw import RawEpisode, RawEpisodeError
 from robodata.ingest.video_choice import transcode_failed, video_plan
 from robodata.ingest.video_copy import CopyPlan, VideoCopyConfig
@@ -151,11 +151,12 @@ _HELPERS: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _helpers() -> ThreadPoolExecutor:
-    """Two threads for a copy's sample decode and fsync, kept from episode to episode (starting a
-    thread waits for the scheduler: milliseconds on a busy machine); a forked process makes its own."""
+    """Threads for a copy's verification decodes (one task a camera: libavcodec releases the GIL, so
+    two cameras decode on two cores) and its read-back fsync, kept from episode to episode (starting
+    a thread waits for the scheduler: milliseconds on a busy machine); a forked process makes its own."""
     global _HELPERS
     if _HELPERS is None or _HELPERS[0] != os.getpid():
-        _HELPERS = (os.getpid(), ThreadPoolExecutor(2, thread_name_prefix="stream-copy"))
+        _HELPERS = (os.getpid(), ThreadPoolExecutor(3, thread_name_prefix="stream-copy"))
     return _HELPERS[1]
 
 
@@ -170,11 +171,16 @@ def _write_copy(
 ) -> tuple[CopyPlan, tuple | None]:
     """The episode with its copied cameras written to `tmp` and verified (robodata.ingest.copy_verify):
     (the plan, what `_write` returned), or, when a copy failed, (the plan transcoding its group, None).
-    The sample decode runs while the container is written and fsync'ed; with verify_readback the
-    fsync runs while the container is read back."""
+    The verification decodes, one a camera, run while the container is written and fsync'ed; with
+    verify_readback the fsync runs while the container is read back."""
     sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
     pool = _helpers()
-    decoded = pool.submit(decode_sample, chosen.copies, sizes, cfg.verify_gops, cfg.annexb_decode == "all")
+    every = cfg.annexb_decode == "all"
+    # a camera decoded whole (Annex B) is a task of its own, the sampled rest one task: a GOP or two
+    # a camera decode in less time than a thread's wake-up costs the write beside them
+    whole = [{c: cc} for c, cc in chosen.copies.items() if every and unframed(cc)]
+    rest = {c: cc for c, cc in chosen.copies.items() if not (every and unframed(cc))}
+    decoded = [pool.submit(decode_sample, t, sizes, cfg.verify_gops, every) for t in whole + ([rest] if rest else [])]
     written: tuple | None = None
     try:
         written = _write(raw, al, tmp, meta, chosen)
@@ -187,7 +193,7 @@ def _write_copy(
             fsync_path(str(tmp))
     except RobodataError as exc:  # the writer refused a copied stream's packets
         failed = {c: f"the write refused it: {exc}" for c in chosen.copies}
-    failed = {**decoded.result(), **failed}
+    failed = {k: v for d in decoded for k, v in d.result().items()} | failed
     if failed:
         return transcode_failed(chosen, layout, failed), None
     return chosen, written
