@@ -28,14 +28,14 @@ def two_cameras(tmp_path):
     return raw, aligned_tracks(raw)
 
 
-def _record(monkeypatch) -> list[tuple[tuple[str, ...], float, float, str]]:
+def _record(monkeypatch, nap: float = 0.15) -> list[tuple[tuple[str, ...], float, float, str]]:
     """decode_sample as convert calls it, each call's cameras, start, end and thread recorded."""
     calls: list[tuple[tuple[str, ...], float, float, str]] = []
     real = convert_mod.decode_sample
 
     def spy(copies, *args, **kw):
         t0 = time.perf_counter()
-        time.sleep(0.15)  # long enough that two tasks run at once or visibly do not
+        time.sleep(nap)  # long enough that two tasks run at once or visibly do not
         out = real(copies, *args, **kw)
         calls.append((tuple(copies), t0, time.perf_counter(), threading.current_thread().name))
         return out
@@ -77,3 +77,25 @@ def test_a_camera_cut_short_is_named_by_its_own_task(tmp_path, two_cameras):
     res = convert_mod.convert(raw, al, tmp_path / "c.rdep", copy=VideoCopyConfig(mode="copy"))
     assert res.video["wrist"]["mode"] == "transcode"
     assert "GOP 2 (packets 4..5) does not decode at packet 5" in res.video["wrist"]["reason"], res.video
+
+
+def test_the_readback_fsync_never_waits_for_a_decode(tmp_path, monkeypatch):
+    """Four Annex B cameras decoded whole keep every decode thread busy; the read-back's fsync has its own."""
+    cams = ("a", "b", "c", "d")
+    cfg = SynthConfig(episodes=1, duration_s=0.6, cameras=cams, height=32, width=48, fps=10.0, format="mcap")
+    raw = open_raw(str(write_mcap_episode(make_episode(cfg, 0), tmp_path, video=CompressedVideoSpec(gop=2))), "mcap")
+    calls = _record(monkeypatch, nap=0.5)
+    synced: list[float] = []
+    real_fsync = convert_mod.fsync_path
+
+    def fsync(path):
+        synced.append(time.perf_counter())
+        return real_fsync(path)
+
+    monkeypatch.setattr(convert_mod, "fsync_path", fsync)
+    res = convert_mod.convert(
+        raw, aligned_tracks(raw), tmp_path / "r.rdep", copy=VideoCopyConfig(mode="copy", verify_readback=True)
+    )
+    assert {d["mode"] for d in res.video.values()} == {"copy"}, res.video
+    assert len(calls) == 4 and len(synced) == 1
+    assert synced[0] < min(end for _, _, end, _ in calls), (synced, calls)  # begun before any decode ended

@@ -147,17 +147,23 @@ def convert(
     )
 
 
-_HELPERS: tuple[int, ThreadPoolExecutor] | None = None
+_HELPERS: tuple[int, ThreadPoolExecutor, ThreadPoolExecutor] | None = None
 
 
-def _helpers() -> ThreadPoolExecutor:
-    """Threads for a copy's verification decodes (one task a camera: libavcodec releases the GIL, so
-    two cameras decode on two cores) and its read-back fsync, kept from episode to episode (starting
-    a thread waits for the scheduler: milliseconds on a busy machine); a forked process makes its own."""
+def _helpers() -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
+    """(decoders, syncer), kept from episode to episode (starting a thread waits for the scheduler:
+    milliseconds on a busy machine); a forked process makes its own. decoders: a copy's verification
+    decodes, one task a camera decoded whole (libavcodec releases the GIL: cameras decode on as many
+    cores, at most 4); syncer: the read-back's fsync, never queued behind a decode."""
     global _HELPERS
     if _HELPERS is None or _HELPERS[0] != os.getpid():
-        _HELPERS = (os.getpid(), ThreadPoolExecutor(3, thread_name_prefix="stream-copy"))
-    return _HELPERS[1]
+        n = max(2, min(4, os.cpu_count() or 2))
+        _HELPERS = (
+            os.getpid(),
+            ThreadPoolExecutor(n, thread_name_prefix="stream-copy-decode"),
+            ThreadPoolExecutor(1, thread_name_prefix="stream-copy-fsync"),
+        )
+    return _HELPERS[1], _HELPERS[2]
 
 
 def _write_copy(
@@ -174,7 +180,7 @@ def _write_copy(
     The verification decodes, one a camera, run while the container is written and fsync'ed; with
     verify_readback the fsync runs while the container is read back."""
     sizes = {c: frame_size(meta.streams[c].shape) for c in chosen.copies}
-    pool = _helpers()
+    pool, syncer = _helpers()
     every = cfg.annexb_decode == "all"
     # a camera decoded whole (Annex B) is a task of its own, the sampled rest one task: a GOP or two
     # a camera decode in less time than a thread's wake-up costs the write beside them
@@ -185,7 +191,7 @@ def _write_copy(
     try:
         written = _write(raw, al, tmp, meta, chosen)
         if cfg.verify_readback:  # the read-back beside the fsync
-            synced = pool.submit(fsync_path, str(tmp))
+            synced = syncer.submit(fsync_path, str(tmp))
             failed = check_stored(str(tmp), chosen.copies)
             synced.result()
         else:  # the writer's record, checked in a fraction of a millisecond: the fsync here (no thread's wake-up)
