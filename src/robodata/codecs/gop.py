@@ -3,7 +3,8 @@
 With x264 `b-adapt=0` and no pyramid (the container's encoder settings) a GOP of `gop`
 frames with `bframes` B-frames is, in display order, I B..B P B..B P ... and its last frame
 is a P (a closed GOP cannot end on a B). Reference frames (I/P) sit at multiples of
-bframes+1 and at the end; `decoded_counts` mirrors EpisodeReader._decode_video frame for frame.
+bframes+1 and at the end; `decoded_counts` mirrors WindowDecoder.video
+(robodata.container.window) frame for frame.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 For any bytes and any footer hints, a read returns exactly what was written or raises
 `ContainerError` (see docs/container-format.md, "Guarantees"): the footer is checked once per
 open (robodata.container.footer), every byte read is CRC-checked, every part is verified against
-its index entry as it is decoded (robodata.container.parts), and what a read may allocate is
-capped by `ReaderConfig`. I/O errors of the source itself (a missing object, a network error)
-propagate unchanged, so callers can tell them from a bad file and retry them.
+its index entry as it is decoded (robodata.container.window, robodata.container.parts), and what
+a read may allocate is capped by `ReaderConfig`. I/O errors of the source itself (a missing
+object, a network error) propagate unchanged, so callers can tell them from a bad file and retry them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.codecs.ipc import DecodeBudget
-from robodata.codecs.video import VideoDecoder
 from robodata.container.footer import Footer, parse_footer
 from robodata.container.format import (
     HEADER,
@@ -34,27 +33,10 @@ from robodata.container.limits import ReaderConfig
 from robodata.container.opening import locate_footer
 from robodata.container.parts import PartDecoder, ReadBudgets
 from robodata.container.source import RangeSource, open_source
-from robodata.errors import ConfigError, ContainerError, ContainerLimitError
+from robodata.container.window import ReaderStats, Window, WindowDecoder
+from robodata.errors import ConfigError, ContainerError
 
 _I64 = (1 << 63) - 1
-
-
-@dataclass
-class Window:
-    """The samples of one stream in a window."""
-
-    data: np.ndarray  # video: uint8 (T, H, W, 3); array: (N, *shape); events: object (N,)
-    t: np.ndarray  # float64 seconds since episode start
-
-
-@dataclass
-class ReaderStats:
-    """What this reader has read and decoded so far (benchmarks and tests read it)."""
-
-    range_reads: int = 0
-    bytes_read: int = 0
-    chunks_read: int = 0
-    frames_decoded: int = 0
 
 
 @dataclass
@@ -160,9 +142,12 @@ class EpisodeReader:
         lo, hi = self._ns(t0), self._ns(t1)
         fetched = self.fetch_parts({s: (lo, hi) for s in streams})
         budgets = ReadBudgets(self.config, sum(len(blob) for _, _, blob in fetched))
+        windows = WindowDecoder(
+            self.meta, self.layout, self._extradata, self._parts, self.stats, self._decode_threads, self.source.name
+        )
 
         def decode(s: str) -> Window:
-            return self._decode_stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every, budgets)
+            return windows.stream(s, [f for f in fetched if f[1].stream == s], lo, hi, every, budgets)
 
         cams = [s for s in streams if self.meta.streams[s].kind == "video"]
         # one decode thread per camera (PyAV releases the GIL while decoding)
@@ -280,109 +265,6 @@ class EpisodeReader:
                     raise self._error(f"part {p.stream!r} checksum mismatch (corrupted data)", c.index)
                 out[(c.index, p.stream)] = blob
         return out
-
-    def _decode_stream(
-        self,
-        stream: str,
-        pieces: list[tuple[ChunkInfo, PartInfo, bytes]],
-        lo: int,
-        hi: int,
-        every: int,
-        budgets: ReadBudgets,
-    ) -> Window:
-        spec = self.meta.streams[stream]
-        if spec.kind == "video":
-            return self._decode_video(stream, pieces, lo, hi, every, budgets)
-        ts, vals = [], []
-        for chunk, part, blob in pieces:
-            t, v = self._parts.lowdim(spec, chunk, part, blob, lo, hi, budgets)
-            ts.append(t)
-            vals.append(v)
-        if not ts:
-            empty_shape = (0, *spec.shape) if spec.kind == "array" else (0,)
-            return Window(np.empty(empty_shape, dtype=object if spec.kind == "events" else spec.dtype), np.empty(0))
-        return Window(np.concatenate(vals), np.concatenate(ts) / 1e9)
-
-    def _decode_video(
-        self,
-        stream: str,
-        pieces: list[tuple[ChunkInfo, PartInfo, bytes]],
-        lo: int,
-        hi: int,
-        every: int,
-        budgets: ReadBudgets,
-    ) -> Window:
-        """Decode the window's frames of one camera, chunk by chunk, each from its keyframe.
-
-        With every=k > 1 the window keeps every k-th frame. The phase is the first reference
-        frame among the window's first k frames, so when the layout makes the frames in between
-        non-reference (e.g. bframes = k-1), the decoder skips them (FFmpeg skip_frame=NONREF)
-        and decodes only what it returns.
-        """
-        spec = self.meta.streams[stream]
-        video = self.layout.group_of(stream).video
-        assert video is not None  # footer check: video streams are in video groups
-        extradata = self._extradata.get(stream, b"")
-        frame_bytes = math.prod(spec.shape)
-        frames: list[np.ndarray] = []
-        times: list[int] = []
-        k = 0
-        phase: int | None = None
-        for chunk, part, blob in pieces:
-            table = self._parts.packets(stream, chunk, part, blob, budgets.decode)
-            pts = table.column("pts").to_numpy()
-            t = table.column("t_ns").to_numpy()
-            key = table.column("key").to_numpy(zero_copy_only=False)
-            ref = (
-                table.column("ref").to_numpy(zero_copy_only=False)
-                if "ref" in table.column_names
-                else np.ones(len(pts), dtype=bool)
-            )
-            sel = np.nonzero((t >= lo) & (t <= hi))[0]
-            if len(sel) == 0:
-                continue
-            order = sel[np.argsort(pts[sel])]
-            if phase is None:
-                head = [j for j, i in enumerate(order[:every]) if ref[i]]
-                phase = head[0] if every > 1 and head else 0
-            keep = [i for j, i in enumerate(order) if (k + j) % every == phase]
-            k += len(order)
-            if not keep:
-                continue
-            with self._parts.decoding(stream, chunk.index):
-                budgets.frames.take(len(keep) * frame_bytes, f"{len(keep)} frames of {spec.shape}")
-            wanted = {int(pts[i]): int(t[i]) for i in keep}
-            first = min(keep, key=lambda i: pts[i])
-            start = int(np.nonzero(key[: first + 1])[0][-1]) if key[: first + 1].any() else 0
-            skip = every > 1 and bool(ref[keep].all())
-            decoder = VideoDecoder(
-                video.codec,
-                extradata,
-                threads=self._decode_threads,
-                skip_nonref=skip,
-                size=(spec.shape[0], spec.shape[1]),
-            )
-            dts = table.column("dts").to_numpy()
-            data = table.column("data")
-            packets = (
-                (int(pts[i]), int(dts[i]), data[i].as_py()) for i in range(start, len(pts))
-            )  # lazy: decode stops early
-            try:
-                got = decoder.decode(packets, set(wanted))
-            except ContainerLimitError:
-                raise
-            except Exception as exc:  # libavcodec and the size check: a checksum-valid part that will not decode
-                raise self._error(f"video {stream!r} failed to decode: {exc}", chunk.index) from exc
-            missing = set(wanted) - set(got)
-            if missing:
-                raise self._error(f"video {stream!r}: {len(missing)} frame(s) did not decode", chunk.index)
-            self.stats.frames_decoded += decoder.decoded
-            for p in sorted(wanted):
-                frames.append(got[p])
-                times.append(wanted[p])
-        if not frames:
-            return Window(np.empty((0, *spec.shape), np.uint8), np.empty(0))
-        return Window(np.stack(frames), np.asarray(times, dtype=np.int64) / 1e9)
 
 
 def read_window(
