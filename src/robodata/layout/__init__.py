@@ -4,6 +4,7 @@ calibration  short measurements on this machine (bytes and decode time per frame
              the record is robodata.container.calibration)
 costmodel    predicted loader cost of a candidate layout for a read pattern
 advisor      enumerate candidates, rank by the model, measure the top ones, choose
+alternatives the advisor's alternatives: predicted rows, measured on rewritten samples, of-best fractions
 rewrite      re-encode / re-chunk one container into a layout, verified, atomically renamed
 relayout     a batch of catalog rows -> new container versions -> one catalog pointer merge
 
