@@ -18,7 +18,8 @@ PatternDataset on the same episodes, the same samples and the same tensors out.
    2 workers, uint8 and float32, over the same index list in the same order. The headline order
    is a global shuffle (PatternSampler(shuffle="global"), what DataLoader(shuffle=True) users do),
    on both sides; block order (blocks of 8 neighbours) is measured beside it, on both sides.
-   Order statistics of both orders against a uniform permutation (bench/lerobot_peer_order.py).
+   Order statistics of both orders against a uniform permutation (bench/lerobot_peer_order.py); the
+   rounds and their summary: bench/lerobot_peer_rounds.py.
 5. Agreement on the same samples: PSNR of our frames vs LeRobot's decode of its source (min, 1st
    percentile, median), state/action max abs diff, the frame index each returned
    (bench/lerobot_peer_check.py).
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -41,10 +41,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import BENCH_DIR, emit, parse, peak_rss_mb, size_of
-from bench.lerobot_peer_check import compare, episode_from_index, run_json
+from bench.lerobot_peer_check import agreement, episode_from_index, run_json
 from bench.lerobot_peer_data import import_dataset, manifest_table, write_manifest_file
-from bench.lerobot_peer_layouts import DEFAULT_VIDEO, advise_cli_ok, advise_plan, describe, relaid
+from bench.lerobot_peer_layouts import DEFAULT_VIDEO, advise_cli_ok, advise_plan, calibration_quality, describe, relaid
 from bench.lerobot_peer_order import ORDERS, order_keys, order_statistics
+from bench.lerobot_peer_rounds import HEADLINE, PREFETCH, measure, summarize
 from bench.lerobot_peer_roundtrip import roundtrip
 from bench.lerobot_peer_venv import ensure_peer_venv, peer_version
 from robodata.dataset import SampleIndex
@@ -99,19 +100,13 @@ RUNS = {"smoke": (1, 4), "quick": (3, 16), "full": (5, 48)}  # rounds, agreement
 # quick VLA 30: with 2 workers each times 14 batches after its warm-up (12 timed 4, half on batch
 # slots touched for the first time: a start-up transient, not a training run's steady state)
 BATCHES = {"smoke": {"vla": 3, "wam": 3}, "quick": {"vla": 30, "wam": 6}, "full": {"vla": 50, "wam": 16}}
-# Batch and prefetch per pattern, the same on both sides. A WAM batch of 4 as float32 is 1.8 GB
-# (8 would be 3.5 GB, and LeRobot's DataLoader holds workers x prefetch of them).
-BATCH, PREFETCH = {"vla": 8, "wam": 4}, {"vla": 2, "wam": 1}
-FPS, DIM, WORKERS = 30, 14, (0, 2)
+# Batch per pattern, the same on both sides (prefetch: bench.lerobot_peer_rounds.PREFETCH). A WAM
+# batch of 4 as float32 is 1.8 GB (8 would be 3.5 GB, and LeRobot's DataLoader holds workers x
+# prefetch of them). The measured cells and sides of each round: bench.lerobot_peer_rounds.
+BATCH = {"vla": 8, "wam": 4}
+FPS, DIM = 30, 14
 SLOW_FPS = 15  # the second source rate advise_cli_ok is checked on
 BLOCK = {"vla": 8, "wam": 8}
-# Frame modes, like for like: LeRobot return_uint8=True (uint8 (T, 3, H, W)) vs our "uint8_chw";
-# LeRobot's default float32 (T, 3, H, W) in [0, 1] vs our "float32".
-MODES = {"uint8": "uint8_chw", "float32": "float32"}
-HEADLINE = "global"  # the order of the headline figures; "block" is reported beside
-# (side, order) measured each round: LeRobot and our one copy in both orders, each pattern's own
-# best layout in the headline order (one_layout_vs_best)
-RUN = (("lerobot", "global"), ("lerobot", "block"), ("one", "global"), ("one", "block"), ("best", "global"))
 
 
 def log(msg: str) -> None:
@@ -186,93 +181,6 @@ def dir_bytes(p: Path) -> int:
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
-def _side_cmd(side: str, peer_py: Path, lr_root: Path, manifests: dict, spec: Path, name: str, w: int, mode: str):
-    common = ["--spec", str(spec), "--workers", str(w), "--prefetch", str(PREFETCH[name])]
-    if side == "lerobot":
-        return [str(peer_py), SIDE, "bench", "--root", str(lr_root), *common] + (["--uint8"] if mode == "uint8" else [])
-    cmd = [sys.executable, "-m", "bench.lerobot_peer_ours", "bench", "--manifest", str(manifests[side][name])]
-    return [*cmd, *common, "--frames", MODES[mode]]
-
-
-def _save(got: dict, path: Path) -> None:
-    path.write_text(json.dumps({json.dumps(list(k)): v for k, v in got.items()}))
-
-
-def measure(peer_py: Path, lr_root: Path, manifests: dict, specs, rounds: int, keep: Path) -> dict:
-    """Interleaved: every round runs each (pattern, workers, mode) on every (side, order) of RUN,
-    one process each, the one that goes first rotating. Every figure is kept in `keep` as it comes
-    (a run cut short after a whole round can still be summarized)."""
-    got: dict[tuple[str, str, str, int, str], list[dict]] = {}
-    for r in range(rounds):
-        for name in ("vla", "wam"):
-            for w in WORKERS:
-                for mi, mode in enumerate(MODES):
-                    k = (r + w // 2 + mi) % len(RUN)
-                    for side, order in RUN[k:] + RUN[:k]:
-                        cmd = _side_cmd(side, peer_py, lr_root, manifests, specs[name][order], name, w, mode)
-                        res = run_json(cmd, log)
-                        got.setdefault((side, order, name, w, mode), []).append(res)
-                        _save(got, keep)
-                        log(
-                            f"round {r} {name} w{w} {mode} {side} {order}: {res['samples_per_s']:.2f} samples/s, "
-                            f"{res['cpu_ms_per_sample']:.1f} ms CPU/sample"
-                        )
-    return got
-
-
-def _div(a: float | None, b: float | None, digits: int = 2) -> float | None:
-    return round(a / b, digits) if a is not None and b else None
-
-
-def _ratios(med: dict, cpu: dict, name: str, ours: tuple[str, str], theirs: tuple[str, str]) -> dict:
-    """vs_lerobot_* (samples/s, ours / theirs) and cpu_vs_lerobot_* (CPU per sample, theirs / ours);
-    None where a cell was not measured (a run cut short)."""
-    out = {}
-    for w in WORKERS:
-        for mode in MODES:
-            a, b = med.get((*ours, name, w, mode)), med.get((*theirs, name, w, mode))
-            ca, cb = cpu.get((*ours, name, w, mode)), cpu.get((*theirs, name, w, mode))
-            out[f"vs_lerobot_w{w}_{mode}"] = _div(a, b)
-            out[f"cpu_vs_lerobot_w{w}_{mode}"] = _div(cb, ca)
-    return out
-
-
-def summarize(got: dict) -> dict:
-    med = {k: statistics.median(x["samples_per_s"] for x in v) for k, v in got.items()}
-    cpu = {k: statistics.median(x["cpu_ms_per_sample"] for x in v) for k, v in got.items()}
-    out: dict = {"order": HEADLINE, "vla": {}, "wam": {}, "block": {}}
-    for name in ("vla", "wam"):
-        d = out[name]
-        d.update(_ratios(med, cpu, name, ("one", HEADLINE), ("lerobot", HEADLINE)))
-        out["block"][name] = _ratios(med, cpu, name, ("one", "block"), ("lerobot", "block"))
-        per_cell = {}
-        for w in WORKERS:
-            for mode in MODES:
-                cell = f"w{w}_{mode}"
-                keys = {f"{s}_{o}": (s, o, name, w, mode) for s, o in RUN if (s, o, name, w, mode) in got}
-                d[f"samples_per_s_{cell}"] = {t: round(med[k], 2) for t, k in keys.items()}
-                d[f"cpu_ms_per_sample_{cell}"] = {t: round(cpu[k], 2) for t, k in keys.items()}
-                d[f"per_round_{cell}"] = {t: [round(x["samples_per_s"], 2) for x in got[k]] for t, k in keys.items()}
-                d[f"first_batch_s_{cell}"] = {
-                    t: round(statistics.median(x["first_batch_s"] for x in got[k]), 3) for t, k in keys.items()
-                }
-                per_cell[cell] = _div(
-                    med.get(("one", HEADLINE, name, w, mode)), med.get(("best", HEADLINE, name, w, mode)), 3
-                )
-        d["one_layout_vs_best_per_cell"] = per_cell
-        vals = [v for v in per_cell.values() if v]
-        d["one_layout_vs_best"] = round(float(statistics.geometric_mean(vals)), 3) if vals else None
-        d["tensors"] = {
-            f"{s}_{mode}": got[(s, HEADLINE, name, 0, mode)][0]["shapes"]
-            for s in ("lerobot", "one")
-            for mode in MODES
-            if (s, HEADLINE, name, 0, mode) in got
-        }
-        first = got.get(("lerobot", HEADLINE, name, 0, "float32"))
-        d["lerobot_video_backend"] = first[0]["backend"] if first else None
-    return out
-
-
 def build_layouts(work: Path, v3: Path, cams, log_, relayout: bool) -> tuple[list[Path], dict, dict, dict]:
     """Our default import of LeRobot's v3.0 set; the prescribed layout: one copy for both patterns
     (`robodata advise vla wam --source`, then our importer straight into the plan: one encode); each
@@ -310,26 +218,6 @@ def _lerobot_write(peer_py: Path, out: Path, cfg: dict, fps: int) -> None:
     cmd += ["--width", str(cfg["w"]), "--fps", str(fps), "--dim", str(DIM)]
     out.mkdir(parents=True, exist_ok=True)
     (out / "done.json").write_text(json.dumps(run_json(cmd, log)))
-
-
-def _agreement(work, peer_py, v3, specs, manifests, lays, cams, n_agree) -> dict:
-    agree: dict = {}
-    for name in ("vla", "wam"):
-        a_lr = work / f"{name}_agree_lerobot.npz"
-        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
-            [str(peer_py), SIDE, "items", "--root", str(v3), "--spec", str(specs[name]["agree"]), "--out", str(a_lr)],
-            log,
-        )
-        for lay in lays:
-            a_us = work / f"{name}_agree_ours_{lay}.npz"
-            a_us.exists() or run_json(
-                [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
-                + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
-                log,
-            )
-            agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams), keep=True)
-            log(f"{name} {lay} agreement { {k: v for k, v in agree[(name, lay)].items() if k != 'psnrs'} }")
-    return agree
 
 
 def main() -> None:
@@ -374,7 +262,7 @@ def main() -> None:
     log(f"data ready in {time.perf_counter() - t0:.0f} s; agreement, export, then {rounds} rounds")
 
     lays = ("one", "best", "default", "relaid") if relaid_ else ("one", "best", "default")
-    agree = _agreement(work, peer_py, v3, specs, manifests, lays, cams, n_agree)
+    agree = agreement(work, peer_py, SIDE, v3, specs, manifests, lays, cams, n_agree, log)
     done = work / "roundtrip.json"
     if not done.exists():
         done.write_text(json.dumps(roundtrip(work, peer_py, SIDE, manifest, ours21, specs, cams, n_agree, log)))
@@ -384,7 +272,7 @@ def main() -> None:
     if args.summarize and kept.exists():
         got = {tuple(json.loads(k)): v for k, v in json.loads(kept.read_text()).items()}
     else:
-        got = measure(peer_py, v3, manifests, specs, rounds, kept)
+        got = measure(peer_py, SIDE, v3, manifests, specs, rounds, kept, log)
     result = summarize(got)
     lr_video = dir_bytes(v3 / "videos")
     lr_bytes = lr_video + dir_bytes(v3 / "data")
@@ -438,7 +326,7 @@ def main() -> None:
             "psnr_db_p1": round(float(np.percentile(psnrs, 1)), 2),
             "psnr_db_median": round(float(np.median(psnrs)), 2),
             "psnr_frames": len(psnrs),
-            "psnr_db_calibration": _calibration_quality(plans["one"]),
+            "psnr_db_calibration": calibration_quality(plans["one"]),
             "advise_cli_ok": all(v["ok"] for v in cli_ok.values()),
             "advise_cli": cli_ok,
             "frame_modes": {
@@ -470,28 +358,6 @@ def main() -> None:
     # the prescribed layout (advise vla wam --source + ingest --plan: one copy) against LeRobot's v3.0 files
     result["bytes_vs_lerobot"] = result["layout"]["one"]["bytes_vs_lerobot"]
     emit(result)
-
-
-def _calibration_quality(plan) -> dict:
-    """The chosen camera encoding's PSNR on the advisor's calibration frames (p1, median)."""
-    from robodata.container.calibration import Calibration
-    from robodata.errors import ConfigError
-
-    v = next((g.video for g in plan.layout.groups if g.video is not None and g.name != "cold_video"), None)
-    if v is None or not plan.calibration.get("points"):
-        return {}
-    try:  # an all-intra layout's point is its crf's (bframes 0) intra figures
-        pt = Calibration.from_dict(plan.calibration).point(v.crf, v.bframes if v.gop > 1 else 0, v.entropy, v.deblock)
-    except ConfigError:
-        return {}
-    intra = v.gop == 1
-    return {
-        "crf": v.crf,
-        "entropy": v.entropy,
-        "deblock": v.deblock,
-        "psnr_db_p1": round(pt.intra_psnr_p1_db if intra else pt.psnr_p1_db, 2),
-        "psnr_db_median": round(pt.intra_psnr_median_db if intra else pt.psnr_median_db, 2),
-    }
 
 
 if __name__ == "__main__":

@@ -96,3 +96,38 @@ def episode_from_index(root: Path) -> dict[int, int]:
         t = pq.read_table(f, columns=["episode_index", "dataset_from_index"])
         out.update(zip(t.column("episode_index").to_pylist(), t.column("dataset_from_index").to_pylist(), strict=True))
     return out
+
+
+def agreement(
+    work: Path, peer_py: Path, side_py: str, v3: Path, specs, manifests, lays, cams, n_agree: int, log
+) -> dict:
+    """Per pattern and layout in `lays`: the agreement samples from LeRobot (its items of `v3`) and
+    from us (PatternDataset over that layout's manifest), compared (`compare`, with every frame's
+    PSNR); items already written are reused (a rerun over the same data)."""
+    agree: dict = {}
+    for name in ("vla", "wam"):
+        a_lr = work / f"{name}_agree_lerobot.npz"
+        a_lr.exists() or run_json(  # the items of a set already written are the same (a rerun reuses them)
+            [
+                str(peer_py),
+                side_py,
+                "items",
+                "--root",
+                str(v3),
+                "--spec",
+                str(specs[name]["agree"]),
+                "--out",
+                str(a_lr),
+            ],
+            log,
+        )
+        for lay in lays:
+            a_us = work / f"{name}_agree_ours_{lay}.npz"
+            a_us.exists() or run_json(
+                [sys.executable, "-m", "bench.lerobot_peer_ours", "items", "--manifest", str(manifests[lay][name])]
+                + ["--spec", str(specs[name]["agree"]), "--out", str(a_us)],
+                log,
+            )
+            agree[(name, lay)] = compare(a_lr, a_us, n_agree, list(cams), keep=True)
+            log(f"{name} {lay} agreement { {k: v for k, v in agree[(name, lay)].items() if k != 'psnrs'} }")
+    return agree

@@ -10,6 +10,8 @@
 - relaid (data already stored; `--relayout`, agreement and bytes only): `robodata advise -e <the
   default containers>`, each container re-laid by the relayout job's per-episode step
   (robodata.layout.rewrite.rewrite). A second encode: its losses add to the default's.
+
+`calibration_quality`: the chosen camera encoding's PSNR on the advisor's calibration frames.
 """
 
 from __future__ import annotations
@@ -127,3 +129,25 @@ def relaid(plan: LayoutPlan, episodes: list[Path], out_dir: Path) -> list[Path]:
                 src.close()
         paths.append(dst)
     return paths
+
+
+def calibration_quality(plan) -> dict:
+    """The chosen camera encoding's PSNR on the advisor's calibration frames (p1, median)."""
+    from robodata.container.calibration import Calibration
+    from robodata.errors import ConfigError
+
+    v = next((g.video for g in plan.layout.groups if g.video is not None and g.name != "cold_video"), None)
+    if v is None or not plan.calibration.get("points"):
+        return {}
+    try:  # an all-intra layout's point is its crf's (bframes 0) intra figures
+        pt = Calibration.from_dict(plan.calibration).point(v.crf, v.bframes if v.gop > 1 else 0, v.entropy, v.deblock)
+    except ConfigError:
+        return {}
+    intra = v.gop == 1
+    return {
+        "crf": v.crf,
+        "entropy": v.entropy,
+        "deblock": v.deblock,
+        "psnr_db_p1": round(pt.intra_psnr_p1_db if intra else pt.psnr_p1_db, 2),
+        "psnr_db_median": round(pt.intra_psnr_median_db if intra else pt.psnr_median_db, 2),
+    }
