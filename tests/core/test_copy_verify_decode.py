@@ -14,7 +14,7 @@ import av
 import numpy as np
 import pytest
 
-from robodata.codecs.video import Packet
+from robodata.codecs.video import Packet, yuv420p_frame
 from robodata.ingest.copy_verify import DECODER_OPTIONS, decode_sample, unframed
 from robodata.ingest.video_copy import CameraCopy
 
@@ -35,7 +35,7 @@ def _encode(codec: str, bframes: int) -> list[Packet]:
     out = []
     for i in range(N):
         rgb = np.clip(rng.normal(128, 40, (H, W, 3)) + 6 * i, 0, 255).astype(np.uint8)
-        f = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        f = yuv420p_frame(rgb)  # converted single-threaded: the same bytes each run
         f.pts = i
         out += ctx.encode(f)
     out += ctx.encode(None)

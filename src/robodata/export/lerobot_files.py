@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from robodata.codecs.video import yuv420p_frame
+
 
 class Stats:
     """Running min/max/mean/std per feature (vector features, or per channel for images)."""
@@ -100,7 +102,7 @@ class VideoOut:
 
     def write(self, rgb: np.ndarray) -> None:
         for img in rgb:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+            frame = yuv420p_frame(img)
             frame.pts = self.frames
             self.frames += 1
             for packet in self.stream.encode(frame):

@@ -22,6 +22,7 @@ import av
 import numpy as np
 from mcap.writer import CompressionType, Writer
 
+from robodata.codecs.video import yuv420p_frame
 from robodata.export.episodes import ExportError, arrays, check_ids, frames, open_episode, out_path
 
 _TIME = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
@@ -170,7 +171,7 @@ class _H264:
     def encode(self, rgb: np.ndarray, t: np.ndarray):
         out = []
         for img, ts in zip(rgb, t, strict=True):
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24").reformat(format="yuv420p")
+            frame = yuv420p_frame(img)
             frame.pts = self.n
             self.times[self.n] = float(ts)
             self.n += 1

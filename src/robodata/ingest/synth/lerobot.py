@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from av.video.stream import VideoStream
 
+from robodata.codecs.video import yuv420p_frame
 from robodata.ingest.synth.scene import SceneRenderer
 
 ENCODERS = {"h264": "libx264", "av1": "libsvtav1"}
@@ -36,7 +37,7 @@ def _write_video(
             )
             s.options = {"preset": "ultrafast", **({"x264-params": ":".join(x264)} if x264 else {})}
         for i, rgb in enumerate(frames):
-            f = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            f = yuv420p_frame(rgb)
             if keys and i % keys == 0:
                 f.pict_type = av.video.frame.PictureType.I
             f.pts = i

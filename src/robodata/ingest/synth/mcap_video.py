@@ -14,6 +14,7 @@ from typing import Any
 import av
 import numpy as np
 
+from robodata.codecs.video import yuv420p_frame
 from robodata.config import require
 
 COMPRESSED_VIDEO_SCHEMA = {
@@ -52,7 +53,7 @@ def annexb_h264(frames: Iterable[np.ndarray], fps: float, spec: CompressedVideoS
                 "preset": "veryfast",
                 "x264-params": f"keyint={spec.gop}:min-keyint={spec.gop}:scenecut=0:bframes=0:repeat-headers=1",
             }
-        f = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        f = yuv420p_frame(rgb)
         f.pts = i
         yield from (bytes(p) for p in ctx.encode(f))
     if ctx is not None:
