@@ -23,7 +23,7 @@ class VideoSettings:
     crf: int = 23
     preset: str = "veryfast"
     bframes: int = 0
-    threads: int = 0  # encoder threads per camera; 0 = codec default (not part of the layout's identity)
+    threads: int = 0  # encoder threads per camera; 0 = codec default (not in the layout's identity; changes bytes)
     # H.264's entropy coder: "cabac" (the default, fewer bytes) or "cavlc" (cheaper to decode, more
     # bytes); every other codec has its own arithmetic coder alone, "cabac" here
     entropy: str = "cabac"
@@ -123,9 +123,11 @@ class Layout:
     def version(self) -> str:
         """Stable id of this layout: format version + hash of the settings.
 
-        Encoder threads change how fast a layout is written, not what is stored: they are hashed
+        Encoder threads change how fast a layout is written, not its settings: they are hashed
         as 0 (the value every earlier container has), so a container encoded on one thread is
         in the same layout as one encoded with the codec's own threading (relayout skips it).
+        They do change the bytes: x264 cuts each picture into a slice a thread, so only encodes
+        on as many threads are byte for byte the same (IngestSettings.for_bulk encodes on one).
         The defaults of later encoder fields are not in the dict (to_dict): every layout written
         before them keeps its version."""
         d = self.to_dict()
