@@ -33,12 +33,12 @@ def _x264(
 ) -> dict[str, str]:
     cabac = ":cabac=0" if entropy == "cavlc" else ""
     cabac += "" if deblock else ":no-deblock=1"
-    # cpu-independent: x264's canonical analysis instead of its CPU-specific shortcuts (the "x9"
-    # intra searches). Without it the bytes depend on the host's instruction set (no-asm vs SIMD),
-    # and on AVX-512 hosts they varied from one encode of the same frames to the next (5 of 150
-    # encodes of 240x320 noise differed, x264 in PyAV 18.1): an ingest run again wrote other bytes.
-    # With it, 1 of 150, and the same bytes with asm capped at AVX2, SSE4 or none (tests/core/
-    # test_encoder_reproducible.py). Cost: 2-6% of the encode's CPU (640x480, veryfast, one thread).
+    # cpu-independent: x264's canonical analysis instead of its CPU-specific shortcuts (such as its
+    # "x9" intra searches). Without it the bytes depend on the host's instruction set (no-asm vs
+    # SIMD), and on an AVX-512 host the same frames encoded again gave other bytes (5 distinct
+    # outputs in 150 encodes of 240x320 noise, x264 in PyAV 18.1): an ingest run again wrote other
+    # bytes. With it, 1 distinct output, the same with asm capped at AVX2, SSE4 or none (tests/core/
+    # test_encoder_reproducible.py; docs/container-format.md). Cost: 2-6% of the encode's CPU.
     return {
         "crf": str(crf),
         "preset": preset,
