@@ -29,6 +29,7 @@ def _encode(codec: str, bframes: int) -> list[Packet]:
     ctx = av.CodecContext.create(name, "w")
     ctx.width, ctx.height, ctx.pix_fmt, ctx.time_base = W, H, "yuv420p", Fraction(1, 10)
     common = f"keyint={GOP}:min-keyint={GOP}:scenecut=0:bframes={bframes}:repeat-headers=1"
+    common += ":cpu-independent=1" if codec == "h264" else ""  # x264: the same bytes each run (container-format.md)
     extra = ":open-gop=0:log-level=none:pools=none:frame-threads=1" if codec == "hevc" else ":threads=1"
     ctx.options = {params: common + extra, "preset": "ultrafast" if codec == "hevc" else "veryfast"}
     rng = np.random.default_rng(40)
