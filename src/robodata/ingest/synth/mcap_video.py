@@ -48,10 +48,12 @@ def annexb_h264(frames: Iterable[np.ndarray], fps: float, spec: CompressedVideoS
             ctx = av.CodecContext.create("libx264", "w")
             ctx.width, ctx.height, ctx.pix_fmt = rgb.shape[1], rgb.shape[0], "yuv420p"
             ctx.time_base = Fraction(1, round(fps))
+            ctx.thread_count = 1  # one slice a picture on any host (x264 cuts a slice a thread)
             ctx.options = {
                 "crf": str(spec.crf),
                 "preset": "veryfast",
-                "x264-params": f"keyint={spec.gop}:min-keyint={spec.gop}:scenecut=0:bframes=0:repeat-headers=1",
+                "x264-params": f"keyint={spec.gop}:min-keyint={spec.gop}:scenecut=0:bframes=0:repeat-headers=1"
+                ":cpu-independent=1",  # the same bytes every run (docs/container-format.md)
             }
         f = yuv420p_frame(rgb)
         f.pts = i
