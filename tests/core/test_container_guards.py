@@ -55,8 +55,8 @@ def test_zstd_bomb_is_refused_before_it_is_decompressed(original):
 
 
 def test_decode_caps_are_configurable_and_validated(original):
-    # 6,000 bytes: under the 7,200 of the proprio part, over the 3.6-4.2k of a camera's part (a
-    # margin kept from when libx264 did not give the same bytes every time: docs/container-format.md)
+    # 6,000 bytes: under the 7,200 of the proprio part, over the 3.6-4.2k of a camera's part, whose
+    # size varies with the encoding (libx264 does not give the same bytes every time here)
     small = ReaderConfig(max_decode_bytes=6000, max_frame_bytes=64 * 48 * 3 * 4)
     r = _open(original["raw"], config=small)
     with pytest.raises(ContainerLimitError, match="max_decode_bytes"):  # 200 x (7 floats + a time)

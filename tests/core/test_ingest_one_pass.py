@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import robodata.codecs as codecs
 import robodata.ingest.steps.aligned_tracks as aligned_step
 import robodata.ingest.steps.episodes as episodes_step
 from robodata.container import EpisodeReader
@@ -82,7 +83,21 @@ def _staged(paths: IngestPaths) -> list[Path]:
     return sorted(Path(paths.staged_folder("b1")).glob("*")) if Path(paths.staged_folder("b1")).exists() else []
 
 
+def _reproducible_x264(monkeypatch) -> None:
+    """x264 as ingest sets it up, plus cpu-independent: on an AVX-512 host the same small noisy
+    frames encoded twice gave other bytes now and then (docs/container-format.md), and this test
+    compares two conversions pixel for pixel."""
+    spec = codecs.video_codec("h264")
+
+    def options(*args, **kw) -> dict[str, str]:
+        opts = spec.options(*args, **kw)
+        return {**opts, "x264-params": opts["x264-params"] + ":cpu-independent=1"}
+
+    monkeypatch.setitem(codecs._REGISTRY, "h264", dataclasses.replace(spec, options=options))
+
+
 def test_an_mcap_is_read_once_and_converts_as_a_separate_read_would(landing, tmp_path, monkeypatch):
+    _reproducible_x264(monkeypatch)
     paths = _batch(landing, tmp_path / "one")
     opens = _opens(monkeypatch)
     out = _run(paths, SETTINGS)

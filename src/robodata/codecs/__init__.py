@@ -33,18 +33,12 @@ def _x264(
 ) -> dict[str, str]:
     cabac = ":cabac=0" if entropy == "cavlc" else ""
     cabac += "" if deblock else ":no-deblock=1"
-    # cpu-independent: x264's canonical analysis instead of its CPU-specific shortcuts (such as its
-    # "x9" intra searches). Without it the bytes depend on the host's instruction set (no-asm vs
-    # SIMD), and on an AVX-512 host the same frames encoded again gave other bytes (5 distinct
-    # outputs in 150 encodes of 240x320 noise, x264 in PyAV 18.1): an ingest run again wrote other
-    # bytes. With it, 1 distinct output, the same with asm capped at AVX2, SSE4 or none (tests/core/
-    # test_encoder_reproducible.py; docs/container-format.md). Cost: 2-6% of the encode's CPU.
     return {
         "crf": str(crf),
         "preset": preset,
         "x264-params": (
             f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes={bframes}:b-adapt=0:b-pyramid=none:open-gop=0"
-            f":forced-idr=1:cpu-independent=1{cabac}"
+            f":forced-idr=1{cabac}"
         ),
     }
 

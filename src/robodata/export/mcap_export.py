@@ -162,7 +162,7 @@ class _H264:
             "crf": "23",
             "g": "30",
             "bf": "0",
-            "x264-params": "repeat-headers=1:annexb=1:cpu-independent=1",  # the same bytes every run
+            "x264-params": "repeat-headers=1:annexb=1",
         }
         self.fps = fps
         self.n = 0
